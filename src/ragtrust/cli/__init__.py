@@ -1,0 +1,1 @@
+"""Command-line interface (Typer + rich); thin commands over the library."""

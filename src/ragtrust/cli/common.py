@@ -1,0 +1,102 @@
+"""Shared CLI plumbing: settings from flags, error-to-exit-code mapping, verdict output.
+
+Exit codes: 0 trusted (or success), 3 flagged verdict, 2 usage / input / config errors,
+1 internal errors (models, backends, bugs).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from ragtrust.config import Settings, load_settings
+from ragtrust.errors import (
+    BackendError,
+    ConfigError,
+    InputError,
+    MissingDependencyError,
+    ModelError,
+    RagTrustError,
+)
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_FLAGGED = 0, 1, 2, 3
+
+console = Console()
+err_console = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+ConfigOption = typer.Option(None, "--config", help="ragtrust.toml to read (default: ./ragtrust.toml if present)")
+
+
+def settings_from(config: Path | None, overrides: dict[str, Any] | None = None) -> Settings:
+    """Settings with the CLI's precedence: defaults < file < env < flags."""
+    return load_settings(config, overrides={k: v for k, v in (overrides or {}).items() if v is not None})
+
+
+def default_store() -> Path | None:
+    """The store named by ``RAGTRUST_STORE``, if any."""
+    value = os.environ.get("RAGTRUST_STORE")
+    return Path(value) if value else None
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    """Print a one-line error and return the Exit to raise."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def handle_errors(fn: F) -> F:
+    """Turn ragtrust errors into one-line messages and meaningful exit codes."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except (ConfigError, InputError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
+        except MissingDependencyError as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
+        except (BackendError, ModelError, RagTrustError) as exc:
+            raise fail(str(exc), EXIT_INTERNAL) from None
+        except KeyboardInterrupt:
+            raise fail("interrupted", EXIT_INTERNAL) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def print_json(data: Any) -> None:
+    """JSON to stdout, unstyled (for scripts)."""
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def verdict_exit(trusted: bool) -> typer.Exit:
+    """0 for a trusted verdict, 3 for a flagged one."""
+    return typer.Exit(EXIT_OK if trusted else EXIT_FLAGGED)
+
+
+__all__ = [
+    "EXIT_FLAGGED",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "ConfigOption",
+    "console",
+    "default_store",
+    "err_console",
+    "fail",
+    "handle_errors",
+    "print_json",
+    "settings_from",
+    "verdict_exit",
+]

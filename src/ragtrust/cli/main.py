@@ -1,0 +1,39 @@
+"""The ``ragtrust`` command: one Typer app; each command group lives in its own module.
+
+Every module listed in ``COMMAND_MODULES`` exposes ``register(app)``; no logic lives only
+in the CLI (commands parse, call one library function, render).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+COMMAND_MODULES = (
+    "ragtrust.cli.core",  # ask, screen, verify, demo
+    "ragtrust.cli.nli",  # nli (predict, eval, train, export)
+    "ragtrust.cli.evidence",  # align
+    "ragtrust.cli.store",  # ingest, scan, vet, quarantine, delete, ledger
+    "ragtrust.cli.evaluation",  # attack, eval run / report / calibrate
+    "ragtrust.cli.serve",  # serve
+)
+
+app = typer.Typer(
+    name="ragtrust",
+    help="A trust layer for RAG: screen retrieved documents, ground answers, verify, measure.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(_module).register(app)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+__all__ = ["app", "main"]

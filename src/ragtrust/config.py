@@ -1,0 +1,270 @@
+"""Configuration: every constant of SPEC.md lives here, once.
+
+Precedence (later wins): built-in defaults < ``ragtrust.toml`` < ``RAGTRUST_*`` environment
+variables < explicit overrides (CLI flags). Unknown keys are an error everywhere.
+
+Environment variables name a section and a key with a double underscore, e.g.
+``RAGTRUST_TRUST__TAU=0.45`` or ``RAGTRUST_RETRIEVAL__TOP_K=3``; top-level keys have no
+section (``RAGTRUST_SEED=7``). Variables that are not configuration (``RAGTRUST_DATA_DIR``,
+``RAGTRUST_API_KEYS``, ``RAGTRUST_LLM_API_KEY``, ``RAGTRUST_STORE``) are read by the CLI
+and the server only.
+
+Example:
+    >>> s = load_settings(env={}, overrides={"trust": {"tau": 0.45}})
+    >>> (s.trust.alpha, s.trust.tau, s.evidence.ngram_n)
+    (0.4, 0.45, 5)
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ragtrust.errors import ConfigError
+
+#: environment variables with the RAGTRUST_ prefix that are read at the edges, not config
+NON_CONFIG_ENV = frozenset({"DATA_DIR", "API_KEYS", "LLM_API_KEY", "STORE", "HOST", "PORT", "CONFIG"})
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TrustConfig(_Section):
+    """Trust Index (SPEC section 5)."""
+
+    alpha: float = Field(0.40, ge=0, le=1, description="weight of factuality F")
+    beta: float = Field(0.35, ge=0, le=1, description="weight of consistency C")
+    gamma: float = Field(0.25, ge=0, le=1, description="weight of (1 - P)")
+    dampener_threshold: float = Field(0.70, ge=0, lt=1, description="P above which T is damped")
+    dampener_max_drop: float = Field(0.40, ge=0, le=1, description="1 - d(1.0); d(1.0) = 0.6")
+    tau: float = Field(0.5, ge=0, le=1, description="binary decision threshold (trusted iff T >= tau)")
+    low_retrieval_threshold: float = Field(0.30, ge=0, le=1, description="cosine s_max below which T is reduced")
+    low_retrieval_floor: float = Field(0.5, ge=0, le=1, description="T multiplier when s_max = 0")
+    level_high: float = Field(0.8, ge=0, le=1, description="HIGH iff T >= level_high")
+    level_low: float = Field(0.3, ge=0, le=1, description="LOW iff level_low <= T < tau; VERY LOW below")
+
+    @model_validator(mode="after")
+    def _check(self) -> TrustConfig:
+        total = self.alpha + self.beta + self.gamma
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"alpha + beta + gamma must be 1.0, got {total:.4f}")
+        if not self.level_low <= self.tau <= self.level_high:
+            raise ValueError("levels must satisfy level_low <= tau <= level_high")
+        return self
+
+
+class ScreeningConfig(_Section):
+    """Stage 1 (SPEC section 3) and the pre-generation gate."""
+
+    policy: Literal["flag", "drop-suspicious", "block"] = "flag"
+    suspicious_threshold: float = Field(0.7, ge=0, le=1, description="P_i above which a document is suspicious")
+    high_risk_threshold: float = Field(0.8, ge=0, le=1)
+    drop_threshold: float = Field(0.7, ge=0, le=1, description="drop-suspicious drops P_i above this")
+    fail_closed: bool = True
+    signals: tuple[str, ...] = (
+        "linguistic",
+        "structural",
+        "intra_consistency",
+        "cross_consistency",
+        "semantic_outlier",
+        "provenance",
+    )
+
+
+class EvidenceConfig(_Section):
+    """EvidenT alignment (SPEC section 6.3)."""
+
+    ngram_n: int = Field(5, ge=1, le=20)
+    overlap_threshold: float = Field(0.7, gt=0, le=1)
+    max_passages: int = Field(8, ge=1)
+    max_answer_sentences: int = Field(4, ge=1)
+    terms: Mapping[str, str] = Field(default_factory=dict, description="term normalisation map")
+
+
+class ChunkConfig(_Section):
+    """Chunking (SPEC section 8: 512-token chunks, overlap 50)."""
+
+    chunk_tokens: int = Field(512, ge=16)
+    overlap_tokens: int = Field(50, ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> ChunkConfig:
+        if self.overlap_tokens >= self.chunk_tokens:
+            raise ValueError("overlap_tokens must be smaller than chunk_tokens")
+        return self
+
+
+class RetrievalConfig(_Section):
+    """Retrieval (SPEC section 8: cosine top-K, K = 5)."""
+
+    top_k: int = Field(5, ge=1, le=100)
+    mode: Literal["dense", "bm25", "hybrid"] = "dense"
+    rrf_k: int = Field(60, ge=1)
+
+
+class ModelsConfig(_Section):
+    """Model choices: ``builtin`` means the models shipped with or installed for ragtrust."""
+
+    nli: str = Field("builtin", description="'builtin' (shipped int8 ONNX) or an HF model id / local path")
+    embedder: str = Field("builtin", description="'builtin' (packaged MiniLM int8 ONNX) or an HF model id / path")
+    threads: int = Field(2, ge=1)
+    nli_batch_size: int = Field(32, ge=1)
+    nli_cache_size: int = Field(50_000, ge=0)
+
+
+class GeneratorConfig(_Section):
+    """Answer generator: extractive (default, no LLM) or an OpenAI-compatible endpoint."""
+
+    type: Literal["extractive", "openai"] = "extractive"
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str = "llama3.2"
+    api_key_env: str = "RAGTRUST_LLM_API_KEY"
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(2, ge=0)
+    temperature: float = Field(0.0, ge=0)
+    max_tokens: int = Field(512, ge=1)
+
+
+class EvalConfig(_Section):
+    """Benchmark protocol (SPEC sections 7-8)."""
+
+    attack_rate: float = Field(0.30, gt=0, lt=1)
+    n_queries: int = Field(50, ge=1)
+    bootstrap: int = Field(20_000, ge=100)
+    calibration_percentile: float = Field(10.0, gt=0, lt=100)
+
+
+class Settings(_Section):
+    """All of ragtrust's configuration."""
+
+    seed: int = 42
+    trust: TrustConfig = TrustConfig()
+    screening: ScreeningConfig = ScreeningConfig()
+    evidence: EvidenceConfig = EvidenceConfig()
+    chunking: ChunkConfig = ChunkConfig()
+    retrieval: RetrievalConfig = RetrievalConfig()
+    models: ModelsConfig = ModelsConfig()
+    generator: GeneratorConfig = GeneratorConfig()
+    eval: EvalConfig = EvalConfig()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form that :func:`load_settings` accepts back as overrides."""
+        data: dict[str, Any] = self.model_dump(mode="json")
+        return data
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Settings:
+        """A copy with nested overrides applied and validated."""
+        return _validate(_merge(self.to_dict(), overrides))
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _validate(data: Mapping[str, Any]) -> Settings:
+    try:
+        return Settings.model_validate(dict(data))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid configuration: {problems}") from exc
+
+
+def _coerce_env(raw: str) -> Any:
+    text = raw.strip()
+    if text.startswith(("[", "{")):
+        import json
+
+        try:
+            return json.loads(text)
+        except ValueError:
+            return raw
+    if "," in text and not text.replace(",", "").replace(".", "").isdigit():
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return raw
+
+
+def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    """Collect ``RAGTRUST_SECTION__KEY`` variables into nested overrides."""
+    out: dict[str, Any] = {}
+    for name, raw in env.items():
+        if not name.startswith("RAGTRUST_"):
+            continue
+        key = name[len("RAGTRUST_") :]
+        if key in NON_CONFIG_ENV:
+            continue
+        parts = [p.lower() for p in key.split("__")]
+        if len(parts) == 1 and parts[0] not in Settings.model_fields:
+            raise ConfigError(
+                f"unknown environment variable {name}: config variables look like "
+                f"RAGTRUST_<SECTION>__<KEY> (sections: {', '.join(sorted(Settings.model_fields))})"
+            )
+        target = out
+        for part in parts[:-1]:
+            target = target.setdefault(part, {})
+        target[parts[-1]] = _coerce_env(raw)
+    return out
+
+
+def load_settings(
+    path: str | Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build :class:`Settings` from defaults, a TOML file, the environment and overrides.
+
+    Args:
+        path: a ``ragtrust.toml``; when ``None``, ``./ragtrust.toml`` is used if present
+            (or the file named by ``RAGTRUST_CONFIG``).
+        env: the environment to read (``os.environ`` when ``None``).
+        overrides: nested values that win over everything else (CLI flags).
+
+    Raises:
+        ConfigError: unknown keys, wrong types or values, unreadable files.
+    """
+    env = os.environ if env is None else env
+    data: dict[str, Any] = {}
+    if path is None:
+        named = env.get("RAGTRUST_CONFIG")
+        candidate = Path(named) if named else Path("ragtrust.toml")
+        path = candidate if candidate.exists() or named else None
+    if path is not None:
+        file = Path(path)
+        try:
+            data = tomllib.loads(file.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config file {file} does not exist") from exc
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {file} is not valid TOML: {exc}") from exc
+    data = _merge(data, env_overrides(env))
+    if overrides:
+        data = _merge(data, overrides)
+    return _validate(data)
+
+
+__all__ = [
+    "ChunkConfig",
+    "EvalConfig",
+    "EvidenceConfig",
+    "GeneratorConfig",
+    "ModelsConfig",
+    "RetrievalConfig",
+    "ScreeningConfig",
+    "Settings",
+    "TrustConfig",
+    "load_settings",
+]

@@ -1,0 +1,306 @@
+"""Domain types: documents, retrieval results, evidence spans and the Verdict.
+
+All types are frozen dataclasses with a stable JSON form: ``to_dict()`` gives plain JSON
+types (tuples become lists, mappings become dicts) and ``from_dict()`` reads it back.
+
+Example:
+    >>> doc = Document(id="kb-1", text="Use parameterised queries.")
+    >>> doc.content_hash[:12]
+    '6d0f2ad39e0c'
+    >>> Document.from_dict(doc.to_dict()) == doc
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import types
+import typing
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from ragtrust.errors import InputError
+
+T = TypeVar("T", bound="_JsonMixin")
+
+TrustLevel = Literal["HIGH", "MEDIUM", "LOW", "VERY LOW"]
+
+
+def normalize_text(text: str) -> str:
+    """NFKC-normalise and collapse whitespace: the form content hashes are taken of."""
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def content_hash(text: str) -> str:
+    """sha256 (hex) of the normalised text, so whitespace-only edits keep the hash."""
+    return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
+
+
+def _to_jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+    if isinstance(value, Mapping):
+        return {str(k): _to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_jsonable(v) for v in value]
+    if isinstance(value, float) and value != value:  # NaN is not JSON
+        return None
+    return value
+
+
+def _from_jsonable(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        for arg in args:
+            try:
+                return _from_jsonable(arg, value)
+            except (TypeError, ValueError, KeyError):
+                continue
+        return value
+    if origin is tuple:
+        args = typing.get_args(tp)
+        inner = args[0] if args else Any
+        return tuple(_from_jsonable(inner, v) for v in value)
+    if origin in (dict, Mapping) or tp in (dict, Mapping):
+        args = typing.get_args(tp)
+        inner = args[1] if len(args) == 2 else Any
+        return {k: _from_jsonable(inner, v) for k, v in value.items()}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"expected an object for {tp.__name__}, got {type(value).__name__}")
+        return tp.from_dict(value)  # type: ignore[attr-defined]
+    return value
+
+
+class _JsonMixin:
+    """``to_dict`` / ``from_dict`` / ``to_json`` for frozen dataclasses."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form of this object."""
+        result: dict[str, Any] = _to_jsonable(self)
+        return result
+
+    def to_json(self, **kwargs: Any) -> str:
+        """JSON text of :meth:`to_dict`."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
+
+    @classmethod
+    def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
+        """Rebuild an object from :meth:`to_dict` output; unknown keys are an error."""
+        if not isinstance(data, Mapping):
+            raise InputError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
+        hints = typing.get_type_hints(cls)
+        known = {f.name for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+        unknown = set(data) - known
+        if unknown:
+            raise InputError(f"{cls.__name__}: unknown field(s) {sorted(unknown)}; expected {sorted(known)}")
+        kwargs = {k: _from_jsonable(hints[k], v) for k, v in data.items()}
+        try:
+            return cls(**kwargs)
+        except TypeError as exc:
+            raise InputError(f"{cls.__name__}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Document(_JsonMixin):
+    """A document (or chunk) of the corpus.
+
+    Attributes:
+        id: stable identifier (chunk ids look like ``<doc-id>#<n>``).
+        text: the full text; spans index into it.
+        url: where a reader can find it (a citation target); defaults to ``id``.
+        source: origin (file path, store, retriever name).
+        metadata: free-form JSON metadata (title, headings, tier, ...).
+    """
+
+    id: str
+    text: str
+    url: str | None = None
+    source: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    content_hash: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        """Validate and fill the content hash."""
+        if not isinstance(self.id, str) or not self.id.strip():
+            raise InputError("Document.id must be a non-empty string")
+        if not isinstance(self.text, str):
+            raise InputError(f"Document {self.id!r}: text must be a string, got {type(self.text).__name__}")
+        if not self.content_hash:
+            object.__setattr__(self, "content_hash", content_hash(self.text))
+
+    @property
+    def cite(self) -> str:
+        """The citation target: the URL when known, else the id."""
+        return self.url or self.id
+
+
+@dataclass(frozen=True)
+class RetrievedDoc(_JsonMixin):
+    """A document returned by a retriever with its similarity and rank.
+
+    ``score`` is a similarity in [0, 1] in cosine terms (``None`` when the source gives
+    none); ``rank`` starts at 1.
+    """
+
+    document: Document
+    score: float | None = None
+    rank: int = 1
+    retriever: str = ""
+
+    @property
+    def id(self) -> str:
+        """Shortcut for ``document.id``."""
+        return self.document.id
+
+
+@dataclass(frozen=True)
+class Span(_JsonMixin):
+    """A character span ``text == document.text[start:end]`` in a document."""
+
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    url: str | None = None
+
+    def __post_init__(self) -> None:
+        """Offsets must be ordered and non-negative."""
+        if self.start < 0 or self.end < self.start:
+            raise InputError(f"Span offsets must satisfy 0 <= start <= end, got {self.start}..{self.end}")
+
+
+@dataclass(frozen=True)
+class Passage(_JsonMixin):
+    """An evidence passage attributed to a document (EvidenT's extraction contract)."""
+
+    passage_id: str
+    text: str
+    url: str | None = None
+    doc_id: str | None = None
+    spans: tuple[Span, ...] = ()
+    status: str = "unverified"  # kept | truncated | reattributed | dropped | unverified
+    overlap: float | None = None
+
+
+@dataclass(frozen=True)
+class Query(_JsonMixin):
+    """A user question."""
+
+    text: str
+    top_k: int | None = None
+
+    def __post_init__(self) -> None:
+        """Reject empty questions."""
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise InputError("the question is empty: pass a non-empty question text")
+
+
+@dataclass(frozen=True)
+class SignalResult(_JsonMixin):
+    """One signal's finding on one document; ``score`` in [0, 1], 1 = suspicious."""
+
+    name: str
+    score: float = 0.0
+    reasons: tuple[str, ...] = ()
+    spans: tuple[Span, ...] = ()
+    skipped: bool = False
+    skip_reason: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Scores outside [0, 1] are a programming error of the signal."""
+        if not 0.0 <= self.score <= 1.0:
+            raise ValueError(f"signal {self.name}: score {self.score} outside [0, 1]")
+
+
+@dataclass(frozen=True)
+class DocumentScreening(_JsonMixin):
+    """Stage-1 result for one retrieved document."""
+
+    doc_id: str
+    url: str | None
+    poison_probability: float
+    signals: tuple[SignalResult, ...] = ()
+    similarity: float | None = None
+    weight: float = 0.0
+    suspicious: bool = False
+    action: str = "kept"  # kept | flagged | dropped
+
+
+@dataclass(frozen=True)
+class AnswerSentence(_JsonMixin):
+    """One sentence of the answer with its citations, verified spans and NLI support."""
+
+    text: str
+    citations: tuple[str, ...] = ()
+    spans: tuple[Span, ...] = ()
+    support: float | None = None
+    supported: bool = False
+    best_doc_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict(_JsonMixin):
+    """The result of one query through the trust layer (SPEC section 2).
+
+    Attributes:
+        trust_score: T_final in [0, 1] after dampener and low-retrieval modifier.
+        trust_level: HIGH / MEDIUM / LOW / VERY LOW.
+        trusted: binary decision ``trust_score >= tau`` (and no internal failure).
+        factuality / consistency / poison_probability: F, C, P.
+        documents: per-document poison probabilities with the signal values behind them.
+        sentences: the answer's sentences with citations and verified spans.
+        warnings: plain-language warnings for a person.
+        errors: internal failures (any makes ``trusted`` false: fail closed).
+    """
+
+    query: str
+    trust_score: float
+    trust_level: TrustLevel
+    trusted: bool
+    tau: float
+    factuality: float
+    consistency: float
+    poison_probability: float
+    trust_raw: float = 0.0
+    dampener: float = 1.0
+    retrieval_modifier: float = 1.0
+    max_similarity: float | None = None
+    answer: str = ""
+    sentences: tuple[AnswerSentence, ...] = ()
+    documents: tuple[DocumentScreening, ...] = ()
+    passages: tuple[Passage, ...] = ()
+    warnings: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+    stage: str = "full"  # full | screen | verify
+    timings_s: Mapping[str, float] = field(default_factory=dict, hash=False, compare=False)
+    models: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def decision(self) -> str:
+        """``trusted`` or ``flagged``."""
+        return "trusted" if self.trusted else "flagged"
+
+
+__all__ = [
+    "AnswerSentence",
+    "Document",
+    "DocumentScreening",
+    "Passage",
+    "Query",
+    "RetrievedDoc",
+    "SignalResult",
+    "Span",
+    "TrustLevel",
+    "Verdict",
+    "content_hash",
+    "normalize_text",
+]

@@ -1,0 +1,56 @@
+"""The one exception tree of ragtrust.
+
+::
+
+    RagTrustError
+    ├── ConfigError (ValueError)        the user's mistake: bad name, value, file
+    ├── InputError (ValueError)         bad document / query / request payload
+    ├── MissingDependencyError          names the install command
+    ├── BackendError                    retriever / LLM / HTTP failure, raised ``from`` the cause
+    └── ModelError                      model load or inference failure
+
+Messages say what was expected, what came, and how to fix it. Signals never raise on odd
+text (they return ``skipped=True``); whether a failure is fatal is pipeline policy.
+"""
+
+from __future__ import annotations
+
+
+class RagTrustError(Exception):
+    """Base class of every error ragtrust raises on purpose."""
+
+
+class ConfigError(RagTrustError, ValueError):
+    """A configuration value, name or file is wrong (the user's to fix)."""
+
+
+class InputError(RagTrustError, ValueError):
+    """A document, query, file or request payload is malformed."""
+
+
+class MissingDependencyError(RagTrustError, ImportError):
+    """An optional backend is not installed; the message names the install command."""
+
+    def __init__(self, feature: str, install: str) -> None:
+        """Build the message from the feature and the ``pip install`` line that fixes it."""
+        super().__init__(f"{feature} needs an optional dependency: run `{install}`")
+        self.feature = feature
+        self.install = install
+
+
+class BackendError(RagTrustError):
+    """A retriever, LLM endpoint or other external backend failed."""
+
+
+class ModelError(RagTrustError):
+    """A model could not be loaded, failed its checksum, or failed during inference."""
+
+
+__all__ = [
+    "BackendError",
+    "ConfigError",
+    "InputError",
+    "MissingDependencyError",
+    "ModelError",
+    "RagTrustError",
+]

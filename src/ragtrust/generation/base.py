@@ -1,0 +1,34 @@
+"""The generator contract: write an answer from verified passages, one citation per sentence."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from ragtrust.documents import Passage
+
+
+@dataclass(frozen=True)
+class GeneratedAnswer:
+    """A generator's raw output: the text (citations inline as ``[n]`` or ``[url]``) and,
+    when the generator knows them, the citation targets of each sentence."""
+
+    text: str
+    sentences: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    model: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """Anything that writes an answer from passages."""
+
+    name: str
+
+    def generate(self, query: str, passages: Sequence[Passage]) -> GeneratedAnswer:
+        """An answer whose every sentence cites the passages it uses."""
+        ...
+
+
+__all__ = ["GeneratedAnswer", "Generator"]

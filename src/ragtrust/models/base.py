@@ -1,0 +1,43 @@
+"""Model protocols: every NLI model and embedder implements one of these small contracts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+#: fixed column order of every NLI probability array
+NLI_LABELS: tuple[str, str, str] = ("entailment", "neutral", "contradiction")
+ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2
+
+
+@runtime_checkable
+class NLIModel(Protocol):
+    """Three-way natural language inference.
+
+    ``predict`` returns an ``(n, 3)`` float array of calibrated probabilities in the order
+    (entailment, neutral, contradiction), one row per (premise, hypothesis) pair.
+    """
+
+    model_id: str
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
+        """Probabilities for each pair (rows sum to 1)."""
+        ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Sentence embeddings: ``embed`` returns L2-normalised ``(n, dim)`` float32 rows."""
+
+    model_id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Unit-norm embeddings, one row per text."""
+        ...
+
+
+__all__ = ["CONTRADICTION", "ENTAILMENT", "NEUTRAL", "NLI_LABELS", "Embedder", "NLIModel"]

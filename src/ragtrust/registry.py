@@ -1,0 +1,93 @@
+"""One registry for every pluggable component; built-ins use the same door as plugins.
+
+Components are named in configuration as ``{"type": "...", "params": {...}}``::
+
+    >>> from ragtrust.registry import build, registered
+    >>> "extractive" in registered("generator")
+    True
+
+Third-party packages register through the ``ragtrust.plugins`` entry-point group: each
+entry point is a module that calls :func:`register` when imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from importlib.metadata import entry_points
+from typing import Any, TypeVar
+
+from ragtrust.errors import ConfigError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+KINDS = ("signal", "retriever", "generator", "extractor", "nli", "embedder")
+_REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {kind: {} for kind in KINDS}
+#: modules whose import registers the built-ins of each kind (imported lazily)
+_BUILTIN_MODULES = {
+    "signal": ("ragtrust.screening", "ragtrust.screening.provenance"),
+    "retriever": ("ragtrust.retrieval",),
+    "generator": ("ragtrust.generation",),
+    "extractor": ("ragtrust.evidence",),
+    "nli": ("ragtrust.models.nli",),
+    "embedder": ("ragtrust.models.embedder",),
+}
+_loaded: set[str] = set()
+
+
+def register(kind: str, name: str) -> Callable[[F], F]:
+    """Class decorator registering a component factory under ``kind``/``name``."""
+    if kind not in _REGISTRY:
+        raise ConfigError(f"unknown component kind {kind!r}; expected one of {', '.join(KINDS)}")
+
+    def deco(factory: F) -> F:
+        _REGISTRY[kind][name] = factory
+        return factory
+
+    return deco
+
+
+def _load(kind: str) -> None:
+    if kind in _loaded:
+        return
+    _loaded.add(kind)
+    for module in _BUILTIN_MODULES.get(kind, ()):
+        importlib.import_module(module)
+    for ep in entry_points(group="ragtrust.plugins"):
+        ep.load()
+
+
+def registered(kind: str) -> list[str]:
+    """Sorted names registered for ``kind``."""
+    if kind not in _REGISTRY:
+        raise ConfigError(f"unknown component kind {kind!r}; expected one of {', '.join(KINDS)}")
+    _load(kind)
+    return sorted(_REGISTRY[kind])
+
+
+def build(kind: str, spec: str | Mapping[str, Any], **context: Any) -> Any:
+    """Construct a component from ``"name"`` or ``{"type": name, "params": {...}}``.
+
+    ``context`` carries shared objects (models) that a factory may accept as keywords.
+    """
+    names = registered(kind)
+    if isinstance(spec, str):
+        name, params = spec, {}
+    else:
+        unknown = set(spec) - {"type", "params"}
+        if unknown or "type" not in spec:
+            raise ConfigError(f"{kind} spec must be {{'type': ..., 'params': {{...}}}}, got {dict(spec)!r}")
+        name, params = str(spec["type"]), dict(spec.get("params") or {})
+    if name not in _REGISTRY[kind]:
+        raise ConfigError(f"unknown {kind} {name!r}; valid: {', '.join(names)}")
+    factory = _REGISTRY[kind][name]
+    accepted = inspect.signature(factory).parameters
+    shared = {k: v for k, v in context.items() if k in accepted and k not in params}
+    try:
+        return factory(**params, **shared)
+    except TypeError as exc:
+        raise ConfigError(f"bad parameters for {kind} {name!r}: {exc}") from exc
+
+
+__all__ = ["KINDS", "build", "register", "registered"]

@@ -1,0 +1,89 @@
+"""Text utilities shared by every stage: sentence splitting with offsets, word tokens.
+
+Tokenisation (documented once, used everywhere n-grams are counted): text is NFKC-folded,
+lower-cased, and tokens are maximal runs of letters/digits (``\\w`` minus ``_``); each
+token keeps its character offsets in the *original* text so spans can be mapped back.
+
+Example:
+    >>> [s.text for s in split_sentences("First one. Second one? Third")]
+    ['First one.', 'Second one?', 'Third']
+    >>> [t.text for t in word_tokens("Don't use MD5!")]
+    ['don', 't', 'use', 'md5']
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+# A sentence ends at . ! ? (optionally followed by quotes/brackets) before whitespace and an
+# uppercase letter, digit, quote or bracket — or at a blank line / list item boundary.
+_BOUNDARY = re.compile(r"""(?<=[.!?])["')\]]*\s+(?=["'(\[]?[A-Z0-9])|\n\s*\n|\n(?=\s*(?:[-*+]|\d+[.)])\s)""")
+_ABBREVIATIONS = frozenset(
+    "e.g i.e etc vs mr mrs ms dr prof st no fig al approx inc ltd jr sr cf resp".split()
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    """A normalised token with its character offsets in the original text."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence with its character offsets (``source[start:end] == text``)."""
+
+    text: str
+    start: int
+    end: int
+
+
+def fold(text: str) -> str:
+    """NFKC + casefold (length-changing characters are rare; offsets use word_tokens)."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def word_tokens(text: str) -> list[Token]:
+    """Normalised word tokens with offsets into ``text``."""
+    out: list[Token] = []
+    for m in _TOKEN.finditer(text):
+        out.append(Token(fold(m.group(0)), m.start(), m.end()))
+    return out
+
+
+def words(text: str) -> list[str]:
+    """Just the normalised token strings."""
+    return [t.text for t in word_tokens(text)]
+
+
+def split_sentences(text: str) -> list[Sentence]:
+    """Split into sentences with offsets; abbreviations like "e.g." do not end a sentence."""
+    sentences: list[Sentence] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        before = text[start : m.start()].rstrip()
+        last_word = before.rsplit(None, 1)[-1].rstrip(".").lower() if before.split() else ""
+        if last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha()):
+            continue
+        _append(text, start, m.start(), sentences)
+        start = m.end()
+    _append(text, start, len(text), sentences)
+    return sentences
+
+
+def _append(text: str, start: int, end: int, out: list[Sentence]) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        out.append(Sentence(text[start:end], start, end))
+
+
+__all__ = ["Sentence", "Token", "fold", "split_sentences", "word_tokens", "words"]
