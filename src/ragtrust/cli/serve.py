@@ -1,9 +1,85 @@
-"""CLI commands (module being built; registers nothing yet)."""
+"""``ragtrust serve``: run the HTTP service and web UI with uvicorn.
+
+API keys come from ``RAGTRUST_API_KEYS`` (comma-separated), read here at the edge. Without
+keys the server binds to loopback only, unless ``--allow-remote`` says otherwise.
+"""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import typer
+
+from ragtrust.cli.common import EXIT_USAGE, ConfigOption, default_store, err_console, fail, handle_errors, settings_from
+
+
+def api_keys_from_env(env: dict[str, str] | None = None) -> list[str]:
+    """Keys from ``RAGTRUST_API_KEYS`` (comma-separated, blanks ignored)."""
+    raw = (os.environ if env is None else env).get("RAGTRUST_API_KEYS", "")
+    return [k.strip() for k in raw.split(",") if k.strip()]
+
+
+StoreOption = typer.Option(
+    None, "--store", help="store folder to answer from (default: $RAGTRUST_STORE)", show_default=False
+)
+HostOption = typer.Option("127.0.0.1", "--host", help="address to bind")
+PortOption = typer.Option(8000, "--port", min=0, max=65535, help="port to bind")
+WorkersOption = typer.Option(2, "--workers", min=1, max=64, help="threads for model work")
+TimeoutOption = typer.Option(30.0, "--timeout", min=0.1, help="per-request timeout in seconds")
+MaxBodyOption = typer.Option(1_000_000, "--max-body-bytes", min=1, help="largest request body in bytes")
+AllowRemoteOption = typer.Option(
+    False, "--allow-remote", help="bind a non-loopback address without API keys (anyone can call it)"
+)
+LogLevelOption = typer.Option("info", "--log-level", help="uvicorn log level")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to app."""
+    """Add ``serve`` to the CLI."""
+
+    @app.command("serve")
+    @handle_errors
+    def serve(
+        store: Path | None = StoreOption,
+        host: str = HostOption,
+        port: int = PortOption,
+        config: Path | None = ConfigOption,
+        workers: int = WorkersOption,
+        timeout_s: float = TimeoutOption,
+        max_body_bytes: int = MaxBodyOption,
+        allow_remote: bool = AllowRemoteOption,
+        log_level: str = LogLevelOption,
+    ) -> None:
+        """Serve the JSON API (/v1/...) and the web UI (/) for a document store."""
+        import uvicorn
+
+        from ragtrust.server.app import create_app, is_loopback_host
+
+        keys = api_keys_from_env()
+        if not keys and not is_loopback_host(host) and not allow_remote:
+            raise fail(
+                f"refusing to bind {host} without API keys: set RAGTRUST_API_KEYS, bind 127.0.0.1, "
+                "or pass --allow-remote",
+                EXIT_USAGE,
+            )
+        store = store or default_store()
+        if store is None:
+            message = "no store: pass --store DIR (or set RAGTRUST_STORE); build one with `ragtrust ingest`"
+            raise fail(message, EXIT_USAGE)
+        if not store.is_dir():
+            raise fail(f"store {store} does not exist; build it with `ragtrust ingest`", EXIT_USAGE)
+        settings = settings_from(config)
+        api = create_app(
+            settings,
+            store_path=store,
+            api_keys=keys,
+            max_body_bytes=max_body_bytes,
+            request_timeout_s=timeout_s,
+            workers=workers,
+        )
+        auth = f"{len(keys)} API key(s)" if keys else "no API keys"
+        err_console.print(f"ragtrust serving {store} on http://{host}:{port}/ ({auth})", highlight=False)
+        uvicorn.run(api, host=host, port=port, log_level=log_level)
+
+
+__all__ = ["api_keys_from_env", "register"]

@@ -1,0 +1,392 @@
+"""Passage extraction: pick the query-relevant verbatim spans of the retrieved documents.
+
+Two extractors share one contract, ``extract(query, docs) -> list[Passage]``:
+
+- :class:`ExtractiveExtractor` (default, no LLM): scores every sentence of every retrieved
+  document for relevance to the query and returns the best ones as passages. Passages are
+  slices ``doc.text[start:end]``, verbatim by construction, with their span filled in.
+- :class:`LLMExtractor`: asks a chat model for EvidenT's JSON contract
+  ``{"collected_passages": [{"passage_id", "passage", "url"}]}``, validates it with a
+  schema and gives a malformed reply one repair attempt before failing with
+  :class:`~ragtrust.errors.BackendError`. Its passages are *claims*: run them through
+  :class:`~ragtrust.evidence.align.NGramAligner` before use.
+
+Relevance (:func:`relevance_scores`) is ``lexical_weight * lexical + (1 - lexical_weight) *
+cosine`` when an embedder is given and the lexical part alone otherwise. The lexical part is
+the IDF-weighted share of the query's content terms (stop words removed, light suffix
+stemming) that a sentence contains, IDF taken over the candidate sentences; the cosine is
+that of the unit-norm embeddings, clipped at 0.
+
+Example:
+    >>> from ragtrust.testing import retrieved
+    >>> docs = retrieved(["SQL injection is stopped by parameterised queries. Cats purr."])
+    >>> [p.text for p in ExtractiveExtractor().extract("How to stop SQL injection?", docs)]
+    ['SQL injection is stopped by parameterised queries.']
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ragtrust.documents import Passage, RetrievedDoc, Span
+from ragtrust.errors import BackendError, ConfigError, InputError
+from ragtrust.evidence.align import resolve_source
+from ragtrust.io import read_text_file
+from ragtrust.models.base import Embedder
+from ragtrust.registry import register
+from ragtrust.text import split_sentences, word_tokens
+
+STOPWORDS = frozenset(
+    """a an the of to in on at is are was were be been being by for with and or as that this these those it its
+    from into than then there their them they he she we you your our i me my do does did doing done can could
+    should would will shall may might must have has had having not no nor but if so such what which who whom
+    whose when where why how about over under again further once here all any both each few more most other
+    some own same too very just also only s t am using use used""".split()
+)
+_SUFFIXES = (("ations", ""), ("ation", ""), ("ings", ""), ("ing", ""), ("ies", "y"), ("ied", "y"))
+_SUFFIXES += (("ed", ""), ("es", ""), ("s", ""))
+
+
+def stem(token: str) -> str:
+    """A light, deterministic suffix stemmer (``queries`` -> ``query``, ``hashing`` -> ``hash``)."""
+    for suffix, replacement in _SUFFIXES:
+        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+            return token[: -len(suffix)] + replacement
+    return token
+
+
+def content_terms(text: str) -> list[str]:
+    """Stemmed, case-folded word tokens of ``text`` without stop words."""
+    return [stem(t.text) for t in word_tokens(text) if t.text not in STOPWORDS]
+
+
+def relevance_scores(
+    query: str, texts: Sequence[str], embedder: Embedder | None = None, lexical_weight: float = 0.5
+) -> list[float]:
+    """Relevance in [0, 1] of each text to the query (see the module docstring)."""
+    if not texts:
+        return []
+    terms = sorted(set(content_terms(query)))
+    bags = [set(content_terms(t)) for t in texts]
+    if terms:
+        n = len(texts)
+        idf = {t: math.log(1.0 + n / (1.0 + sum(t in b for b in bags))) for t in terms}
+        total = sum(idf.values())
+        lexical = [sum(idf[t] for t in terms if t in bag) / total for bag in bags]
+    else:
+        lexical = [0.0] * len(texts)
+    if embedder is None:
+        return lexical
+    vectors = embedder.embed([query, *texts])
+    cosine = [max(0.0, float(v)) for v in vectors[1:] @ vectors[0]]
+    return [lexical_weight * lx + (1.0 - lexical_weight) * c for lx, c in zip(lexical, cosine, strict=True)]
+
+
+@register("extractor", "extractive")
+@dataclass
+class ExtractiveExtractor:
+    """Select query-relevant sentences of the retrieved documents as verbatim passages.
+
+    Args:
+        embedder: optional sentence embedder; without one relevance is lexical only.
+        max_passages: most passages returned, best first.
+        max_sentences_per_doc: most sentences taken from one document (adjacent chosen
+            sentences merge into one passage).
+        lexical_weight: weight of the lexical score when an embedder is given.
+        min_tokens: sentences with fewer word tokens (headings, list bullets) are skipped.
+        min_score: sentences scoring at or below this are never selected.
+    """
+
+    embedder: Embedder | None = None
+    max_passages: int = 8
+    max_sentences_per_doc: int = 3
+    lexical_weight: float = 0.5
+    min_tokens: int = 4
+    min_score: float = 0.05
+    name: str = "extractive"
+
+    def __post_init__(self) -> None:
+        """Validate the parameters."""
+        if self.max_passages < 1 or self.max_sentences_per_doc < 1:
+            raise ConfigError("max_passages and max_sentences_per_doc must be >= 1")
+        if not 0.0 <= self.lexical_weight <= 1.0:
+            raise ConfigError(f"lexical_weight must be in [0, 1], got {self.lexical_weight}")
+
+    def warm_up(self) -> None:
+        """Load the embedder's model when it has a ``warm_up``."""
+        warm = getattr(self.embedder, "warm_up", None)
+        if callable(warm):
+            warm()
+
+    def extract(self, query: str, docs: Sequence[RetrievedDoc]) -> list[Passage]:
+        """Best ``max_passages`` verbatim passages, best first; ``Passage.url = doc.cite``."""
+        candidates: list[tuple[int, int, Any]] = []  # (doc index, sentence index, Sentence)
+        sentences_by_doc = []
+        for d, doc in enumerate(docs):
+            sentences = split_sentences(doc.document.text)
+            sentences_by_doc.append(sentences)
+            for s, sentence in enumerate(sentences):
+                if len(word_tokens(sentence.text)) >= self.min_tokens:
+                    candidates.append((d, s, sentence))
+        scores = relevance_scores(query, [c[2].text for c in candidates], self.embedder, self.lexical_weight)
+        ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i][0], candidates[i][1]))
+        chosen: dict[int, dict[int, float]] = {}
+        for i in ranked:
+            if scores[i] <= self.min_score:
+                break
+            d, s, _ = candidates[i]
+            per_doc = chosen.setdefault(d, {})
+            if len(per_doc) < self.max_sentences_per_doc:
+                per_doc[s] = scores[i]
+        passages: list[tuple[float, int, int, Passage]] = []
+        for d, picked in chosen.items():
+            doc = docs[d].document
+            for run in _consecutive(sorted(picked)):
+                first, last = sentences_by_doc[d][run[0]], sentences_by_doc[d][run[-1]]
+                start, end = first.start, last.end
+                span = Span(doc.id, start, end, doc.text[start:end], url=doc.cite)
+                passage = Passage(passage_id="", text=span.text, url=doc.cite, doc_id=doc.id, spans=(span,))
+                passages.append((max(picked[s] for s in run), d, run[0], passage))
+        passages.sort(key=lambda t: (-t[0], t[1], t[2]))
+        return [
+            Passage(f"p{i + 1}", p.text, p.url, p.doc_id, p.spans, p.status, round(score, 6))
+            for i, (score, _, _, p) in enumerate(passages[: self.max_passages])
+        ]
+
+
+def _consecutive(indices: Sequence[int]) -> list[list[int]]:
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+
+
+# -- LLM extraction ---------------------------------------------------------------------------
+
+EXTRACTION_SYSTEM_PROMPT = """You collect evidence for a question from retrieved documents.
+Copy passages VERBATIM (character for character) from the documents below that help answer the
+question. Never paraphrase, summarise, merge or invent text. Each passage must come from one
+document and carry that document's URL exactly as given.
+Reply with ONLY a JSON object of this form and nothing else:
+{"collected_passages": [{"passage_id": "1", "passage": "<verbatim text>", "url": "<document url>"}]}
+If no document helps, reply {"collected_passages": []}."""
+
+EXTRACTION_REPAIR_PROMPT = """Your previous reply could not be used: {error}
+Reply again with ONLY the JSON object {{"collected_passages": [{{"passage_id": "...", "passage": "...",
+"url": "..."}}]}}: valid JSON, no comments, no code fences, no text before or after it."""
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model: ``chat(messages) -> reply text`` (``messages`` in OpenAI's role/content form)."""
+
+    def chat(self, messages: Sequence[Mapping[str, str]]) -> str:
+        """The assistant's reply to ``messages``."""
+        ...
+
+
+class _PassageItem(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    passage_id: str = ""
+    passage: str = Field(min_length=1)
+    url: str | None = None
+
+    @field_validator("passage_id", mode="before")
+    @classmethod
+    def _id_to_str(cls, value: Any) -> str:
+        return "" if value is None else str(value)
+
+
+class _Collected(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    collected_passages: list[_PassageItem]
+
+
+_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+def parse_collected_passages(reply: str) -> list[dict[str, Any]]:
+    """Parse and validate a reply against the extraction contract.
+
+    Code fences and prose around the outermost JSON object are tolerated.
+
+    Raises:
+        ValueError: the reply is not JSON or does not match the schema (the message says why).
+    """
+    text = reply.strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end <= start:
+            raise ValueError(f"no JSON object in the reply ({exc.msg})") from exc
+        try:
+            data = json.loads(text[start : end + 1])
+        except json.JSONDecodeError as inner:
+            raise ValueError(f"invalid JSON: {inner.msg} at position {inner.pos}") from inner
+    try:
+        parsed = _Collected.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
+        raise ValueError(f"JSON does not match the schema: {problems}") from exc
+    return [item.model_dump() for item in parsed.collected_passages]
+
+
+def build_extraction_messages(query: str, docs: Sequence[RetrievedDoc], max_doc_chars: int) -> list[dict[str, str]]:
+    """Chat messages asking for verbatim passages of ``docs`` that answer ``query``."""
+    blocks = []
+    for i, doc in enumerate(docs, start=1):
+        text = doc.document.text[:max_doc_chars]
+        blocks.append(f"[Document {i}]\nURL: {doc.document.cite}\n{text}")
+    user = f"Question: {query}\n\nDocuments:\n\n" + "\n\n".join(blocks)
+    return [{"role": "system", "content": EXTRACTION_SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+@register("extractor", "llm")
+@dataclass
+class LLMExtractor:
+    """Ask a chat model for verbatim passages in EvidenT's JSON contract.
+
+    Args:
+        client: anything with ``chat(messages) -> str``, e.g.
+            :class:`ragtrust.generation.openai.ChatClient`.
+        max_passages: most passages kept from the reply.
+        max_doc_chars: each document is cut to this many characters in the prompt.
+
+    Example:
+        >>> from ragtrust.testing import retrieved
+        >>> class Fake:
+        ...     def chat(self, messages):
+        ...         return '{"collected_passages": [{"passage_id": "a", "passage": "x y", "url": "u"}]}'
+        >>> [p.text for p in LLMExtractor(Fake()).extract("q", retrieved(["x y z"]))]
+        ['x y']
+    """
+
+    client: ChatModel
+    max_passages: int = 8
+    max_doc_chars: int = 6000
+    name: str = "llm"
+
+    def extract(self, query: str, docs: Sequence[RetrievedDoc]) -> list[Passage]:
+        """Passages as the model claims them (``status="unverified"``); align them next.
+
+        Raises:
+            BackendError: the model failed, or its reply was malformed twice.
+        """
+        if not docs:
+            return []
+        messages = build_extraction_messages(query, docs, self.max_doc_chars)
+        reply = self.client.chat(messages)
+        try:
+            items = parse_collected_passages(reply)
+        except ValueError as first:
+            repair = [
+                *messages,
+                {"role": "assistant", "content": reply},
+                {"role": "user", "content": EXTRACTION_REPAIR_PROMPT.format(error=first)},
+            ]
+            reply = self.client.chat(repair)
+            try:
+                items = parse_collected_passages(reply)
+            except ValueError as second:
+                raise BackendError(
+                    f"LLM extractor: the model's reply is not valid extraction JSON after one repair attempt "
+                    f"({second}); expected {{'collected_passages': [{{'passage_id', 'passage', 'url'}}]}}"
+                ) from second
+        return _to_passages(items[: self.max_passages], docs)
+
+
+def _to_passages(items: Sequence[Mapping[str, Any]], docs: Sequence[RetrievedDoc]) -> list[Passage]:
+    out: list[Passage] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items, start=1):
+        pid = str(item.get("passage_id") or f"p{i}")
+        if pid in seen:
+            pid = f"{pid}-{i}"
+        seen.add(pid)
+        url = item.get("url") or None
+        doc_id = item.get("doc_id") or None
+        if doc_id is None and url is not None:
+            source = resolve_source(str(url), docs)
+            doc_id = source.id if source is not None else None
+        out.append(Passage(passage_id=pid, text=str(item["passage"]), url=url, doc_id=doc_id))
+    return out
+
+
+def passages_from_json(data: Any, docs: Sequence[RetrievedDoc] = ()) -> list[Passage]:
+    """Read passages from ``{"collected_passages": [...]}`` or a plain list of objects.
+
+    Each object needs ``passage`` (or ``text``); ``passage_id`` (or ``id``), ``url`` and
+    ``doc_id`` are optional. ``doc_id`` is filled from ``url`` when it names one of ``docs``.
+
+    Raises:
+        InputError: the data does not have this shape.
+    """
+    if isinstance(data, Mapping):
+        if "collected_passages" not in data:
+            raise InputError("passages JSON: expected {'collected_passages': [...]} or a list of passages")
+        data = data["collected_passages"]
+    if not isinstance(data, list):
+        raise InputError(f"passages JSON: expected a list of passages, got {type(data).__name__}")
+    items: list[dict[str, Any]] = []
+    for i, row in enumerate(data, start=1):
+        if not isinstance(row, Mapping):
+            raise InputError(f"passage {i}: expected an object, got {type(row).__name__}")
+        text = row.get("passage", row.get("text"))
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(f"passage {i}: 'passage' (or 'text') must be a non-empty string")
+        for key in ("url", "doc_id"):
+            if row.get(key) is not None and not isinstance(row.get(key), str):
+                raise InputError(f"passage {i}: '{key}' must be a string")
+        items.append(
+            {
+                "passage_id": row.get("passage_id", row.get("id")),
+                "passage": text,
+                "url": row.get("url"),
+                "doc_id": row.get("doc_id"),
+            }
+        )
+    return _to_passages(items, docs)
+
+
+def read_passages_json(path: str | Path, docs: Sequence[RetrievedDoc] = ()) -> list[Passage]:
+    """:func:`passages_from_json` of a UTF-8 JSON file."""
+    text = read_text_file(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+    return passages_from_json(data, docs)
+
+
+__all__ = [
+    "EXTRACTION_REPAIR_PROMPT",
+    "EXTRACTION_SYSTEM_PROMPT",
+    "STOPWORDS",
+    "ChatModel",
+    "ExtractiveExtractor",
+    "LLMExtractor",
+    "build_extraction_messages",
+    "content_terms",
+    "parse_collected_passages",
+    "passages_from_json",
+    "read_passages_json",
+    "relevance_scores",
+    "stem",
+]

@@ -1,0 +1,141 @@
+"""Post-processing of a grounded answer (SPEC section 6.5).
+
+:func:`postprocess` applies, in order:
+
+1. **Duplicate removal**: repeated citations within a sentence are kept once, and a
+   sentence that repeats an earlier one (same word tokens) is merged into it (citations
+   and spans united).
+2. **Term normalisation**: each ``config.terms`` key is replaced, case-insensitively and as
+   a whole word, by its value (``{"owasp": "OWASP"}`` turns "Owasp" into "OWASP").
+3. **Paragraphing**: a new paragraph starts when the first cited source changes, and
+   after at most three sentences.
+4. **Preface**: when the evidence does not answer the question (``answers_question`` is
+   false, or there is no sentence), the text starts with :data:`NOT_STATED_PREFACE`.
+
+Citation numbers are recomputed in order of first use after these steps.
+
+Example:
+    >>> from ragtrust.config import EvidenceConfig
+    >>> from ragtrust.documents import AnswerSentence
+    >>> from ragtrust.evidence.citations import GroundedAnswer
+    >>> g = GroundedAnswer("", (AnswerSentence("use owasp asvs.", ("u1", "u1")),))
+    >>> postprocess(g, EvidenceConfig(terms={"owasp": "OWASP", "asvs": "ASVS"})).text
+    'use OWASP ASVS. [1]'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+
+from ragtrust.config import EvidenceConfig
+from ragtrust.documents import AnswerSentence, Passage
+from ragtrust.evidence.citations import GroundedAnswer, render_answer
+from ragtrust.evidence.extract import content_terms
+from ragtrust.text import words
+
+NOT_STATED_PREFACE = "The documentation does not explicitly state an answer to this question."
+CLOSEST_EVIDENCE = "The closest evidence found:"
+#: question words that carry no topic (ignored by :func:`evidence_answers_question`)
+_QUESTION_TERMS = frozenset(
+    content_terms(
+        "what which who how why when where explain describe tell list give recommend recommended "
+        "best way ways good should need example examples difference mean meaning"
+    )
+)
+#: share of the question's topic terms one passage must contain
+ANSWER_COVERAGE = 0.5
+_MAX_PARAGRAPH_SENTENCES = 3
+
+
+def evidence_answers_question(query: str, passages: Sequence[Passage]) -> bool:
+    """Whether the passages plausibly answer the question (a documented lexical heuristic).
+
+    The question's topic terms are its content terms (stop words and question words such as
+    "what", "how", "recommend" removed, light stemming). The evidence answers the question
+    when some passage contains at least :data:`ANSWER_COVERAGE` (half) of them. No passages:
+    ``False``; a question without topic terms: ``True`` whenever passages exist.
+
+    Example:
+        >>> evidence_answers_question("How should passwords be stored?", [Passage("p", "Store passwords hashed.")])
+        True
+        >>> evidence_answers_question("What is the capital of France?", [Passage("p", "Store passwords hashed.")])
+        False
+    """
+    live = [p for p in passages if p.status != "dropped"]
+    if not live:
+        return False
+    topic = set(content_terms(query)) - _QUESTION_TERMS
+    if not topic:
+        return True
+    best = max(len(topic & set(content_terms(p.text))) for p in live)
+    return best / len(topic) >= ANSWER_COVERAGE
+
+
+def normalize_terms(text: str, terms: Mapping[str, str]) -> str:
+    """Replace each key of ``terms`` (case-insensitive, whole word) by its value."""
+    for key in sorted(terms, key=len, reverse=True):
+        if key.strip():
+            pattern = re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)", re.IGNORECASE)
+            text = pattern.sub(lambda _m, v=terms[key]: v, text)
+    return text
+
+
+def postprocess(answer: GroundedAnswer, config: EvidenceConfig, *, answers_question: bool = True) -> GroundedAnswer:
+    """Dedupe, normalise terms, paragraph and (when needed) preface the answer."""
+    merged: list[AnswerSentence] = []
+    index: dict[tuple[str, ...], int] = {}
+    for sentence in answer.sentences:
+        text = normalize_terms(sentence.text, config.terms)
+        key = tuple(words(text))
+        citations = tuple(dict.fromkeys(sentence.citations))
+        if key in index:
+            prev = merged[index[key]]
+            merged[index[key]] = dataclasses.replace(
+                prev,
+                citations=tuple(dict.fromkeys(prev.citations + citations)),
+                spans=prev.spans + tuple(s for s in sentence.spans if s not in prev.spans),
+                supported=prev.supported or sentence.supported,
+            )
+            continue
+        index[key] = len(merged)
+        merged.append(dataclasses.replace(sentence, text=text, citations=citations))
+    starts = _paragraph_starts(merged)
+    body, sources = render_answer(merged, starts)
+    warnings = list(answer.warnings)
+    if not answers_question or not merged:
+        warnings.append("the retrieved evidence does not explicitly answer the question")
+        body = f"{NOT_STATED_PREFACE} {CLOSEST_EVIDENCE}\n\n{body}" if merged else NOT_STATED_PREFACE
+    return dataclasses.replace(
+        answer,
+        text=body,
+        sentences=tuple(merged),
+        sources=sources,
+        unsupported_sentences=sum(not s.supported for s in merged),
+        warnings=tuple(dict.fromkeys(warnings)),
+    )
+
+
+def _paragraph_starts(sentences: Sequence[AnswerSentence]) -> list[int]:
+    starts: list[int] = []
+    length = 0
+    previous: str | None = None
+    for i, sentence in enumerate(sentences):
+        primary = sentence.citations[0] if sentence.citations else None
+        if i and (primary != previous or length >= _MAX_PARAGRAPH_SENTENCES):
+            starts.append(i)
+            length = 0
+        previous = primary
+        length += 1
+    return starts
+
+
+__all__ = [
+    "ANSWER_COVERAGE",
+    "CLOSEST_EVIDENCE",
+    "NOT_STATED_PREFACE",
+    "evidence_answers_question",
+    "normalize_terms",
+    "postprocess",
+]

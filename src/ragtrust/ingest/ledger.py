@@ -1,0 +1,378 @@
+"""The provenance ledger: where each document came from, what it said, and who vetted it.
+
+A SQLite database (WAL journal, so readers never block the writer) kept in the store
+directory. It is keyed by the *parent* document id (chunks map to it through
+``metadata["parent_id"]``) and holds, per document:
+
+- ``source`` (path or URL), the current ``content_hash`` (sha256 of the normalised text),
+  ``first_seen`` and ``last_changed`` (UTC ISO-8601 timestamps);
+- every version: hash, source, time, and the text itself (zlib-compressed) so a vetted
+  version can be compared with what is served now;
+- a trust tier, ``vetted`` / ``unvetted`` / ``quarantined`` (``None`` until set), with the
+  hash and time of the last vetting, and an event log of tier changes and deletions.
+
+Re-recording a document whose content hash changed appends a version and keeps the tier:
+a document vetted at version 1 and edited in place is still marked vetted, but its
+``vetted_hash`` no longer matches, which is what the provenance signal
+(:mod:`ragtrust.screening.provenance`) reports as "content changed since vetted".
+
+Example:
+    >>> import tempfile, pathlib
+    >>> from ragtrust.documents import Document
+    >>> ledger = Ledger(pathlib.Path(tempfile.mkdtemp()) / "ledger.sqlite")
+    >>> ledger.record(Document(id="kb-1", text="Use bcrypt."), source="kb.md", tier="vetted")
+    'added'
+    >>> ledger.record(Document(id="kb-1", text="Use MD5."), source="kb.md")
+    'changed'
+    >>> rec = ledger.get("kb-1")
+    >>> (rec.tier, rec.versions, rec.changed_since_vetted)
+    ('vetted', 2, True)
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal, cast, get_args
+
+from ragtrust.documents import Document, _JsonMixin
+from ragtrust.errors import InputError
+
+Tier = Literal["vetted", "unvetted", "quarantined"]
+LedgerEvent = Literal["added", "unchanged", "changed"]
+TIERS: tuple[str, ...] = get_args(Tier)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    first_seen TEXT NOT NULL,
+    last_changed TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    tier TEXT,
+    tier_reason TEXT NOT NULL DEFAULT '',
+    tier_changed_at TEXT,
+    vetted_hash TEXT,
+    vetted_at TEXT,
+    deleted_at TEXT
+);
+CREATE TABLE IF NOT EXISTS versions (
+    doc_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    source TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    text BLOB NOT NULL,
+    PRIMARY KEY (doc_id, version)
+);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id TEXT NOT NULL,
+    at TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS events_doc ON events(doc_id);
+"""
+
+
+def utc_now() -> str:
+    """The current UTC time as ISO-8601 with seconds (``2026-08-17T09:30:00+00:00``)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class VersionRecord(_JsonMixin):
+    """One recorded version of a document."""
+
+    doc_id: str
+    version: int
+    content_hash: str
+    source: str
+    recorded_at: str
+
+
+@dataclass(frozen=True)
+class LedgerEntry(_JsonMixin):
+    """One event of a document's life: ``added``, ``changed``, ``vetted``, ``quarantined``..."""
+
+    doc_id: str
+    at: str
+    kind: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ProvenanceRecord(_JsonMixin):
+    """What the ledger knows about one document now.
+
+    Attributes:
+        tier: ``vetted`` / ``unvetted`` / ``quarantined``, or ``None`` when never set.
+        vetted_hash / vetted_at: hash and time of the content that was last vetted.
+        versions: how many versions were recorded.
+        deleted_at: when the document was deleted from the store (``None`` if live).
+    """
+
+    doc_id: str
+    source: str
+    content_hash: str
+    first_seen: str
+    last_changed: str
+    tier: str | None
+    vetted_hash: str | None
+    vetted_at: str | None
+    versions: int
+    tier_reason: str = ""
+    tier_changed_at: str | None = None
+    deleted_at: str | None = None
+
+    @property
+    def changed_since_vetted(self) -> bool:
+        """True when a vetted version exists and the current content differs from it."""
+        return self.vetted_hash is not None and self.vetted_hash != self.content_hash
+
+
+class Ledger:
+    """SQLite provenance ledger (see the module docstring).
+
+    Args:
+        path: the database file (created with its folder when missing).
+        clock: returns the current time as an ISO-8601 string (tests inject a fixed one).
+
+    Thread-safe: one connection guarded by a lock; other processes coordinate through
+    SQLite's own locking (WAL mode, 30 s busy timeout).
+    """
+
+    def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now) -> None:
+        self.path = Path(path)
+        self.clock = clock
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"{self.path}: not a ragtrust provenance ledger ({exc})") from exc
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    # -- writing -------------------------------------------------------------------------
+    def record(self, doc: Document, source: str, tier: str | None = None) -> LedgerEvent:
+        """Record (a version of) a parent document.
+
+        Args:
+            doc: the parent document (its ``content_hash`` and text are stored).
+            source: where it came from (path or URL).
+            tier: set the trust tier too (``vetted`` also vets this exact content).
+
+        Returns:
+            ``"added"`` (new, or re-added after a delete), ``"changed"`` (new version) or
+            ``"unchanged"``.
+        """
+        return self.record_many([doc], source, tier)[0]
+
+    def record_many(self, docs: Sequence[Document], source: str = "", tier: str | None = None) -> list[LedgerEvent]:
+        """:meth:`record` for many documents in one transaction.
+
+        ``source`` applies to all; when empty each document's ``source`` (or ``url``, or
+        id) is used.
+        """
+        if tier is not None:
+            _check_tier(tier)
+        events: list[LedgerEvent] = []
+        with self._write() as db:
+            for doc in docs:
+                events.append(self._record_one(db, doc, source or doc.source or doc.url or doc.id, tier))
+        return events
+
+    def _record_one(self, db: sqlite3.Connection, doc: Document, source: str, tier: str | None) -> LedgerEvent:
+        now = self.clock()
+        row = db.execute(
+            "SELECT content_hash, version, deleted_at FROM documents WHERE doc_id = ?", (doc.id,)
+        ).fetchone()
+        event: LedgerEvent
+        if row is None:
+            event = "added"
+            db.execute(
+                "INSERT INTO documents (doc_id, source, content_hash, first_seen, last_changed, version) "
+                "VALUES (?, ?, ?, ?, ?, 1)",
+                (doc.id, source, doc.content_hash, now, now),
+            )
+            self._add_version(db, doc, 1, source, now)
+        else:
+            old_hash, version, deleted_at = row
+            event = "added" if deleted_at else ("unchanged" if old_hash == doc.content_hash else "changed")
+            if old_hash != doc.content_hash:
+                version += 1
+                self._add_version(db, doc, version, source, now)
+                db.execute(
+                    "UPDATE documents SET content_hash = ?, last_changed = ?, version = ? WHERE doc_id = ?",
+                    (doc.content_hash, now, version, doc.id),
+                )
+            db.execute("UPDATE documents SET source = ?, deleted_at = NULL WHERE doc_id = ?", (source, doc.id))
+        if event != "unchanged":
+            db.execute(
+                "INSERT INTO events (doc_id, at, kind, detail) VALUES (?, ?, ?, ?)",
+                (doc.id, now, event, doc.content_hash[:12]),
+            )
+        if tier is not None:
+            self._set_tier(db, doc.id, tier, "set at ingestion", now)
+        return event
+
+    @staticmethod
+    def _add_version(db: sqlite3.Connection, doc: Document, version: int, source: str, now: str) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO versions (doc_id, version, content_hash, source, recorded_at, text) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (doc.id, version, doc.content_hash, source, now, zlib.compress(doc.text.encode("utf-8"))),
+        )
+
+    def set_tier(self, doc_id: str, tier: Tier | str, reason: str = "") -> None:
+        """Set a document's trust tier; ``vetted`` vets its current content.
+
+        Raises:
+            InputError: unknown tier or a document the ledger does not know.
+        """
+        _check_tier(tier)
+        with self._write() as db:
+            self._set_tier(db, doc_id, tier, reason, self.clock())
+
+    def _set_tier(self, db: sqlite3.Connection, doc_id: str, tier: str, reason: str, now: str) -> None:
+        row = db.execute("SELECT content_hash FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
+        if row is None:
+            raise InputError(f"document {doc_id!r} is not in the provenance ledger: ingest it first")
+        if tier == "vetted":
+            db.execute(
+                "UPDATE documents SET tier = ?, tier_reason = ?, tier_changed_at = ?, vetted_hash = ?, vetted_at = ? "
+                "WHERE doc_id = ?",
+                (tier, reason, now, row[0], now, doc_id),
+            )
+        else:
+            db.execute(
+                "UPDATE documents SET tier = ?, tier_reason = ?, tier_changed_at = ? WHERE doc_id = ?",
+                (tier, reason, now, doc_id),
+            )
+        db.execute(
+            "INSERT INTO events (doc_id, at, kind, detail) VALUES (?, ?, ?, ?)",
+            (doc_id, now, tier, reason or row[0][:12]),
+        )
+
+    def delete(self, doc_id: str) -> None:
+        """Mark a document deleted (its history, tier and vetting are kept for audit)."""
+        with self._write() as db:
+            now = self.clock()
+            db.execute("UPDATE documents SET deleted_at = ? WHERE doc_id = ?", (now, doc_id))
+            db.execute("INSERT INTO events (doc_id, at, kind, detail) VALUES (?, ?, 'deleted', '')", (doc_id, now))
+
+    # -- reading -------------------------------------------------------------------------
+    def get(self, doc_id: str, *, include_deleted: bool = False) -> ProvenanceRecord | None:
+        """The document's current record, or ``None`` when unknown (or deleted)."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT doc_id, source, content_hash, first_seen, last_changed, tier, vetted_hash, vetted_at, "
+                "version, tier_reason, tier_changed_at, deleted_at FROM documents WHERE doc_id = ?",
+                (doc_id,),
+            ).fetchone()
+        if row is None or (row[11] and not include_deleted):
+            return None
+        return ProvenanceRecord(*row)
+
+    def get_many(self, doc_ids: Sequence[str]) -> dict[str, ProvenanceRecord]:
+        """Records of the given live documents (unknown ids are absent from the result)."""
+        out: dict[str, ProvenanceRecord] = {}
+        for doc_id in dict.fromkeys(doc_ids):
+            rec = self.get(doc_id)
+            if rec is not None:
+                out[doc_id] = rec
+        return out
+
+    def history(self, doc_id: str) -> list[VersionRecord]:
+        """All versions of a document, oldest first (empty when unknown)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT doc_id, version, content_hash, source, recorded_at FROM versions WHERE doc_id = ? "
+                "ORDER BY version",
+                (doc_id,),
+            ).fetchall()
+        return [VersionRecord(*r) for r in rows]
+
+    def events(self, doc_id: str) -> list[LedgerEntry]:
+        """The document's event log (added, changed, vetted, quarantined, deleted), oldest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT doc_id, at, kind, detail FROM events WHERE doc_id = ? ORDER BY seq", (doc_id,)
+            ).fetchall()
+        return [LedgerEntry(*r) for r in rows]
+
+    def version_text(self, doc_id: str, content_hash: str) -> str | None:
+        """The stored text of the version with this hash (``None`` when not recorded)."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT text FROM versions WHERE doc_id = ? AND content_hash = ? ORDER BY version DESC LIMIT 1",
+                (doc_id, content_hash),
+            ).fetchone()
+        return None if row is None else zlib.decompress(row[0]).decode("utf-8")
+
+    def ids(self, tier: str | None = None) -> list[str]:
+        """Ids of live documents, optionally only those of one tier."""
+        with self._lock:
+            if tier is None:
+                rows = self._conn.execute("SELECT doc_id FROM documents WHERE deleted_at IS NULL ORDER BY doc_id")
+            else:
+                rows = self._conn.execute(
+                    "SELECT doc_id FROM documents WHERE deleted_at IS NULL AND tier = ? ORDER BY doc_id", (tier,)
+                )
+            return [r[0] for r in rows.fetchall()]
+
+
+def _check_tier(tier: str) -> None:
+    if tier not in TIERS:
+        raise InputError(f"unknown trust tier {tier!r}; expected one of {', '.join(TIERS)}")
+
+
+def as_tier(value: str) -> Tier:
+    """Validate and narrow a tier name."""
+    _check_tier(value)
+    return cast(Tier, value)
+
+
+__all__ = [
+    "TIERS",
+    "Ledger",
+    "LedgerEntry",
+    "LedgerEvent",
+    "ProvenanceRecord",
+    "Tier",
+    "VersionRecord",
+    "as_tier",
+    "utc_now",
+]

