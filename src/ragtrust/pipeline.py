@@ -171,7 +171,7 @@ class TrustGate:
             raise InputError("from_documents needs at least one document")
         embedder = embedder or default_embedder(settings)
         index = DenseIndex.from_documents(documents, embedder)
-        retriever = DenseRetriever(index=index, embedder=embedder)
+        retriever = DenseRetriever(index=index, default_top_k=settings.retrieval.top_k)
         return cls.from_settings(settings, retriever=retriever, nli=nli, embedder=embedder, generator=generator)
 
     def _build_components(self) -> None:

@@ -292,7 +292,14 @@ def real_gate(tmp_path: Path, docs: Sequence[Document] = KB) -> Any | None:
     embedder = HashingEmbedder()
     store = store_cls.open(tmp_path / "store", embedder, create=True)
     store.add(docs, tier="vetted")
-    return gate_cls.from_settings(load_settings(env={}), store=store, nli=LexicalNLI(), embedder=embedder)
+    gate = gate_cls.from_settings(load_settings(env={}), store=store, nli=LexicalNLI(), embedder=embedder)
+    try:
+        gate.warm_up()
+    except ModuleNotFoundError as exc:  # a stage of the pipeline is not written yet
+        if not str(exc.name or "").startswith("ragtrust"):
+            raise
+        return None
+    return gate
 
 
 @pytest.fixture

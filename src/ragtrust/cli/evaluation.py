@@ -1,9 +1,190 @@
-"""CLI commands (module being built; registers nothing yet)."""
+"""``ragtrust attack`` and ``ragtrust eval run | report | calibrate`` (SPEC sections 7-8)."""
 
 from __future__ import annotations
 
+import json
+import shlex
+import sys
+from pathlib import Path
+
 import typer
+from rich.table import Table
+
+from ragtrust.cli.common import ConfigOption, console, handle_errors, print_json, settings_from
+from ragtrust.errors import ConfigError
+
+DataDirOption = typer.Option(
+    None, "--data-dir", help="Folder with truthfulqa/ and fever/ (default: RAGTRUST_DATA_DIR, then ../shared/data)."
+)
+
+
+def _command_line() -> str:
+    return "ragtrust " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+@handle_errors
+def attack(
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for clean.jsonl, poisoned.jsonl, ground_truth.jsonl."),
+    dataset: str | None = typer.Option(None, "--dataset", help="truthfulqa | fever | secure_coding."),
+    docs: Path | None = typer.Option(None, "--docs", help="Attack your own documents (JSONL with id, text)."),
+    strategy: str = typer.Option("mixed", "--strategy", help="contradiction | instruction_injection | entity_swap | "
+                                 "subtle_manipulation | mixed."),  # fmt: skip
+    rate: float | None = typer.Option(None, "--rate", help="Fraction of documents to poison (default 0.30)."),
+    seed: int | None = typer.Option(None, "--seed", help="Random seed (default 42)."),
+    families: str = typer.Option("held_out", "--families", help="held_out | development | all."),
+    no_spacy: bool = typer.Option(False, "--no-spacy", help="Rule-based entity swaps only (no spaCy NER)."),
+    data_dir: Path | None = DataDirOption,
+    as_json: bool = typer.Option(False, "--json", help="Print the attack summary as JSON."),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Poison a corpus with a seeded attack and write the paired corpora and ground truth."""
+    from ragtrust.eval.attacks import AttackGenerator
+    from ragtrust.eval.datasets import load_benchmark
+    from ragtrust.io import read_documents_jsonl, write_jsonl
+
+    if (dataset is None) == (docs is None):
+        raise ConfigError("pass exactly one of --dataset NAME or --docs FILE.jsonl")
+    settings = settings_from(config)
+    if docs is not None:
+        documents = [d.document for d in read_documents_jsonl(docs)]
+    else:
+        documents = list(load_benchmark(str(dataset), data_dir, seed=settings.seed).documents)
+    generator = AttackGenerator(
+        strategy=strategy,
+        rate=settings.eval.attack_rate if rate is None else rate,
+        seed=settings.seed if seed is None else seed,
+        families=families,
+        use_spacy=not no_spacy,
+    )
+    result = generator.attack(documents)
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / "clean.jsonl", [{"id": d.id, "text": d.text, "url": d.url} for d in result.clean])
+    write_jsonl(out / "poisoned.jsonl", [{"id": d.id, "text": d.text, "url": d.url} for d in result.poisoned])
+    write_jsonl(out / "ground_truth.jsonl", [r.to_dict() for r in result.records])
+    summary = {**result.summary(), "out": str(out), "command": _command_line()}
+    (out / "attack.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        print_json(summary)
+        return
+    table = Table(title=f"{len(result.records)} of {len(result.clean)} documents poisoned ({strategy})")
+    table.add_column("family")
+    table.add_column("documents", justify="right")
+    for family, count in summary["by_family"].items():
+        table.add_row(family, str(count))
+    console.print(table)
+    console.print(f"wrote clean.jsonl, poisoned.jsonl, ground_truth.jsonl to {out}")
+
+
+@handle_errors
+def run(
+    suite: str = typer.Option("quick", "--suite", help="paper | quick | DATASET | DATASET:STRATEGY[,...]."),
+    out: Path = typer.Option(..., "--out", "-o", help="Run directory to write."),
+    k: list[int] = typer.Option([], "--k", help="Top-K (repeatable: --k 3 --k 5); default: the suite's."),
+    strategy: list[str] = typer.Option([], "--strategy", help="Keep only these strategies (repeatable)."),
+    n: int | None = typer.Option(None, "--n", min=1, help="Evaluation queries per dataset (default 50)."),
+    n_calib: int | None = typer.Option(None, "--n-calib", min=0, help="Calibration queries (default n // 2)."),
+    repeats: int = typer.Option(1, "--repeats", min=1, help="Attack repeats (seeds seed, seed+1, ...)."),
+    generator: str = typer.Option("extractive", "--generator", help="extractive | openai."),
+    families: str = typer.Option("held_out", "--families", help="Attack families: held_out | development | all."),
+    no_attack_success: bool = typer.Option(False, "--no-attack-success", help="Skip the end-to-end adoption check."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed (default 42)."),
+    data_dir: Path | None = DataDirOption,
+    config: Path | None = ConfigOption,
+) -> None:
+    """Run the Part A + Part B protocol and store every sample under --out."""
+    from ragtrust.eval.runner import EvalRunner, parse_suite
+
+    settings = settings_from(config, {"seed": seed})
+    specs = parse_suite(suite, strategies=strategy or None, ks=k or None)
+    runner = EvalRunner(
+        settings=settings,
+        out_dir=out,
+        data_dir=data_dir,
+        n=n or settings.eval.n_queries,
+        n_calib=n_calib,
+        seed=settings.seed,
+        repeats=repeats,
+        families=families,
+        generator=generator,
+        attack_success=not no_attack_success,
+        command=_command_line(),
+    )
+    summary = runner.run(specs)
+    console.print(
+        f"{summary.n_samples} samples ({summary.n_errors} failed) in {summary.elapsed_s:.0f} s -> {summary.out_dir}\n"
+        f"next: ragtrust eval report {summary.out_dir}"
+    )
+
+
+@handle_errors
+def report(
+    run_dir: Path = typer.Argument(..., help="A directory written by `ragtrust eval run`."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Report folder (default RUN_DIR/report)."),
+    bootstrap: int | None = typer.Option(None, "--bootstrap", min=100, help="Bootstrap resamples (default 20000)."),
+) -> None:
+    """Render Markdown, JSON, PNG figures and a self-contained HTML page for a run."""
+    from ragtrust.eval.report import build_report
+
+    paths = build_report(run_dir, out, bootstrap=bootstrap)
+    console.print(f"wrote {paths.markdown}, {paths.json}, {paths.html} and {len(paths.figures)} figure(s)")
+
+
+@handle_errors
+def calibrate(
+    run_dir: Path = typer.Argument(..., help="A directory written by `ragtrust eval run`."),
+    out: Path = typer.Option(..., "--out", "-o", help="Calibration JSON to write (TrustGate loads it)."),
+    dataset: str | None = typer.Option(None, "--dataset", help="Calibrate on one dataset (default: all)."),
+    k: int | None = typer.Option(None, "--k", help="Use samples of this K only."),
+    percentile: float | None = typer.Option(None, "--percentile", help="Percentile of clean scores (default 10)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the calibration and before/after as JSON."),
+) -> None:
+    """Fit tau as the 10th percentile of held-out clean scores and write it to --out."""
+    from ragtrust.eval.analysis import calibrate as fit
+    from ragtrust.eval.analysis import load_run, write_calibration
+    from ragtrust.eval.datasets import canonical_dataset
+
+    run_data = load_run(run_dir)
+    result = fit(
+        run_data,
+        dataset=canonical_dataset(dataset) if dataset else None,
+        k=k,
+        percentile=percentile,
+    )
+    data = write_calibration(result, out)
+    if as_json:
+        print_json({**data, "before_after": list(result.before_after)})
+        return
+    console.print(f"tau {result.tau_before:.3f} -> {result.tau:.3f} (from {result.n} clean samples) -> {out}")
+    table = Table(title="before -> after (disjoint evaluation samples)")
+    for column in ("cell", "accuracy", "recall", "false positive rate"):
+        table.add_column(column)
+    for row in result.before_after:
+        b, a = row["before"], row["after"]
+
+        def pct(x: float | None) -> str:
+            return "n/a" if x is None else f"{100 * x:.1f}%"
+
+        table.add_row(
+            row["key"],
+            f"{pct(b['accuracy'])} -> {pct(a['accuracy'])}",
+            f"{pct(b['recall'])} -> {pct(a['recall'])}",
+            f"{pct(b['false_positive_rate'])} -> {pct(a['false_positive_rate'])}",
+        )
+    console.print(table)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to app."""
+    """Add ``attack`` and the ``eval`` group to ``app``."""
+    eval_app = typer.Typer(
+        name="eval",
+        help="Benchmark harness: run the Part A / Part B protocol, report, calibrate.",
+        no_args_is_help=True,
+    )
+    app.command(name="attack")(attack)
+    eval_app.command(name="run")(run)
+    eval_app.command(name="report")(report)
+    eval_app.command(name="calibrate")(calibrate)
+    app.add_typer(eval_app, name="eval")
+
+
+__all__ = ["attack", "calibrate", "register", "report", "run"]

@@ -102,9 +102,7 @@ def token_windows(text: str, window: int = 256, stride: int = 50) -> list[str]:
     return [text[tokens[s].start : tokens[min(s + window, len(tokens)) - 1].end] for s in starts]
 
 
-def sem_scores(
-    answer: str, doc: str, scorer: PairScorer, window: int = 256, stride: int = 50
-) -> tuple[float, float]:
+def sem_scores(answer: str, doc: str, scorer: PairScorer, window: int = 256, stride: int = 50) -> tuple[float, float]:
     """(SemMax, SemRecall) of an answer against a document.
 
     Both texts are cut into :func:`token_windows`; ``scorer`` scores every
@@ -127,7 +125,7 @@ def sem_scores(
 
 
 def nli_entailment_scorer(nli: NLIModel) -> PairScorer:
-    """A :data:`PairScorer` returning the entailment column of ``nli.predict``."""
+    """Build a :data:`PairScorer` that returns the entailment column of ``nli.predict``."""
 
     def score(pairs: Sequence[tuple[str, str]]) -> Sequence[float]:
         return [float(v) for v in nli.predict(list(pairs))[:, ENTAILMENT]]
@@ -304,7 +302,8 @@ def ablation_table(
         passages_with_sources: passages as extracted (each naming its claimed source by
             ``doc_id`` or ``url``): one flat list, or one list per query.
         docs: the retrieved documents: one flat list, or one list per query.
-        ns / ts: the n-gram lengths and thresholds to try.
+        ns: the n-gram lengths to try.
+        ts: the overlap thresholds to try.
         ref_n: n-gram length of the hallucinated-token measure (fixed across rows so that
             before / after are comparable).
 

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 from ragtrust.evidence.align import TRUNCATION_JOINER, AlignmentResult, NGramAligner, resolve_source
+from ragtrust.evidence.citations import CitationGuard, GroundedAnswer, render_answer
 from ragtrust.evidence.extract import (
     ChatModel,
     ExtractiveExtractor,
@@ -22,7 +23,6 @@ from ragtrust.evidence.extract import (
     read_passages_json,
     relevance_scores,
 )
-from ragtrust.evidence.citations import CitationGuard, GroundedAnswer, render_answer
 
 __all__ = [
     "TRUNCATION_JOINER",

@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -45,7 +46,7 @@ from typing import Any
 
 from ragtrust.documents import Document, Passage, RetrievedDoc, Span
 from ragtrust.errors import ConfigError
-from ragtrust.text import word_tokens
+from ragtrust.text import Token, word_tokens
 
 #: how many candidate positions of one n-gram are tried when growing a match (guards
 #: against pathological repetition such as tables of identical rows)
@@ -149,12 +150,12 @@ class NGramAligner:
         merged when they touch, in passage order; ``doc.text[start:end] == span.text``.
         """
         document = doc.document if isinstance(doc, RetrievedDoc) else doc
-        words = [t.text for t in word_tokens(text)]
+        tokens = word_tokens(text)
         index = self._index(document.text)
-        score = self._overlap(words, index)
+        score = self._overlap([t.text for t in tokens], index)
         if score == 0.0:
             return 0.0, ()
-        return score, self._spans(words, index, document)
+        return score, self._spans(text, tokens, index, document)
 
     def align(self, passages: Sequence[Passage], docs: Sequence[RetrievedDoc]) -> AlignmentResult:
         """Keep, truncate, re-attribute or drop each passage (SPEC 6.3).
@@ -178,17 +179,18 @@ class NGramAligner:
         drift_candidates = 0
         overlap_sum = 0.0
         for passage in passages:
-            words = [t.text for t in word_tokens(passage.text)]
+            tokens = word_tokens(passage.text)
+            words = [t.text for t in tokens]
             claimed = _resolve(passage, lookup)
             score = self._overlap(words, self._index(claimed.document.text)) if claimed is not None else 0.0
             overlap_sum += score
             if claimed is not None and score > self.threshold:
-                out = self._attribute(passage, words, claimed, score, "kept")
+                out = self._attribute(passage, tokens, claimed, score, "kept")
             elif claimed is not None and score > 0.0:
-                out = self._truncate(passage, words, claimed, score)
+                out = self._truncate(passage, tokens, claimed, score)
             else:
                 drift_candidates += 1
-                out = self._reattribute(passage, words, docs, exclude=claimed)
+                out = self._reattribute(passage, tokens, docs, exclude=claimed)
             counts[out.status] += 1
             (dropped if out.status == "dropped" else kept).append(out)
         n_in = len(passages)
@@ -236,17 +238,17 @@ class NGramAligner:
         if not words:
             return 0.0
         n = self._effective_n(len(words))
-        grams = Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
+        grams = _passage_grams(tuple(words), n)  # cached: re-attribution scores one passage many times
         table = index.grams(n)
         shared = sum(min(count, len(table.get(gram, ()))) for gram, count in grams.items())
         return shared / (len(words) - n + 1)
 
-    def _runs(self, words: Sequence[str], index: _DocIndex) -> list[tuple[int, int]]:
-        """Greedy maximal verbatim runs as (doc token start, doc token end)."""
+    def _runs(self, words: Sequence[str], index: _DocIndex) -> list[tuple[int, int, int, int]]:
+        """Greedy maximal verbatim runs as (passage start, passage end, doc start, doc end) tokens."""
         n = self._effective_n(len(words))
         table = index.grams(n)
         dwords = index.words
-        runs: list[tuple[int, int]] = []
+        runs: list[tuple[int, int, int, int]] = []
         i = 0
         while i <= len(words) - n:
             candidates = table.get(tuple(words[i : i + n]))
@@ -260,37 +262,44 @@ class NGramAligner:
                     length += 1
                 if length > best_len:
                     best_j, best_len = j, length
-            runs.append((best_j, best_j + best_len))
+            runs.append((i, i + best_len, best_j, best_j + best_len))
             i += best_len
         return runs
 
-    def _spans(self, words: Sequence[str], index: _DocIndex, document: Document) -> tuple[Span, ...]:
+    def _spans(self, text: str, ptokens: Sequence[Token], index: _DocIndex, document: Document) -> tuple[Span, ...]:
         tokens = index.tokens
+        dtext = document.text
         merged: list[list[int]] = []
-        for start_tok, end_tok in self._runs(words, index):
-            start, end = tokens[start_tok].start, tokens[end_tok - 1].end
+        for p0, p1, d0, d1 in self._runs([t.text for t in ptokens], index):
+            start, end = tokens[d0].start, tokens[d1 - 1].end
+            # punctuation hugging the run (a final ".", opening quotes) is part of the copy when
+            # the passage has the same characters there
+            end += _common_prefix(text[ptokens[p1 - 1].end :], dtext[end:])
+            start -= _common_prefix(text[: ptokens[p0].start][::-1], dtext[:start][::-1])
             if merged and merged[-1][0] <= end and start <= merged[-1][1]:
                 merged[-1] = [min(merged[-1][0], start), max(merged[-1][1], end)]
             else:
                 merged.append([start, end])
-        text = document.text
-        return tuple(Span(document.id, s, e, text[s:e], url=document.cite) for s, e in merged)
+        return tuple(Span(document.id, s, e, dtext[s:e], url=document.cite) for s, e in merged)
 
-    def _attribute(self, passage: Passage, words: Sequence[str], doc: RetrievedDoc, score: float, status: str) -> Passage:
-        spans = self._spans(words, self._index(doc.document.text), doc.document)
+    def _attribute(
+        self, passage: Passage, tokens: Sequence[Token], doc: RetrievedDoc, score: float, status: str
+    ) -> Passage:
+        spans = self._spans(passage.text, tokens, self._index(doc.document.text), doc.document)
         return dataclasses.replace(
             passage, url=doc.document.cite, doc_id=doc.id, spans=spans, status=status, overlap=score
         )
 
-    def _truncate(self, passage: Passage, words: Sequence[str], doc: RetrievedDoc, score: float) -> Passage:
-        out = self._attribute(passage, words, doc, score, "truncated")
+    def _truncate(self, passage: Passage, tokens: Sequence[Token], doc: RetrievedDoc, score: float) -> Passage:
+        out = self._attribute(passage, tokens, doc, score, "truncated")
         if not out.spans:  # overlap > 0 always yields at least one run; defensive
             return dataclasses.replace(out, status="dropped", spans=())
         return dataclasses.replace(out, text=TRUNCATION_JOINER.join(s.text for s in out.spans))
 
     def _reattribute(
-        self, passage: Passage, words: Sequence[str], docs: Sequence[RetrievedDoc], exclude: RetrievedDoc | None
+        self, passage: Passage, tokens: Sequence[Token], docs: Sequence[RetrievedDoc], exclude: RetrievedDoc | None
     ) -> Passage:
+        words = [t.text for t in tokens]
         best: RetrievedDoc | None = None
         best_score = 0.0
         for doc in docs:
@@ -300,8 +309,23 @@ class NGramAligner:
             if score > best_score:
                 best, best_score = doc, score
         if best is not None and best_score > self.threshold:
-            return self._attribute(passage, words, best, best_score, "reattributed")
+            return self._attribute(passage, tokens, best, best_score, "reattributed")
         return dataclasses.replace(passage, spans=(), status="dropped", overlap=best_score)
+
+
+@functools.lru_cache(maxsize=1024)
+def _passage_grams(words: tuple[str, ...], n: int) -> Counter[tuple[str, ...]]:
+    return Counter(words[i : i + n] for i in range(len(words) - n + 1))
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the shared run of non-space, non-word characters at the start of a and b."""
+    k = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y or x.isspace() or x.isalnum():
+            break
+        k += 1
+    return k
 
 
 def _norm_url(url: str) -> str:
@@ -326,7 +350,7 @@ def _resolve(passage: Passage, lookup: dict[str, RetrievedDoc]) -> RetrievedDoc 
 
 
 def resolve_source(target: str, docs: Sequence[RetrievedDoc]) -> RetrievedDoc | None:
-    """The retrieved document whose id, URL or citation target is ``target`` (or ``None``).
+    """Find the retrieved document whose id, URL or citation target is ``target`` (or ``None``).
 
     URLs are compared after stripping whitespace and trailing slashes.
     """

@@ -150,7 +150,9 @@ class CitationGuard:
         raw = list(answer.sentences) if answer.sentences else self._parse(answer.text, passages, docs)
         out: list[AnswerSentence] = []
         for i, (text, targets) in enumerate(raw, start=1):
-            sentence = clean_sentence(_MARKER.sub(lambda m: m.group(0) if not _is_citation(m, passages, docs) else "", text))
+            sentence = clean_sentence(
+                _MARKER.sub(lambda m: m.group(0) if not _is_citation(m, passages, docs) else "", text)
+            )
             cited: list[RetrievedDoc] = []
             for target in targets:
                 doc = _resolve_target(target, passages, docs)
@@ -182,7 +184,8 @@ class CitationGuard:
         self, index: int, sentence: str, cited: list[RetrievedDoc], docs: Sequence[RetrievedDoc], warnings: list[str]
     ) -> AnswerSentence:
         best_doc: RetrievedDoc | None = None
-        best_score, best_spans = 0.0, ()
+        best_score = 0.0
+        best_spans: tuple[Span, ...] = ()
         for doc in cited:
             score, spans = self._aligner.locate(sentence, doc)
             if score > best_score or best_doc is None:
@@ -201,11 +204,10 @@ class CitationGuard:
                     "citation re-attributed"
                 )
                 cited = [best_doc]
-        spans: tuple[Span, ...] = best_spans if best_doc is not None else ()
         return AnswerSentence(
             text=sentence,
             citations=tuple(d.document.cite for d in cited),
-            spans=spans,
+            spans=best_spans if best_doc is not None else (),
             support=best_score if cited else None,
             supported=bool(cited) and best_score > self.threshold,
             best_doc_id=best_doc.id if best_doc is not None and cited else None,
@@ -234,7 +236,7 @@ def _parts(content: str) -> list[str]:
 
 
 def _is_citation(match: re.Match[str], passages: Sequence[Passage], docs: Sequence[RetrievedDoc]) -> bool:
-    """A bracket is a citation when every part is a number, URL-like, or a known id."""
+    """Tell whether a bracket is a citation: every part a number, URL-like, or a known id."""
     parts = _parts(match.group(1))
     if not parts:
         return False

@@ -44,19 +44,28 @@ from ragtrust.models.base import Embedder
 from ragtrust.registry import register
 from ragtrust.text import split_sentences, word_tokens
 
-STOPWORDS = frozenset(
-    """a an the of to in on at is are was were be been being by for with and or as that this these those it its
-    from into than then there their them they he she we you your our i me my do does did doing done can could
-    should would will shall may might must have has had having not no nor but if so such what which who whom
-    whose when where why how about over under again further once here all any both each few more most other
-    some own same too very just also only s t am using use used""".split()
+_STOPWORD_TEXT = """a an the of to in on at is are was were be been being by for with and or as that this these those
+it its from into than then there their them they he she we you your our i me my do does did doing done can could
+should would will shall may might must have has had having not no nor but if so such what which who whom whose when
+where why how about over under again further once here all any both each few more most other some own same too very
+just also only s t am using use used"""
+#: function words ignored by lexical relevance
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_SUFFIXES: tuple[tuple[str, str], ...] = (
+    ("ations", ""),
+    ("ation", ""),
+    ("ings", ""),
+    ("ing", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("ed", ""),
+    ("es", ""),
+    ("s", ""),
 )
-_SUFFIXES = (("ations", ""), ("ation", ""), ("ings", ""), ("ing", ""), ("ies", "y"), ("ied", "y"))
-_SUFFIXES += (("ed", ""), ("es", ""), ("s", ""))
 
 
 def stem(token: str) -> str:
-    """A light, deterministic suffix stemmer (``queries`` -> ``query``, ``hashing`` -> ``hash``)."""
+    """Strip common suffixes: a light, deterministic stemmer (``queries`` -> ``query``, ``hashing`` -> ``hash``)."""
     for suffix, replacement in _SUFFIXES:
         if token.endswith(suffix) and len(token) - len(suffix) >= 3:
             return token[: -len(suffix)] + replacement
@@ -66,6 +75,23 @@ def stem(token: str) -> str:
 def content_terms(text: str) -> list[str]:
     """Stemmed, case-folded word tokens of ``text`` without stop words."""
     return [stem(t.text) for t in word_tokens(text) if t.text not in STOPWORDS]
+
+
+_NOT_EVIDENCE = re.compile(r"^\s*(?:#{1,6}\s|\||```|<!--)")
+
+
+def is_evidence_sentence(text: str) -> bool:
+    """Tell whether a sentence can serve as evidence.
+
+    Markdown headings, table rows, code fences, HTML comments and questions (they state
+    nothing) cannot.
+
+    Example:
+        >>> [is_evidence_sentence(t) for t in ("## Salting", "Why salt?", "Salt every hash.")]
+        [False, False, True]
+    """
+    stripped = text.strip()
+    return bool(stripped) and not _NOT_EVIDENCE.match(stripped) and not stripped.rstrip("*_)\"'").endswith("?")
 
 
 def relevance_scores(
@@ -134,7 +160,7 @@ class ExtractiveExtractor:
             sentences = split_sentences(doc.document.text)
             sentences_by_doc.append(sentences)
             for s, sentence in enumerate(sentences):
-                if len(word_tokens(sentence.text)) >= self.min_tokens:
+                if len(word_tokens(sentence.text)) >= self.min_tokens and is_evidence_sentence(sentence.text):
                     candidates.append((d, s, sentence))
         scores = relevance_scores(query, [c[2].text for c in candidates], self.embedder, self.lexical_weight)
         ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i][0], candidates[i][1]))
@@ -148,12 +174,12 @@ class ExtractiveExtractor:
                 per_doc[s] = scores[i]
         passages: list[tuple[float, int, int, Passage]] = []
         for d, picked in chosen.items():
-            doc = docs[d].document
+            document = docs[d].document
             for run in _consecutive(sorted(picked)):
                 first, last = sentences_by_doc[d][run[0]], sentences_by_doc[d][run[-1]]
                 start, end = first.start, last.end
-                span = Span(doc.id, start, end, doc.text[start:end], url=doc.cite)
-                passage = Passage(passage_id="", text=span.text, url=doc.cite, doc_id=doc.id, spans=(span,))
+                span = Span(document.id, start, end, document.text[start:end], url=document.cite)
+                passage = Passage("", span.text, url=document.cite, doc_id=document.id, spans=(span,))
                 passages.append((max(picked[s] for s in run), d, run[0], passage))
         passages.sort(key=lambda t: (-t[0], t[1], t[2]))
         return [
@@ -192,7 +218,7 @@ class ChatModel(Protocol):
     """A chat model: ``chat(messages) -> reply text`` (``messages`` in OpenAI's role/content form)."""
 
     def chat(self, messages: Sequence[Mapping[str, str]]) -> str:
-        """The assistant's reply to ``messages``."""
+        """Return the assistant's reply to ``messages``."""
         ...
 
 
@@ -384,6 +410,7 @@ __all__ = [
     "LLMExtractor",
     "build_extraction_messages",
     "content_terms",
+    "is_evidence_sentence",
     "parse_collected_passages",
     "passages_from_json",
     "read_passages_json",

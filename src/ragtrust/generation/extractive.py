@@ -2,10 +2,11 @@
 
 It splits the verified passages into sentences, ranks them by relevance to the question
 (:func:`ragtrust.evidence.extract.relevance_scores`: lexical, plus embeddings when an
-embedder is given), keeps the best ``max_sentences`` distinct ones, groups them by source
-(sources in order of their best sentence, sentences in passage order) and ends each with
-``[n]``, the 1-based number of its source in order of first use. Every word of the answer
-is copied from a passage, so it can only cite the passages it was given.
+embedder is given), keeps the best ``max_sentences`` distinct ones (never headings, table
+rows or questions), groups them by source (sources in order of their best sentence,
+sentences in passage order) and ends each with ``[n]``, the 1-based number of its source in
+order of first use. Every word of the answer is copied from a passage (Markdown ``**``
+emphasis aside), so it can only cite the passages it was given.
 
 Example:
     >>> from ragtrust.documents import Passage
@@ -16,17 +17,20 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragtrust.documents import Passage
 from ragtrust.errors import ConfigError
 from ragtrust.evidence.align import TRUNCATION_JOINER
-from ragtrust.evidence.extract import relevance_scores
+from ragtrust.evidence.extract import is_evidence_sentence, relevance_scores
 from ragtrust.generation.base import GeneratedAnswer
 from ragtrust.models.base import Embedder
 from ragtrust.registry import register
 from ragtrust.text import split_sentences, words
+
+_EMPHASIS = re.compile(r"\*\*|__")
 
 
 @register("generator", "extractive")
@@ -59,7 +63,7 @@ class ExtractiveGenerator:
             warm()
 
     def generate(self, query: str, passages: Sequence[Passage]) -> GeneratedAnswer:
-        """The answer; empty text when no passage sentence is relevant to the question."""
+        """Write the answer; empty text when no passage sentence is relevant to the question."""
         candidates: list[tuple[int, int, str, str]] = []  # passage index, sentence index, text, source
         for pi, passage in enumerate(passages):
             if passage.status == "dropped":
@@ -67,8 +71,9 @@ class ExtractiveGenerator:
             source = passage.url or passage.doc_id or passage.passage_id
             parts = [s for part in passage.text.split(TRUNCATION_JOINER) for s in split_sentences(part)]
             for si, sentence in enumerate(parts):
-                text = " ".join(sentence.text.split())
-                if len(words(text)) >= self.min_tokens:
+                # Markdown emphasis is dropped (it carries no tokens, so spans still align)
+                text = " ".join(_EMPHASIS.sub("", sentence.text).split())
+                if len(words(text)) >= self.min_tokens and is_evidence_sentence(text):
                     candidates.append((pi, si, text, source))
         scores = relevance_scores(query, [c[2] for c in candidates], self.embedder, self.lexical_weight)
         ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i][0], candidates[i][1]))

@@ -21,11 +21,13 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
 import httpx
 
 from ragtrust.config import GeneratorConfig
@@ -99,7 +101,7 @@ class ChatClient:
             return self._client
 
     def chat(self, messages: Sequence[Mapping[str, str]]) -> str:
-        """The reply text to ``messages`` (see :meth:`complete`)."""
+        """Return the reply text to ``messages`` (see :meth:`complete`)."""
         return self.complete(messages).text
 
     def complete(self, messages: Sequence[Mapping[str, str]]) -> ChatReply:
@@ -150,7 +152,9 @@ class ChatClient:
                 f"{_BASE_URL_HINT}, and check RAGTRUST_GENERATOR__MODEL ({_snippet(response)})"
             )
         if response.status_code >= 400:
-            raise BackendError(f"LLM at {self.endpoint} rejected the request: HTTP {response.status_code}: {_snippet(response)}")
+            raise BackendError(
+                f"LLM at {self.endpoint} rejected the request: HTTP {response.status_code}: {_snippet(response)}"
+            )
         try:
             data = response.json()
             text = data["choices"][0]["message"]["content"]
@@ -237,8 +241,15 @@ class OpenAICompatibleGenerator:
     _client: ChatClient | None = field(default=None, init=False, repr=False)
 
     @classmethod
-    def from_config(cls, cfg: GeneratorConfig, env: Mapping[str, str]) -> OpenAICompatibleGenerator:
-        """Build from ``[generator]`` settings; the API key is read from ``env[cfg.api_key_env]``."""
+    def from_config(cls, cfg: GeneratorConfig, env: Mapping[str, str] | None = None) -> OpenAICompatibleGenerator:
+        """Build from ``[generator]`` settings; the API key is read from ``env[cfg.api_key_env]``.
+
+        Args:
+            cfg: the generator settings.
+            env: the environment to read the key from; ``None`` reads ``os.environ`` (edges
+                such as the CLI and the server should pass their environment explicitly).
+        """
+        env = os.environ if env is None else env
         return cls(
             base_url=cfg.base_url,
             model=cfg.model,
@@ -271,7 +282,7 @@ class OpenAICompatibleGenerator:
         self.client.warm_up()
 
     def generate(self, query: str, passages: Sequence[Passage]) -> GeneratedAnswer:
-        """An answer citing ``[n]`` = the n-th passage; no passages means no answer (no call).
+        """Write an answer citing ``[n]`` = the n-th passage; no passages means no answer (no call).
 
         Raises:
             BackendError: see :meth:`ChatClient.complete`.

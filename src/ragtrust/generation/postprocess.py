@@ -78,7 +78,7 @@ def normalize_terms(text: str, terms: Mapping[str, str]) -> str:
     for key in sorted(terms, key=len, reverse=True):
         if key.strip():
             pattern = re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)", re.IGNORECASE)
-            text = pattern.sub(lambda _m, v=terms[key]: v, text)
+            text = pattern.sub(terms[key].replace("\\", "\\\\"), text)
     return text
 
 

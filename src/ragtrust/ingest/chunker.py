@@ -1,4 +1,4 @@
-"""Token-based chunking that respects headings and sentences (SPEC section 8: 512 / 50).
+r"""Token-based chunking that respects headings and sentences (SPEC section 8: 512 / 50).
 
 Tokens are counted with the embedding model's tokenizer (by default the packaged
 all-MiniLM-L6-v2 WordPiece tokenizer), without special tokens. A chunk holds at most
@@ -7,8 +7,10 @@ all-MiniLM-L6-v2 WordPiece tokenizer), without special tokens. A chunk holds at 
 Where a chunk ends is chosen among the token positions in the second half of its window,
 preferring (in this order) a heading, a paragraph break, a sentence start, and only when a
 single sentence is longer than the window, any token. A chunk that ends at a heading is
-not overlapped into the next section; otherwise the overlap starts at a sentence start
-when one lies inside the overlap window.
+not overlapped into the next section; otherwise the overlap starts at the first sentence
+start inside the overlap window. When there is none, a chunk that ended on a sentence
+boundary is followed without overlap (no sentence fragments), and one that had to end
+mid-sentence overlaps by exactly ``overlap_tokens``.
 
 Every chunk is a :class:`~ragtrust.documents.Document` with id ``<parent id>#<n>`` (stable
 across re-ingestion of the same text), ``text == parent.text[start:end]`` and metadata
@@ -53,7 +55,7 @@ class TokenizerLike(Protocol):
 
 @functools.lru_cache(maxsize=1)
 def default_tokenizer() -> Any:
-    """The packaged MiniLM tokenizer, without truncation or padding (loaded once)."""
+    """Load the packaged MiniLM tokenizer once, without truncation or padding."""
     try:
         from tokenizers import Tokenizer
     except ImportError as exc:  # pragma: no cover - a declared dependency
@@ -67,7 +69,7 @@ def default_tokenizer() -> Any:
 
 
 def _untruncated(tokenizer: Any) -> Any:
-    """A copy of a ``tokenizers.Tokenizer`` with truncation and padding off (others as-is)."""
+    """Copy a ``tokenizers.Tokenizer`` with truncation and padding off (others as-is)."""
     if getattr(tokenizer, "truncation", None) is None and getattr(tokenizer, "padding", None) is None:
         return tokenizer
     to_str = getattr(tokenizer, "to_str", None)
@@ -169,7 +171,9 @@ def _next_start(priority: list[int], start: int, end: int, overlap_tokens: int) 
     for i in range(lo, end):
         if priority[i] >= _PRIORITY_SENTENCE:
             return i
-    return lo
+    # no sentence starts inside the overlap window: a chunk that ended on a sentence
+    # boundary is followed without overlap rather than by a sentence fragment
+    return end if priority[end] >= _PRIORITY_SENTENCE else lo
 
 
 def chunk_document(

@@ -84,7 +84,7 @@ CREATE INDEX IF NOT EXISTS events_doc ON events(doc_id);
 
 
 def utc_now() -> str:
-    """The current UTC time as ISO-8601 with seconds (``2026-08-17T09:30:00+00:00``)."""
+    """Return the current UTC time as ISO-8601 with seconds (``2026-08-17T09:30:00+00:00``)."""
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
@@ -295,7 +295,7 @@ class Ledger:
 
     # -- reading -------------------------------------------------------------------------
     def get(self, doc_id: str, *, include_deleted: bool = False) -> ProvenanceRecord | None:
-        """The document's current record, or ``None`` when unknown (or deleted)."""
+        """Return the document's current record, or ``None`` when unknown (or deleted)."""
         with self._lock:
             row = self._conn.execute(
                 "SELECT doc_id, source, content_hash, first_seen, last_changed, tier, vetted_hash, vetted_at, "
@@ -307,7 +307,7 @@ class Ledger:
         return ProvenanceRecord(*row)
 
     def get_many(self, doc_ids: Sequence[str]) -> dict[str, ProvenanceRecord]:
-        """Records of the given live documents (unknown ids are absent from the result)."""
+        """Return the records of the given live documents (unknown ids are absent from the result)."""
         out: dict[str, ProvenanceRecord] = {}
         for doc_id in dict.fromkeys(doc_ids):
             rec = self.get(doc_id)
@@ -326,7 +326,7 @@ class Ledger:
         return [VersionRecord(*r) for r in rows]
 
     def events(self, doc_id: str) -> list[LedgerEntry]:
-        """The document's event log (added, changed, vetted, quarantined, deleted), oldest first."""
+        """Return the document's event log (added, changed, vetted, quarantined, deleted), oldest first."""
         with self._lock:
             rows = self._conn.execute(
                 "SELECT doc_id, at, kind, detail FROM events WHERE doc_id = ? ORDER BY seq", (doc_id,)
@@ -334,7 +334,7 @@ class Ledger:
         return [LedgerEntry(*r) for r in rows]
 
     def version_text(self, doc_id: str, content_hash: str) -> str | None:
-        """The stored text of the version with this hash (``None`` when not recorded)."""
+        """Return the stored text of the version with this hash (``None`` when not recorded)."""
         with self._lock:
             row = self._conn.execute(
                 "SELECT text FROM versions WHERE doc_id = ? AND content_hash = ? ORDER BY version DESC LIMIT 1",

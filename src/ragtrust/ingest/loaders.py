@@ -108,7 +108,7 @@ def load_paths(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
 ) -> LoadReport:
-    """Load documents from files and folders (recursively).
+    r"""Load documents from files and folders (recursively).
 
     Args:
         paths: files or folders. Folders are walked recursively; hidden files and folders
@@ -175,7 +175,10 @@ def _load_one(file: Path, doc_id: str, report: LoadReport, seen: dict[str, str])
     suffix = file.suffix.lower()
     if suffix not in SUPPORTED_EXTENSIONS:
         report.skipped.append(
-            (str(file), f"unsupported file type {suffix or '(none)'}; expected one of {', '.join(SUPPORTED_EXTENSIONS)}")
+            (
+                str(file),
+                f"unsupported file type {suffix or '(none)'}; expected one of {', '.join(SUPPORTED_EXTENSIONS)}",
+            )
         )
         return
     try:
@@ -267,7 +270,7 @@ def _document(file: Path, doc_id: str, text: str, metadata: dict[str, Any], url:
 
 
 def markdown_metadata(text: str) -> dict[str, Any]:
-    """``title`` and ``headings`` (``[level, title, offset]``) of a markdown text.
+    r"""``title`` and ``headings`` (``[level, title, offset]``) of a markdown text.
 
     Headings inside fenced code blocks are ignored.
 
@@ -292,7 +295,7 @@ def markdown_metadata(text: str) -> dict[str, Any]:
 
 
 def html_to_text(html: str) -> tuple[str, dict[str, Any]]:
-    """Visible text of an HTML page, with ``title`` and ``headings`` metadata.
+    r"""Visible text of an HTML page, with ``title`` and ``headings`` metadata.
 
     Example:
         >>> text, meta = html_to_text("<html><body><h1>Hi</h1><p>Body.</p><script>x()</script></body></html>")
@@ -357,7 +360,9 @@ def _record_document(file: Path, file_id: str, where: str, n: int, row: Any) -> 
         raise InputError(f"{where}: 'metadata' must be an object")
     extras = {k: v for k, v in row.items() if k not in ("id", "text", "url", "metadata") and v not in (None, "")}
     metadata = {"format": file.suffix.lower().lstrip("."), **extras, **meta}
-    return Document(id=doc_id, text=text, url=url or file.resolve().as_uri(), source=str(file.resolve()), metadata=metadata)
+    return Document(
+        id=doc_id, text=text, url=url or file.resolve().as_uri(), source=str(file.resolve()), metadata=metadata
+    )
 
 
 def _jsonl_documents(file: Path, file_id: str, text: str, report: LoadReport) -> list[Document]:

@@ -436,5 +436,22 @@ def main() -> None:  # pragma: no cover - thin entry for background runs
     train(cfg, log=lambda s: print(s, flush=True))
 
 
+
+def checkpoint_to_hf(checkpoint: str | Path, base_model: str, dest: str | Path) -> Path:
+    """Write a resumable checkpoint's weights as a Hugging Face model folder (for export)."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(
+        base_model, num_labels=3, id2label=dict(enumerate(LABELS)), label2id=LABEL_TO_ID
+    )
+    state = torch.load(str(checkpoint), map_location="cpu", weights_only=False)
+    model.load_state_dict(state["model"])
+    out = Path(dest)
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(base_model).save_pretrained(out)
+    return out
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -71,9 +71,7 @@ class BM25Retriever:
         if not docs:
             self._model = False
             return
-        tokens = bm25s.tokenize(
-            [d.text for d in docs], stopwords=self.stopwords, return_ids=True, show_progress=False
-        )
+        tokens = bm25s.tokenize([d.text for d in docs], stopwords=self.stopwords, return_ids=True, show_progress=False)
         model = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
         model.index(tokens, show_progress=False)
         self._vocab = dict(tokens.vocab)
@@ -108,7 +106,7 @@ class BM25Retriever:
         return np.clip(raw / ceiling, 0.0, 1.0).astype(np.float32)
 
     def retrieve(self, query: str, top_k: int | None = None) -> list[RetrievedDoc]:
-        """The ``top_k`` documents by BM25 (documents sharing no term are not returned)."""
+        """Return the ``top_k`` documents by BM25 (documents sharing no term are not returned)."""
         k = top_k or self.default_top_k
         scores = self.scores(query)
         if scores.size == 0:

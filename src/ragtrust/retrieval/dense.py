@@ -159,7 +159,7 @@ class DenseIndex:
 
     # -- search --------------------------------------------------------------------------
     def embed_query(self, query: str) -> npt.NDArray[np.float32]:
-        """The unit embedding of a query, shape ``(1, dim)``."""
+        """Embed a query: unit row, shape ``(1, dim)``."""
         if not isinstance(query, str) or not query.strip():
             raise InputError("the query is empty: pass a non-empty question text")
         return embed_texts(self.embedder, [query])
@@ -175,7 +175,7 @@ class DenseIndex:
         return scores.astype(np.float32), rows
 
     def retrieve(self, query: str, top_k: int = 5) -> list[RetrievedDoc]:
-        """The ``top_k`` most similar documents; score = cosine clipped to [0, 1]."""
+        """Return the ``top_k`` most similar documents; score = cosine clipped to [0, 1]."""
         scores, rows = self.search(self.embed_query(query), top_k)
         out: list[RetrievedDoc] = []
         for score, row in zip(scores[0], rows[0], strict=True):
@@ -206,7 +206,7 @@ class DenseIndex:
         return self._rows[doc_id]
 
     def retriever(self, top_k: int = 5) -> DenseRetriever:
-        """A :class:`DenseRetriever` over this index."""
+        """Wrap this index in a :class:`DenseRetriever`."""
         return DenseRetriever(index=self, default_top_k=top_k)
 
     # -- persistence ---------------------------------------------------------------------
@@ -227,7 +227,7 @@ class DenseIndex:
         try:
             meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
             vectors = np.load(folder / "vectors.npy")
-            lines = (folder / "documents.jsonl").read_text(encoding="utf-8").splitlines()
+            lines = (folder / "documents.jsonl").read_text(encoding="utf-8").split("\n")
         except FileNotFoundError as exc:
             raise InputError(f"{folder}: not a saved dense index ({exc.filename} missing)") from exc
         check_embedder(meta.get("model_id"), meta.get("dim"), embedder, str(folder))
@@ -271,7 +271,7 @@ class DenseRetriever:
         self.index.warm_up()
 
     def retrieve(self, query: str, top_k: int | None = None) -> list[RetrievedDoc]:
-        """The ``top_k`` most similar documents; score = cosine clipped to [0, 1]."""
+        """Return the ``top_k`` most similar documents; score = cosine clipped to [0, 1]."""
         docs = self.index.retrieve(query, top_k or self.default_top_k)
         return [RetrievedDoc(d.document, d.score, d.rank, self.name) for d in docs]
 

@@ -116,7 +116,7 @@ class FederatedRetriever:
                 warm()
 
     def retrieve(self, query: str, top_k: int = 5) -> list[RetrievedDoc]:
-        """The fused top ``top_k``; failed / timed-out sources are named in ``last_warnings``.
+        """Return the fused top ``top_k``; failed / timed-out sources are named in ``last_warnings``.
 
         Raises:
             BackendError: every source failed or timed out.
@@ -127,7 +127,9 @@ class FederatedRetriever:
         results: dict[str, list[RetrievedDoc]] = {}
         pool = cf.ThreadPoolExecutor(max_workers=len(self.sources), thread_name_prefix="ragtrust-federated")
         try:
-            futures = {pool.submit(source.retrieve, query, k): name for source, name in zip(self.sources, names)}
+            futures = {
+                pool.submit(source.retrieve, query, k): name for source, name in zip(self.sources, names, strict=True)
+            }
             _, pending = cf.wait(futures, timeout=self.timeout_s)
             for future, name in futures.items():  # source order, so warnings are stable
                 if future in pending:

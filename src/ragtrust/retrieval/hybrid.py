@@ -58,7 +58,7 @@ class HybridRetriever:
                 warm()
 
     def retrieve(self, query: str, top_k: int | None = None) -> list[RetrievedDoc]:
-        """The ``top_k`` documents by fused rank; score = dense cosine in [0, 1]."""
+        """Return the ``top_k`` documents by fused rank; score = dense cosine in [0, 1]."""
         if not isinstance(query, str) or not query.strip():
             raise InputError("the query is empty: pass a non-empty question text")
         k = top_k or self.default_top_k

@@ -33,7 +33,7 @@ _NAMESPACE = uuid.UUID("9b1f3f5e-2c1a-4f8e-9d43-6a0f3c2b7e11")
 
 
 def point_id(doc_id: str) -> str:
-    """The Qdrant point id of a document id (a UUID5, since Qdrant ids are UUIDs or ints)."""
+    """Map a document id to its Qdrant point id (a UUID5, since Qdrant ids are UUIDs or ints)."""
     return str(uuid.uuid5(_NAMESPACE, doc_id))
 
 
@@ -146,7 +146,7 @@ class QdrantRetriever:
             raise BackendError(f"Qdrant delete from {self.collection!r} failed: {exc}") from exc
 
     def count(self) -> int:
-        """Number of points in the collection."""
+        """Count the points in the collection."""
         self.warm_up()
         try:
             return int(self.client.count(self.collection, exact=True).count)
@@ -154,7 +154,7 @@ class QdrantRetriever:
             raise BackendError(f"Qdrant count of {self.collection!r} failed: {exc}") from exc
 
     def retrieve(self, query: str, top_k: int | None = None) -> list[RetrievedDoc]:
-        """The ``top_k`` nearest documents; score = cosine clipped to [0, 1]."""
+        """Return the ``top_k`` nearest documents; score = cosine clipped to [0, 1]."""
         from ragtrust.retrieval.dense import embed_texts
 
         if not isinstance(query, str) or not query.strip():

@@ -9,7 +9,8 @@ the low-retrieval rule.
 Example:
     >>> import httpx
     >>> reply = {"results": [{"id": "r1", "text": "Use TLS 1.3.", "url": "https://kb/tls", "score": 0.8}]}
-    >>> r = RemoteHTTPRetriever("http://search.test/q", transport=httpx.MockTransport(lambda _: httpx.Response(200, json=reply)))
+    >>> transport = httpx.MockTransport(lambda _: httpx.Response(200, json=reply))
+    >>> r = RemoteHTTPRetriever("http://search.test/q", transport=transport)
     >>> [(d.id, d.score, d.retriever) for d in r.retrieve("tls", 3)]
     [('r1', 0.8, 'remote')]
 """
@@ -62,7 +63,7 @@ class RemoteHTTPRetriever:
             return self._client
 
     def retrieve(self, query: str, top_k: int = 5) -> list[RetrievedDoc]:
-        """The endpoint's results, best first, at most ``top_k``.
+        """Return the endpoint's results, best first, at most ``top_k``.
 
         Raises:
             BackendError: unreachable endpoint, HTTP error, or a reply not in the protocol.
@@ -74,7 +75,9 @@ class RemoteHTTPRetriever:
         except httpx.TransportError as exc:
             raise BackendError(f"cannot reach search endpoint {self.url}: is it running? ({exc})") from exc
         if response.status_code >= 400:
-            raise BackendError(f"search endpoint {self.url} answered HTTP {response.status_code}: {response.text[:200]}")
+            raise BackendError(
+                f"search endpoint {self.url} answered HTTP {response.status_code}: {response.text[:200]}"
+            )
         try:
             data = response.json()
         except (json.JSONDecodeError, ValueError) as exc:

@@ -57,15 +57,17 @@ from ragtrust.screening.cross import consistency_from
 
 #: how much a full-strength finding of each signal alone means "poisoned" (noisy-OR
 #: weights). Text patterns and provenance are direct evidence; NLI contradictions are
-#: strong but model-dependent; structure and embedding outliers also fire on odd but
-#: honest documents, so they count less. Unknown (plugin) signals count fully.
+#: strong but model-dependent; structure also fires on odd but honest documents, so it
+#: counts less; an embedding outlier is only corroboration (an honest document on a
+#: neighbouring topic is an outlier too), so, as in the reference (+0.3 x score), it can
+#: add at most 0.3 on its own. Unknown (plugin) signals count fully.
 DEFAULT_SIGNAL_WEIGHTS: Mapping[str, float] = {
     "linguistic": 1.0,
     "provenance": 1.0,
     "intra_consistency": 0.85,
     "cross_consistency": 0.8,
     "structural": 0.6,
-    "semantic_outlier": 0.5,
+    "semantic_outlier": 0.3,
 }
 CROSS_SIGNAL = "cross_consistency"
 
@@ -145,7 +147,11 @@ def batch_poison(
     mean = sum(w * p for w, p in zip(weights, probabilities, strict=True))
     s_max = max(weights)
     raised = max(
-        (p * (w / s_max if s_max > 0 else 1.0) for p, w in zip(probabilities, weights, strict=True) if p > high_risk_threshold),
+        (
+            p * (w / s_max if s_max > 0 else 1.0)
+            for p, w in zip(probabilities, weights, strict=True)
+            if p > high_risk_threshold
+        ),
         default=0.0,
     )
     return float(min(1.0, max(mean, raised)))
@@ -169,7 +175,7 @@ class Screener:
     """
 
     signals: Sequence[Signal]
-    config: ScreeningConfig = field(default_factory=ScreeningConfig)
+    config: ScreeningConfig = field(default_factory=lambda: ScreeningConfig.model_validate({}))
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_SIGNAL_WEIGHTS))
     warn_min_contribution: float = 0.4
     max_reasons_per_doc: int = 3

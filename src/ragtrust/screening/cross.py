@@ -51,11 +51,12 @@ from ragtrust.screening.base import Signal
 from ragtrust.screening.intra import contradiction_ramp
 from ragtrust.text import words
 
-_STOP = frozenset(
-    "a an the of to in on at is are was were be been by for with and or as that this it its from not no do does "
-    "can may must should will would you your we our they their which when what than then there these those have "
-    "has had but if into also more most any all each such only other".split()
+_STOP_WORDS = (
+    "a an the of to in on at is are was were be been by for with and or as that this it its from not no "
+    "do does can may must should will would you your we our they their which when what than then there "
+    "these those have has had but if into also more most any all each such only other"
 )
+_STOP = frozenset(_STOP_WORDS.split())
 
 
 def content_words(text: str) -> set[str]:
@@ -64,7 +65,7 @@ def content_words(text: str) -> set[str]:
 
 
 def consistency_from(results: Sequence[SignalResult]) -> float | None:
-    """The batch consistency C stored by :class:`CrossConsistencySignal`, or ``None``."""
+    """Read the batch consistency C stored by :class:`CrossConsistencySignal` (``None`` if absent)."""
     for r in results:
         value = r.details.get("consistency") if r.details else None
         if value is not None:
@@ -121,7 +122,9 @@ class CrossConsistencySignal(Signal):
             (i, j)
             for i in range(n)
             for j in range(i + 1, n)
-            if vocab[i] and vocab[j] and len(vocab[i] & vocab[j]) / min(len(vocab[i]), len(vocab[j])) >= self.min_overlap
+            if vocab[i]
+            and vocab[j]
+            and len(vocab[i] & vocab[j]) / min(len(vocab[i]), len(vocab[j])) >= self.min_overlap
         ]
         raw = np.zeros((n, n), dtype=np.float64)
         if related:
@@ -134,9 +137,7 @@ class CrossConsistencySignal(Signal):
                 raw[i, j] = raw[j, i] = c
         ramp = np.vectorize(lambda c: contradiction_ramp(float(c), self.low, self.high))(raw) if n else raw
         np.fill_diagonal(ramp, 0.0)
-        rel = np.array(
-            [d.score if d.score is not None and d.score > 0 else 0.0 for d in docs[:n]], dtype=np.float64
-        )
+        rel = np.array([d.score if d.score is not None and d.score > 0 else 0.0 for d in docs[:n]], dtype=np.float64)
         if any(d.score is None for d in docs[:n]) or rel.sum() <= 0:
             rel = np.ones(n)
         rel = np.maximum(rel, 1e-6)
@@ -176,7 +177,9 @@ class CrossConsistencySignal(Signal):
                     details={
                         "consistency": round(consistency, 6),
                         "disagreement": round(float(disagreement[i]), 4),
-                        "contradiction": {ids[j]: round(float(raw[i, j]), 4) for j in range(n) if j != i and raw[i, j] > 0},
+                        "contradiction": {
+                            ids[j]: round(float(raw[i, j]), 4) for j in range(n) if j != i and raw[i, j] > 0
+                        },
                         "pairs_scored": 2 * len(related),
                     },
                 )

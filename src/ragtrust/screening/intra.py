@@ -8,7 +8,11 @@ in **one** ``nli.predict`` call:
   sentence bound, by sentence count as in the reference);
 * **tail**: premise = everything before the last sentence(s), hypothesis = the last
   sentence (the last two when the last one has fewer than ``min_words`` words): an
-  appended payload is usually at the end and is diluted in a whole "second half".
+  appended payload is usually at the end and is diluted in a whole "second half";
+* **tail vs sentence**: the same tail against each of the ``max_sentence_pairs`` earlier
+  sentences that share the most words with it (overlap coefficient at least
+  ``min_overlap``): NLI models are trained on short premises, and the claim an appended
+  payload negates is usually one sentence.
 
 The contradiction probability ``c`` of the stronger check becomes the score through the
 ramp ``clip((c - low) / (high - low))`` with ``low = 0.4`` and ``high = 0.9``: below 0.4
@@ -34,7 +38,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
 from ragtrust.documents import RetrievedDoc, SignalResult, Span
+from ragtrust.errors import ModelError
 from ragtrust.models.base import CONTRADICTION, NLIModel
 from ragtrust.registry import register
 from ragtrust.screening.base import Signal
@@ -58,7 +65,7 @@ def _quote(text: str, limit: int = 160) -> str:
 @dataclass(frozen=True)
 class _Check:
     doc: int
-    kind: str  # "halves" | "tail"
+    kind: str  # "halves" | "tail" | "tail_sentence"
     premise: tuple[int, int]
     hypothesis: tuple[int, int]
 
@@ -72,7 +79,9 @@ class IntraConsistencySignal(Signal):
         nli: the NLI model (one ``predict`` call per batch).
         min_words: minimum words in each side of a check (reference: 5).
         low / high: the contradiction ramp (see module docstring).
-        check_tail: also run the last-sentence check.
+        check_tail: also run the last-sentence checks.
+        max_sentence_pairs: earlier sentences the tail is also compared with, one by one.
+        min_overlap: word overlap coefficient an earlier sentence needs to be compared.
     """
 
     nli: NLIModel
@@ -80,6 +89,8 @@ class IntraConsistencySignal(Signal):
     low: float = 0.4
     high: float = 0.9
     check_tail: bool = True
+    max_sentence_pairs: int = 3
+    min_overlap: float = 0.3
 
     name: ClassVar[str] = "intra_consistency"
 
@@ -100,8 +111,21 @@ class IntraConsistencySignal(Signal):
             checks.append(_Check(i, "halves", (0, mid), (mid, n)))
         if self.check_tail and n >= 3:
             cut = n - 1 if n_words(n - 1, n) >= self.min_words else n - 2
-            if cut != mid and cut >= 1 and n_words(0, cut) >= self.min_words and n_words(cut, n) >= self.min_words:
-                checks.append(_Check(i, "tail", (0, cut), (cut, n)))
+            if cut >= 1 and n_words(0, cut) >= self.min_words and n_words(cut, n) >= self.min_words:
+                if cut != mid:
+                    checks.append(_Check(i, "tail", (0, cut), (cut, n)))
+                # the tail against its most related earlier sentences: short premises are
+                # what NLI models are trained on, and a long premise dilutes the claim
+                tail_words = set(words(" ".join(s.text for s in sentences[cut:n])))
+                related = []
+                for j in range(cut):
+                    own = set(words(sentences[j].text))
+                    if len(own) >= self.min_words and tail_words:
+                        overlap = len(own & tail_words) / min(len(own), len(tail_words))
+                        if overlap >= self.min_overlap:
+                            related.append((overlap, j))
+                for _, j in sorted(related, reverse=True)[: self.max_sentence_pairs]:
+                    checks.append(_Check(i, "tail_sentence", (j, j + 1), (cut, n)))
         return checks
 
     def score_batch(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> list[SignalResult]:
@@ -130,10 +154,12 @@ class IntraConsistencySignal(Signal):
         probs = self.nli.predict(pairs) if pairs else None
         best: dict[int, tuple[float, _Check]] = {}
         per_doc: dict[int, dict[str, float]] = {}
+        if probs is not None and np.shape(probs) != (len(pairs), 3):
+            raise ModelError(f"NLI model returned shape {np.shape(probs)}, expected ({len(pairs)}, 3)")
         for k, check in enumerate(checks):
-            assert probs is not None
-            c = float(probs[k, CONTRADICTION])
-            per_doc.setdefault(check.doc, {})[check.kind] = round(c, 4)
+            c = float(probs[k, CONTRADICTION]) if probs is not None else 0.0
+            kinds = per_doc.setdefault(check.doc, {})
+            kinds[check.kind] = max(kinds.get(check.kind, 0.0), round(c, 4))
             if check.doc not in best or c > best[check.doc][0]:
                 best[check.doc] = (c, check)
         for i, (c, check) in best.items():
@@ -143,8 +169,13 @@ class IntraConsistencySignal(Signal):
             reasons: tuple[str, ...] = ()
             spans: tuple[Span, ...] = ()
             if score > 0:
-                part = "its last part" if check.kind == "tail" else "its second half"
-                reasons = (f"contradicts itself: {part} '{_quote(h_text)}' contradicts the rest (contradiction {c:.2f})",)
+                part = "its second half" if check.kind == "halves" else "its last part"
+                if check.kind == "tail_sentence":
+                    earlier = span_text(i, check.premise)[2]
+                    what = f"the earlier statement '{_quote(earlier, 100)}'"
+                else:
+                    what = "the rest"
+                reasons = (f"contradicts itself: {part} '{_quote(h_text)}' contradicts {what} (contradiction {c:.2f})",)
                 spans = (Span(doc_id=doc.id, start=h_start, end=h_end, text=h_text, url=doc.document.url),)
             results[i] = SignalResult(
                 name=self.name,

@@ -81,13 +81,13 @@ _TYPO_INDEX = {_scramble_key(w): w for w in P.TYPOGLYCEMIA_KEYWORDS}
 
 
 def normalize_for_matching(text: str) -> tuple[str, list[int]]:
-    """Normalise ``text`` for pattern matching and map every character back.
+    r"""Normalise ``text`` for pattern matching and map every character back.
 
     Returns:
         ``(normalised, index)`` where ``normalised[k]`` came from ``text[index[k]]``.
 
     Example:
-        >>> norm, idx = normalize_for_matching("ｉgnоre\\u200b this")  # full-width i, Cyrillic o
+        >>> norm, idx = normalize_for_matching("ｉgnоre\u200b this")  # full-width i, Cyrillic o
         >>> norm, idx[:3]
         ('ignore this', [0, 1, 2])
     """
@@ -229,15 +229,21 @@ class LinguisticSignal(Signal):
             remaining *= 1.0 - min(1.0, max(0.0, hit.severity))
         score = 1.0 - remaining
         reasons: list[str] = []
-        seen_sentences: set[tuple[int, int, str]] = set()
-        for hit in ranked:
-            key = (hit.sentence_start, hit.sentence_end, hit.pattern.category)
-            if key in seen_sentences or len(reasons) >= self.max_reasons:
-                continue
-            seen_sentences.add(key)
-            phrase = P.CATEGORY_PHRASES[hit.pattern.category]
-            note = f" (damped: {', '.join(hit.damping)})" if hit.damping else ""
-            reasons.append(f"contains {phrase}: '{_quote(text[hit.sentence_start : hit.sentence_end])}'{note}")
+        by_sentence: dict[tuple[int, int], list[PatternHit]] = {}
+        for hit in ranked:  # strongest first, so each sentence's first hit leads its reason
+            by_sentence.setdefault((hit.sentence_start, hit.sentence_end), []).append(hit)
+        for (s_start, s_end), sentence_hits in list(by_sentence.items())[: self.max_reasons]:
+            lead = sentence_hits[0]
+            others = []
+            for h in sentence_hits[1:]:
+                phrase = P.CATEGORY_PHRASES[h.pattern.category]
+                if h.pattern.category != lead.pattern.category and phrase not in others:
+                    others.append(phrase)
+            note = f" (damped: {', '.join(lead.damping)})" if lead.damping else ""
+            also = f" (also {', '.join(others)})" if others else ""
+            reasons.append(
+                f"contains {P.CATEGORY_PHRASES[lead.pattern.category]}: '{_quote(text[s_start:s_end])}'{also}{note}"
+            )
         spans = tuple(
             Span(doc_id=doc.id, start=h.start, end=h.end, text=text[h.start : h.end], url=doc.document.url)
             for h in sorted(ranked, key=lambda h: h.start)

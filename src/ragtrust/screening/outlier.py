@@ -6,8 +6,11 @@ itself, which is what hid outliers in the reference at K = 5). The distances are
 into a robust z-score ``z_i = (d_i - median(d)) / max(1.4826 * MAD(d), min_scale)``
 (median and MAD instead of mean and population std, whose z cannot exceed 2 at K = 5;
 ``min_scale`` keeps a tight batch from turning tiny differences into huge z). The score is
-``clip((z - z_low) / (z_high - z_low))`` with ``z_low = 2``, ``z_high = 5``, and 0 when
-the document is close to its neighbours anyway (``d_i < min_distance``).
+``clip((z - z_low) / (z_high - z_low))`` with ``z_low = 1.5``, ``z_high = 3.5``, and 0 when
+the document is close to its neighbours anyway: ``d_i < min_distance``, or ``d_i`` covers
+less than ``min_excess`` of the way from the median distance to the maximum distance 1
+(``(d_i - median) / (1 - median)``), so a batch of near-duplicates does not turn a small
+difference into an outlier.
 
 With K = 1 or 2 there is no batch to deviate from: every document is skipped with a
 reason. All texts are embedded in one ``embed`` call.
@@ -47,14 +50,16 @@ class SemanticOutlierSignal(Signal):
         z_low / z_high: the z-score ramp.
         min_scale: floor of the robust scale (cosine-distance units).
         min_distance: distance below which a document is never an outlier.
+        min_excess: share of the way from the median distance to 1 a document must cover.
     """
 
     embedder: Embedder
     min_docs: int = 3
-    z_low: float = 2.0
-    z_high: float = 5.0
+    z_low: float = 1.5
+    z_high: float = 3.5
     min_scale: float = 0.05
     min_distance: float = 0.25
+    min_excess: float = 0.3
 
     name: ClassVar[str] = "semantic_outlier"
     document_level: ClassVar[bool] = False
@@ -92,7 +97,8 @@ class SemanticOutlierSignal(Signal):
                 continue
             z = (dist[i] - median) / scale
             score = 0.0
-            if dist[i] >= self.min_distance:
+            excess = (dist[i] - median) / (1.0 - median) if median < 1.0 else 0.0
+            if dist[i] >= self.min_distance and excess >= self.min_excess:
                 score = min(1.0, max(0.0, (z - self.z_low) / (self.z_high - self.z_low)))
             reasons = (
                 (f"is a semantic outlier: far from the other retrieved documents (distance {dist[i]:.2f}, z {z:.1f})",)

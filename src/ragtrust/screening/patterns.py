@@ -232,8 +232,8 @@ PATTERNS: tuple[Pattern, ...] = (
         "when_asked_say",
         "answer_steering",
         0.7,
-        rf"\b(?:when|if|whenever)\s+(?:you\s+are\s+|users?\s+|anyone\s+|someone\s+)?(?:asked|asks?|questioned|queried)"
-        rf"\b.{{0,120}}?,?\s+(?:always\s+|you\s+(?:must|should)\s+)?(?:answer|respond|reply|say|state|tell\s+them)\b",
+        r"\b(?:when|if|whenever)\s+(?:you\s+are\s+|users?\s+|anyone\s+|someone\s+)?(?:asked|asks?|questioned|queried)"
+        r"\b.{0,120}?,?\s+(?:always\s+|you\s+(?:must|should)\s+)?(?:answer|respond|reply|say|state|tell\s+them)\b",
         "scripts the answer to a question",
     ),
     Pattern(
@@ -357,9 +357,14 @@ TYPOGLYCEMIA_KEYWORDS: tuple[str, ...] = (
 
 #: context that marks a sentence as *discussing* an attack or giving an example rather
 #: than issuing a directive (security documentation quotes injections); damps matches.
+#: Topic words alone ("injection", "attack") are not enough: secure-coding documents and
+#: the payloads aimed at them use them all the time.
 DISCUSSION_CONTEXT = re.compile(
-    r"\b(?:attackers?|attacks?|malicious|injections?|injected|adversar\w*|jailbreak\w*|exploit\w*|payloads?|"
-    r"examples?|for\s+instance|e\.g\.|such\s+as|instead\s+of|(?:text|phrases?|prompts?|strings?|inputs?|content)\s+like)\b",
+    r"\b(?:examples?|for\s+instance|e\.g\.|such\s+as|instead\s+of|"
+    r"(?:text|phrases?|prompts?|strings?|inputs?|content|instructions)\s+like|"
+    r"(?:an\s+)?attackers?\s+(?:could|can|may|might|often|will|would)|"
+    r"prompt\s+injections?|jailbreak\w*|adversarial|"
+    r"(?:can|could|may|might)\s+(?:be\s+used\s+to\s+)?(?:override|ignore|bypass|disregard))\b",
     re.IGNORECASE,
 )
 

@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
@@ -166,7 +166,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 def _validation_message(exc: RequestValidationError) -> tuple[str, str, int]:
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
-        ctx = next((e.get("ctx", {}) for e in errors if e.get("type") == "json_invalid"), {})
+        ctx: Any = next((e.get("ctx", {}) for e in errors if e.get("type") == "json_invalid"), {})
         detail = ctx.get("error", "invalid JSON") if isinstance(ctx, dict) else "invalid JSON"
         return "malformed_json", f"the request body is not valid JSON ({detail})", 400
     parts = []
@@ -548,10 +548,17 @@ class BodyLimitMiddleware:
 # --------------------------------------------------------------------------- routes
 
 
-def _router() -> APIRouter:  # noqa: C901 - one small function per endpoint
-    router = APIRouter(responses=ERROR_RESPONSES)
+def _add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per endpoint
+    # routes go straight on the app (not an included APIRouter) so that the metrics
+    # middleware can match a route template for requests answered before routing
 
-    @router.post("/v1/ask", response_model=S.VerdictOut, tags=["trust"], summary="Full pipeline on the store")
+    @app.post(
+        "/v1/ask",
+        responses=ERROR_RESPONSES,
+        response_model=S.VerdictOut,
+        tags=["trust"],
+        summary="Full pipeline on the store",
+    )
     async def ask(body: S.AskRequest, request: Request) -> S.VerdictOut:
         """Retrieve from the store, screen, ground, answer, verify: one Verdict."""
         rt = _runtime(request)
@@ -562,7 +569,13 @@ def _router() -> APIRouter:  # noqa: C901 - one small function per endpoint
         verdict = await rt.call(lambda: gate.ask(body.question))
         return rt.verdict_out(verdict)
 
-    @router.post("/v1/screen", response_model=S.VerdictOut, tags=["trust"], summary="Stage 1: screen documents")
+    @app.post(
+        "/v1/screen",
+        responses=ERROR_RESPONSES,
+        response_model=S.VerdictOut,
+        tags=["trust"],
+        summary="Stage 1: screen documents",
+    )
     async def screen(body: S.ScreenRequest, request: Request) -> S.VerdictOut:
         """Poison probability per document and for the set (no answer)."""
         rt = _runtime(request)
@@ -571,7 +584,13 @@ def _router() -> APIRouter:  # noqa: C901 - one small function per endpoint
         verdict = await rt.call(lambda: gate.screen(docs, query=body.query))
         return rt.verdict_out(verdict)
 
-    @router.post("/v1/verify", response_model=S.VerdictOut, tags=["trust"], summary="Stage 2: verify an answer")
+    @app.post(
+        "/v1/verify",
+        responses=ERROR_RESPONSES,
+        response_model=S.VerdictOut,
+        tags=["trust"],
+        summary="Stage 2: verify an answer",
+    )
     async def verify(body: S.VerifyRequest, request: Request) -> S.VerdictOut:
         """NLI factuality of an answer against the documents, fused into a Verdict."""
         rt = _runtime(request)
@@ -580,7 +599,13 @@ def _router() -> APIRouter:  # noqa: C901 - one small function per endpoint
         verdict = await rt.call(lambda: gate.verify(body.answer, docs, query=body.query))
         return rt.verdict_out(verdict)
 
-    @router.post("/v1/align", response_model=S.AlignResponse, tags=["evidence"], summary="Align passages")
+    @app.post(
+        "/v1/align",
+        responses=ERROR_RESPONSES,
+        response_model=S.AlignResponse,
+        tags=["evidence"],
+        summary="Align passages",
+    )
     async def align(body: S.AlignRequest, request: Request) -> S.AlignResponse:
         """Keep, truncate, re-attribute or drop extracted passages (EvidenT n-gram alignment)."""
         rt = _runtime(request)
@@ -594,7 +619,13 @@ def _router() -> APIRouter:  # noqa: C901 - one small function per endpoint
             diagnostics=_as_dict(result.diagnostics) or {},
         )
 
-    @router.post("/v1/documents", response_model=S.IngestResponse, tags=["store"], summary="Ingest documents")
+    @app.post(
+        "/v1/documents",
+        responses=ERROR_RESPONSES,
+        response_model=S.IngestResponse,
+        tags=["store"],
+        summary="Ingest documents",
+    )
     async def ingest(body: S.IngestRequest, request: Request) -> S.IngestResponse:
         """Add documents to the store, all or nothing; returns their ids."""
         rt = _runtime(request)
@@ -604,7 +635,13 @@ def _router() -> APIRouter:  # noqa: C901 - one small function per endpoint
         rt.metrics.documents_ingested.inc(len(documents))
         return S.IngestResponse(ids=[d.id for d in documents], report=_as_dict(report) or {})
 
-    @router.get("/v1/documents/{doc_id:path}", response_model=S.DocumentOut, tags=["store"], summary="One document")
+    @app.get(
+        "/v1/documents/{doc_id:path}",
+        responses=ERROR_RESPONSES,
+        response_model=S.DocumentOut,
+        tags=["store"],
+        summary="One document",
+    )
     async def get_document(doc_id: str, request: Request) -> S.DocumentOut:
         """Return a stored document's text, metadata and provenance record (for the span viewer)."""
         rt = _runtime(request)
@@ -630,25 +667,33 @@ def _router() -> APIRouter:  # noqa: C901 - one small function per endpoint
             provenance=_as_dict(record),
         )
 
-    @router.get("/healthz", response_model=S.HealthOut, tags=["ops"], summary="Liveness")
+    @app.get("/healthz", responses=ERROR_RESPONSES, response_model=S.HealthOut, tags=["ops"], summary="Liveness")
     async def healthz() -> S.HealthOut:
         """200 while the process serves requests."""
         return S.HealthOut(version=__version__)
 
-    @router.get("/readyz", response_model=S.ReadyOut, tags=["ops"], summary="Readiness (models warm)")
+    @app.get(
+        "/readyz", responses=ERROR_RESPONSES, response_model=S.ReadyOut, tags=["ops"], summary="Readiness (models warm)"
+    )
     async def readyz(request: Request) -> S.ReadyOut:
         """200 once the models are warm; 503 before (or when warm-up failed)."""
         rt = _runtime(request)
         gate = rt.require_gate()
         return S.ReadyOut(ready=True, store=gate.store is not None)
 
-    @router.get("/metrics", response_class=PlainTextResponse, tags=["ops"], summary="Prometheus metrics")
+    @app.get(
+        "/metrics",
+        responses=ERROR_RESPONSES,
+        response_class=PlainTextResponse,
+        tags=["ops"],
+        summary="Prometheus metrics",
+    )
     async def metrics(request: Request) -> PlainTextResponse:
         """Request counts, latencies, verdict levels (Prometheus text format 0.0.4)."""
         rt = _runtime(request)
         return PlainTextResponse(rt.metrics.registry.render(), media_type=CONTENT_TYPE)
 
-    @router.get("/", include_in_schema=False)
+    @app.get("/", include_in_schema=False)
     async def index() -> FileResponse:
         """Serve the web UI."""
         return FileResponse(
@@ -659,8 +704,6 @@ def _router() -> APIRouter:  # noqa: C901 - one small function per endpoint
                 "Cache-Control": "no-cache",
             },
         )
-
-    return router
 
 
 def _openapi(app: FastAPI, secured: bool) -> Callable[[], dict[str, Any]]:
@@ -717,7 +760,7 @@ def build_default_gate(settings: Settings, store_path: str | Path | None) -> Gat
         from ragtrust.models.embedder import default_embedder
 
         embedder = default_embedder(settings)
-        store = Store.open(store_path, embedder, create=False)
+        store = Store.open(store_path, embedder, create=False, settings=settings)
     gate: Gate = TrustGate.from_settings(settings, store=store, embedder=embedder)
     return gate
 
@@ -791,7 +834,7 @@ def create_app(
     app.state.ragtrust = None
     app.state.metrics = metrics
     _install_error_handlers(app)
-    app.include_router(_router())
+    _add_routes(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.openapi = _openapi(app, secured=bool(keys))  # type: ignore[method-assign]
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=max_body_bytes)

@@ -1,0 +1,169 @@
+"""Ingestion and retrieval benchmark: throughput, index size, query latency.
+
+Usage:
+    python bench/bench_ingest.py --data ../shared/data/owasp-cheatsheets            # real embedder
+    python bench/bench_ingest.py --synthetic 100000 --embedder hashing             # 100k-chunk corpus
+
+Prints one JSON object (config, versions, numbers) so results carry their provenance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from ragtrust.documents import Document
+from ragtrust.ingest.loaders import load_paths
+from ragtrust.ingest.store import Store
+
+QUERIES = [
+    "How should passwords be stored?",
+    "How do I prevent SQL injection?",
+    "Which TLS versions should a server allow?",
+    "How to protect against cross-site request forgery?",
+    "What is server-side request forgery and how to stop it?",
+    "How should JWT signatures be validated?",
+    "How to store secrets and API keys?",
+    "What should never be written to logs?",
+]
+WORDS = [
+    "access",
+    "control",
+    "token",
+    "session",
+    "cookie",
+    "password",
+    "hash",
+    "salt",
+    "key",
+    "rotate",
+    "encrypt",
+    "decrypt",
+    "cipher",
+    "tls",
+    "certificate",
+    "input",
+    "validate",
+    "encode",
+    "output",
+    "escape",
+    "query",
+    "parameter",
+    "inject",
+    "sanitize",
+    "upload",
+    "file",
+    "path",
+    "redirect",
+    "origin",
+    "header",
+    "policy",
+    "audit",
+    "log",
+    "monitor",
+    "alert",
+    "secret",
+    "vault",
+    "deploy",
+    "container",
+    "network",
+    "firewall",
+    "request",
+    "response",
+    "server",
+    "client",
+]
+
+
+def _embedder(name: str):
+    if name == "hashing":
+        from ragtrust.testing import HashingEmbedder
+
+        return HashingEmbedder(dim=384)
+    from ragtrust.models.embedder import default_embedder
+
+    emb = default_embedder(None)
+    emb.warm_up()
+    return emb
+
+
+def _synthetic(n: int, seed: int = 42) -> list[Document]:
+    rng = random.Random(seed)
+    docs = []
+    for i in range(n):
+        sentences = [
+            " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 16))).capitalize() + "." for _ in range(4)
+        ]
+        docs.append(Document(id=f"syn-{i:06d}", text=" ".join(sentences), source="synthetic"))
+    return docs
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _latency(store: Store, mode: str, repeats: int) -> dict[str, float]:
+    retriever = store.retriever(mode, top_k=5)
+    retriever.retrieve(QUERIES[0])  # build the index outside the timing
+    times = []
+    for _ in range(repeats):
+        for q in QUERIES:
+            t = time.perf_counter()
+            retriever.retrieve(q)
+            times.append(time.perf_counter() - t)
+    times.sort()
+    return {
+        "p50_ms": round(1000 * statistics.median(times), 2),
+        "p95_ms": round(1000 * times[int(0.95 * (len(times) - 1))], 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument("--synthetic", type=int, default=0)
+    parser.add_argument("--embedder", choices=["builtin", "hashing"], default="builtin")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--keep", type=Path, default=None, help="keep the store here")
+    args = parser.parse_args()
+    docs = load_paths([args.data]).documents if args.data else _synthetic(args.synthetic)
+    emb = _embedder(args.embedder)
+    root = args.keep or Path(tempfile.mkdtemp(prefix="ragtrust-bench-"))
+    store = Store.open(root, emb, create=True)
+    t = time.perf_counter()
+    report = store.add(docs)
+    ingest_s = time.perf_counter() - t
+    # incremental: edit one document and re-ingest everything
+    edited = Document(id=docs[0].id, text=docs[0].text + " Edited.", source=docs[0].source, url=docs[0].url)
+    t = time.perf_counter()
+    store.add([edited, *docs[1:]])
+    incremental_s = time.perf_counter() - t
+    result = {
+        "corpus": str(args.data) if args.data else f"synthetic-{args.synthetic}",
+        "embedder": emb.model_id,
+        "documents": len(docs),
+        "chunks": report.total_chunks,
+        "ingest_s": round(ingest_s, 2),
+        "chunks_per_s": round(report.total_chunks / ingest_s, 1),
+        "reingest_one_changed_s": round(incremental_s, 2),
+        "store_mb": round(_size(root) / 2**20, 1),
+        "latency": {mode: _latency(store, mode, args.repeats) for mode in ("dense", "bm25", "hybrid")},
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "seed": 42,
+    }
+    print(json.dumps(result, indent=2))
+    store.close()
+    if args.keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

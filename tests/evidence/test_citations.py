@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import pytest
+
+from ragtrust.documents import Passage
+from ragtrust.evidence import CitationGuard, ExtractiveExtractor, NGramAligner
+from ragtrust.generation.base import GeneratedAnswer
+from ragtrust.generation.extractive import ExtractiveGenerator
+from ragtrust.testing import retrieved
+
+DOCS = retrieved(
+    [
+        "Always use parameterised queries so that user input is never executed as SQL code.",
+        "Store passwords with a slow salted hash such as Argon2id, never with MD5 or SHA-1.",
+    ]
+)
+U0, U1 = DOCS[0].document.url, DOCS[1].document.url
+PASSAGES = [
+    Passage("p1", DOCS[0].document.text, url=U0, doc_id="doc-0", status="kept"),
+    Passage("p2", DOCS[1].document.text, url=U1, doc_id="doc-1", status="kept"),
+]
+
+
+def test_llm_answer_citing_a_url_never_retrieved() -> None:
+    raw = GeneratedAnswer(
+        "Always use parameterised queries so that user input is never executed as SQL code [1]. "
+        "Store passwords with a slow salted hash such as Argon2id [https://evil.example/md5-is-fine]. "
+        "MD5 is fine for passwords [https://evil.example/md5-is-fine]."
+    )
+    g = CitationGuard().apply(raw, PASSAGES, DOCS)
+    assert g.removed_citations == 2
+    assert "evil.example" not in g.text
+    assert set(g.sources) <= {U0, U1}
+    assert any("evil.example" in w for w in g.warnings)
+    first, second, third = g.sentences
+    assert first.citations == (U0,) and first.supported
+    # the second sentence lost its bogus citation but its text comes from doc-1: re-attributed
+    assert second.citations == (U1,) and second.supported
+    assert any("re-attributed" in w for w in g.warnings)
+    assert third.citations == () and not third.supported and third.spans == ()
+    assert g.unsupported_sentences == 1
+    assert g.text.endswith("MD5 is fine for passwords.")
+    for s in (first, second):
+        for span in s.spans:
+            doc = {d.id: d.document for d in DOCS}[span.doc_id]
+            assert doc.text[span.start : span.end] == span.text
+
+
+def test_passage_numbers_out_of_range_are_removed() -> None:
+    raw = GeneratedAnswer("Store passwords with a slow salted hash such as Argon2id. [2][7]")
+    g = CitationGuard().apply(raw, PASSAGES, DOCS)
+    assert g.removed_citations == 1
+    assert g.sources == (U1,) and g.text == "Store passwords with a slow salted hash such as Argon2id. [1]"
+    (s,) = g.sentences
+    assert s.supported and s.best_doc_id == "doc-1" and s.support is not None and s.support > 0.7
+
+
+def test_markers_after_the_full_stop_belong_to_the_sentence_before() -> None:
+    raw = GeneratedAnswer("Always use parameterised queries. [1] Store passwords with a slow salted hash. [2]")
+    g = CitationGuard().apply(raw, PASSAGES, DOCS)
+    assert [s.citations for s in g.sentences] == [(U0,), (U1,)]
+    assert g.text == "Always use parameterised queries. [1] Store passwords with a slow salted hash. [2]"
+
+
+def test_url_and_doc_id_citations_are_resolved_and_renumbered() -> None:
+    raw = GeneratedAnswer(f"Store passwords with a slow salted hash [{U1}]. Always use parameterised queries [doc-0].")
+    g = CitationGuard().apply(raw, PASSAGES, DOCS)
+    assert g.removed_citations == 0 and g.sources == (U1, U0)
+    assert g.text.endswith("[2]") and "[1]" in g.text
+
+
+def test_non_citation_brackets_stay_text() -> None:
+    raw = GeneratedAnswer("Never use MD5 [sic] or SHA-1 for passwords [2].")
+    g = CitationGuard().apply(raw, PASSAGES, DOCS)
+    assert "[sic]" in g.sentences[0].text and g.removed_citations == 0
+
+
+def test_paraphrase_is_flagged_unsupported_but_keeps_its_citation() -> None:
+    raw = GeneratedAnswer("Prepared statements stop attackers from running their own database commands [1].")
+    g = CitationGuard().apply(raw, PASSAGES, DOCS)
+    (s,) = g.sentences
+    assert s.citations == (U0,) and not s.supported and g.unsupported_sentences == 1
+    assert any("no verbatim support" in w for w in g.warnings)
+
+
+def test_reattribution_can_be_disabled() -> None:
+    raw = GeneratedAnswer("Store passwords with a slow salted hash such as Argon2id [1].")
+    on = CitationGuard().apply(raw, PASSAGES, DOCS)
+    off = CitationGuard(reattribute=False).apply(raw, PASSAGES, DOCS)
+    assert on.sentences[0].citations == (U1,) and on.sentences[0].supported
+    assert off.sentences[0].citations == (U0,) and not off.sentences[0].supported
+
+
+def test_extractive_pipeline_end_to_end_has_no_out_of_set_citation() -> None:
+    query = "How should passwords be stored?"
+    passages = NGramAligner().align(ExtractiveExtractor().extract(query, DOCS), DOCS).passages
+    answer = ExtractiveGenerator().generate(query, passages)
+    g = CitationGuard().apply(answer, passages, DOCS)
+    assert g.removed_citations == 0 and g.unsupported_sentences == 0
+    assert g.sentences and all(s.supported and s.spans for s in g.sentences)
+    assert set(g.sources) <= {d.document.cite for d in DOCS}
+
+
+@pytest.mark.parametrize("text", ["", "   ", "[1]"])
+def test_empty_answers(text: str) -> None:
+    g = CitationGuard().apply(GeneratedAnswer(text), PASSAGES, DOCS)
+    assert g.sentences == () and g.text == "" and g.unsupported_sentences == 0

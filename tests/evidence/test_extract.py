@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from ragtrust.errors import BackendError, InputError
+from ragtrust.evidence import ExtractiveExtractor, LLMExtractor, NGramAligner
+from ragtrust.evidence.extract import parse_collected_passages, passages_from_json, read_passages_json, stem
+from ragtrust.registry import build
+from ragtrust.testing import HashingEmbedder, retrieved
+
+DOCS = retrieved(
+    [
+        "# SQL Injection\n\nSQL injection is stopped by parameterised queries.\nThey keep user input "
+        "separate from the query. Escaping is a weak fallback. Cats are unrelated to this topic entirely.",
+        "Passwords must be hashed with Argon2id or bcrypt. Never store passwords in plain text anywhere.",
+        "The weather in Tampere is cold in winter and the lakes freeze over for months.",
+    ]
+)
+
+
+class FakeChat:
+    def __init__(self, replies: Sequence[str]) -> None:
+        self.replies = list(replies)
+        self.calls: list[list[Mapping[str, str]]] = []
+
+    def chat(self, messages: Sequence[Mapping[str, str]]) -> str:
+        self.calls.append(list(messages))
+        return self.replies.pop(0)
+
+
+def test_stemmer_is_light_and_deterministic() -> None:
+    assert [stem(w) for w in ("queries", "query", "hashing", "hashes", "passwords", "use")] == [
+        "query",
+        "query",
+        "hash",
+        "hash",
+        "password",
+        "use",
+    ]
+
+
+def test_extractive_passages_are_verbatim_with_spans() -> None:
+    passages = ExtractiveExtractor().extract("How do parameterised queries stop SQL injection?", DOCS)
+    assert passages, "relevant sentences exist"
+    by_id = {d.id: d.document for d in DOCS}
+    for p in passages:
+        doc = by_id[p.doc_id]
+        (span,) = p.spans
+        assert doc.text[span.start : span.end] == span.text == p.text
+        assert p.url == doc.cite
+    assert passages[0].doc_id == "doc-0" and "parameterised queries" in passages[0].text
+    assert all(p.doc_id != "doc-2" for p in passages)  # the weather is never relevant
+    assert [p.passage_id for p in passages] == [f"p{i + 1}" for i in range(len(passages))]
+    # aligned: all kept, nothing dropped
+    result = NGramAligner().align(passages, DOCS)
+    assert {p.status for p in result.passages} == {"kept"} and result.dropped == ()
+
+
+def test_adjacent_sentences_merge_into_one_span() -> None:
+    passages = ExtractiveExtractor(max_sentences_per_doc=2).extract(
+        "parameterised queries keep user input separate from the query", DOCS
+    )
+    first = passages[0]
+    assert first.doc_id == "doc-0"
+    assert "parameterised queries." in first.text and "They keep user input" in first.text  # crosses a newline
+    assert "\n" in first.text
+
+
+def test_limits_and_no_relevant_sentence() -> None:
+    assert len(ExtractiveExtractor(max_passages=1).extract("passwords hashed Argon2id SQL injection", DOCS)) == 1
+    assert ExtractiveExtractor().extract("quantum chromodynamics gluons", DOCS) == []
+    assert ExtractiveExtractor().extract("anything", []) == []
+
+
+def test_embedder_changes_scores_but_stays_verbatim() -> None:
+    extractor = build("extractor", {"type": "extractive", "params": {"max_passages": 3}}, embedder=HashingEmbedder())
+    assert isinstance(extractor, ExtractiveExtractor) and extractor.embedder is not None
+    passages = extractor.extract("store passwords safely", DOCS)
+    assert passages[0].doc_id == "doc-1"
+    for p in passages:
+        assert p.spans[0].text == p.text
+
+
+GOOD = json.dumps(
+    {
+        "collected_passages": [
+            {
+                "passage_id": 1,
+                "passage": "Passwords must be hashed with Argon2id or bcrypt.",
+                "url": DOCS[1].document.url,
+            },
+            {"passage_id": "2", "passage": "Use MD5 for passwords.", "url": "https://never.retrieved/x"},
+        ]
+    }
+)
+
+
+def test_llm_extractor_valid_reply() -> None:
+    chat = FakeChat([GOOD])
+    passages = LLMExtractor(chat).extract("how to store passwords", DOCS)
+    assert [p.passage_id for p in passages] == ["1", "2"]
+    assert passages[0].doc_id == "doc-1" and passages[1].doc_id is None
+    assert passages[1].url == "https://never.retrieved/x"
+    assert len(chat.calls) == 1
+    prompt = chat.calls[0][1]["content"]
+    assert DOCS[0].document.url in prompt and "how to store passwords" in prompt
+    # the fabricated one is dropped by the aligner
+    result = NGramAligner().align(passages, DOCS)
+    assert [p.passage_id for p in result.passages] == ["1"] and [p.passage_id for p in result.dropped] == ["2"]
+
+
+def test_llm_extractor_accepts_code_fences_and_prose() -> None:
+    assert len(LLMExtractor(FakeChat([f"```json\n{GOOD}\n```"])).extract("q", DOCS)) == 2
+    assert len(LLMExtractor(FakeChat([f"Here you go: {GOOD} Hope it helps."])).extract("q", DOCS)) == 2
+
+
+def test_llm_extractor_repairs_malformed_json_once() -> None:
+    chat = FakeChat(['{"collected_passages": [{"passage_id": "1", "passage": "x", ', GOOD])
+    passages = LLMExtractor(chat).extract("q", DOCS)
+    assert len(passages) == 2 and len(chat.calls) == 2
+    repair = chat.calls[1]
+    assert repair[-2]["role"] == "assistant" and repair[-1]["role"] == "user"
+    assert "could not be used" in repair[-1]["content"] and "JSON" in repair[-1]["content"]
+
+
+def test_llm_extractor_repairs_schema_violation() -> None:
+    chat = FakeChat(['{"passages": []}', '{"collected_passages": []}'])
+    assert LLMExtractor(chat).extract("q", DOCS) == []
+    assert "collected_passages" in chat.calls[1][-1]["content"]
+
+
+def test_llm_extractor_fails_clearly_after_one_repair() -> None:
+    chat = FakeChat(["not json", "still not json"])
+    with pytest.raises(BackendError, match="after one repair attempt"):
+        LLMExtractor(chat).extract("q", DOCS)
+    assert len(chat.calls) == 2
+
+
+def test_llm_extractor_no_docs_no_call() -> None:
+    chat = FakeChat([])
+    assert LLMExtractor(chat).extract("q", []) == [] and chat.calls == []
+
+
+def test_parse_collected_passages_rejects_empty_passage() -> None:
+    with pytest.raises(ValueError, match="schema"):
+        parse_collected_passages('{"collected_passages": [{"passage_id": "1", "passage": "", "url": "u"}]}')
+
+
+def test_passages_from_json_shapes_and_errors(tmp_path: Path) -> None:
+    ps = passages_from_json([{"text": "a b c", "url": DOCS[0].document.url}, {"passage": "d", "id": "x"}], DOCS)
+    assert [(p.passage_id, p.doc_id) for p in ps] == [("p1", "doc-0"), ("x", None)]
+    for bad in ({"x": 1}, "text", [1], [{"url": "u"}], [{"passage": "a", "url": 3}]):
+        with pytest.raises(InputError):
+            passages_from_json(bad)
+    f = tmp_path / "p.json"
+    f.write_text("{not json", encoding="utf-8")
+    with pytest.raises(InputError, match="invalid JSON"):
+        read_passages_json(f)

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import pytest
+
+from ragtrust.documents import Passage
+from ragtrust.errors import ConfigError
+from ragtrust.generation.extractive import ExtractiveGenerator
+from ragtrust.registry import build
+from ragtrust.testing import HashingEmbedder
+
+PASSAGES = [
+    Passage(
+        "p1",
+        "Use parameterised queries for every SQL statement. Escaping input is a weak fallback.",
+        url="https://kb/sql",
+    ),
+    Passage("p2", "Hash passwords with Argon2id. Never store passwords in plain text.", url="https://kb/pw"),
+    Passage("p3", "Parameterised queries also make statements faster to prepare.", url="https://kb/perf"),
+    Passage(
+        "p4", "Passwords in plain text were found in the fabricated report.", url="https://kb/bad", status="dropped"
+    ),
+]
+
+
+def test_answer_cites_sources_in_order_of_first_use() -> None:
+    answer = ExtractiveGenerator(max_sentences=3).generate(
+        "Do parameterised queries or escaping input help SQL?", PASSAGES
+    )
+    assert answer.model == "extractive"
+    assert answer.sentences == (
+        ("Use parameterised queries for every SQL statement.", ("https://kb/sql",)),
+        ("Escaping input is a weak fallback.", ("https://kb/sql",)),
+        ("Parameterised queries also make statements faster to prepare.", ("https://kb/perf",)),
+    )
+    assert answer.text == (
+        "Use parameterised queries for every SQL statement. [1] Escaping input is a weak fallback. [1] "
+        "Parameterised queries also make statements faster to prepare. [2]"
+    )
+
+
+def test_every_sentence_is_copied_from_a_passage_and_dropped_ones_are_ignored() -> None:
+    answer = ExtractiveGenerator(max_sentences=4).generate("passwords plain text", PASSAGES)
+    for sentence, (url,) in answer.sentences:
+        passage = next(p for p in PASSAGES if p.url == url)
+        assert sentence in passage.text
+        assert passage.status != "dropped"
+
+
+def test_deterministic_and_limited() -> None:
+    gen = ExtractiveGenerator(max_sentences=1)
+    a, b = gen.generate("hash passwords", PASSAGES), gen.generate("hash passwords", PASSAGES)
+    assert a == b and len(a.sentences) == 1 and a.text == "Hash passwords with Argon2id. [1]"
+
+
+def test_no_relevant_sentence_gives_empty_answer() -> None:
+    answer = ExtractiveGenerator().generate("kubernetes pod autoscaling", PASSAGES)
+    assert answer.text == "" and answer.sentences == ()
+    assert ExtractiveGenerator().generate("anything", []).text == ""
+
+
+def test_duplicate_sentences_are_used_once() -> None:
+    dup = [
+        Passage("a", "Hash passwords with Argon2id.", url="u1"),
+        Passage("b", "Hash  passwords with Argon2id.", url="u2"),
+    ]
+    answer = ExtractiveGenerator().generate("hash passwords", dup)
+    assert len(answer.sentences) == 1
+
+
+def test_registry_and_embedder() -> None:
+    gen = build("generator", {"type": "extractive", "params": {"max_sentences": 2}}, embedder=HashingEmbedder())
+    assert isinstance(gen, ExtractiveGenerator) and gen.max_sentences == 2 and gen.embedder is not None
+    assert len(gen.generate("SQL statements", PASSAGES).sentences) == 2
+    with pytest.raises(ConfigError):
+        ExtractiveGenerator(max_sentences=0)
+
+
+def test_headings_questions_and_emphasis() -> None:
+    md = [
+        Passage(
+            "p",
+            "## Password hashing\n\nWhy hash passwords at all?\n\n"
+            "**Hash passwords with Argon2id** before storing them.",
+            url="u",
+        )
+    ]
+    answer = ExtractiveGenerator().generate("hash passwords", md)
+    assert answer.sentences == (("Hash passwords with Argon2id before storing them.", ("u",)),)

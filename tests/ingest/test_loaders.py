@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from ragtrust.ingest.loaders import html_to_text, load_paths, markdown_metadata
+
+
+def _write(path: Path, data: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data, encoding="utf-8")
+    return path
+
+
+def test_formats_ids_urls_and_metadata(tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    _write(root / "a.txt", "Plain text about TLS.")
+    _write(root / "sub" / "b.md", "# Password storage\n\nUse argon2id.\n\n## Work factor\n\nTune it.\n")
+    _write(
+        root / "c.html",
+        "<html><head><title>XSS</title><style>p{}</style></head><body><h1>Output encoding</h1>"
+        "<p>Encode on output.</p><script>alert(1)</script></body></html>",
+    )
+    _write(
+        root / "d.jsonl",
+        json.dumps(
+            {
+                "id": "rule-1",
+                "text": "Use CSRF tokens.",
+                "url": "https://x.test/1",
+                "metadata": {"cwe": "CWE-352"},
+                "title": "CSRF",
+            }
+        )
+        + "\n",
+    )
+    _write(root / "e.csv", "id,text,url,category\nr2,Validate redirects.,https://x.test/2,A01\n")
+    report = load_paths([root])
+    by_id = {d.id: d for d in report.documents}
+    assert set(by_id) == {"kb/a.txt", "kb/sub/b.md", "kb/c.html", "rule-1", "r2"}
+    assert report.skipped == []
+    md = by_id["kb/sub/b.md"]
+    assert md.metadata["title"] == "Password storage"
+    assert [h[1] for h in md.metadata["headings"]] == ["Password storage", "Work factor"]
+    assert md.text.startswith("# Password storage")  # raw markdown: spans index into the file
+    assert md.url == (root / "sub" / "b.md").resolve().as_uri()
+    html = by_id["kb/c.html"]
+    assert "alert" not in html.text and "Encode on output." in html.text
+    assert html.metadata["title"] == "XSS"
+    assert by_id["rule-1"].url == "https://x.test/1"
+    assert by_id["rule-1"].metadata["cwe"] == "CWE-352" and by_id["rule-1"].metadata["title"] == "CSRF"
+    assert by_id["r2"].metadata["category"] == "A01" and by_id["r2"].text == "Validate redirects."
+
+
+def test_ids_are_stable_across_working_directories(tmp_path: Path, monkeypatch) -> None:
+    _write(tmp_path / "docs" / "x.md", "# X\n\ntext")
+    first = [d.id for d in load_paths([tmp_path / "docs"]).documents]
+    monkeypatch.chdir(tmp_path)
+    second = [d.id for d in load_paths(["docs"]).documents]
+    assert first == second == ["docs/x.md"]
+
+
+def test_broken_files_are_skipped_with_reasons(tmp_path: Path) -> None:
+    root = tmp_path / "in"
+    _write(root / "good.txt", "fine")
+    _write(root / "empty.txt", "")
+    _write(root / "binary.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    noise = random.Random(0).randbytes(4000).replace(b"\x00", b"\x01")
+    _write(root / "noise.txt", noise)
+    _write(root / "image.png", b"\x89PNG")
+    _write(root / "rows.jsonl", '{"id": "ok", "text": "good row"}\nnot json\n{"id": "x"}\n[1, 2]\n')
+    _write(root / "bad.csv", "name,body\nx,y\n")
+    report = load_paths([root, tmp_path / "missing.md"])
+    assert sorted(d.id for d in report.documents) == ["in/good.txt", "ok"]
+    reasons = {
+        Path(p.split(":")[0]).name if ":" in p and not p.startswith("/") else Path(p).name: r for p, r in report.skipped
+    }
+    joined = "\n".join(f"{p} -> {r}" for p, r in report.skipped)
+    assert "empty file" in joined
+    assert "binary file" in joined
+    assert "no reliable encoding detected" in joined
+    assert "unsupported file type .png" in joined
+    assert "invalid JSON" in joined
+    assert "missing or empty 'text'" in joined
+    assert "expected a JSON object" in joined
+    assert "CSV needs a 'text' column" in joined
+    assert "no such file or directory" in joined
+    assert reasons  # every skip names its path
+
+
+def test_non_utf8_text_is_decoded(tmp_path: Path) -> None:
+    text = "Les données sensibles doivent être chiffrées avec une clé forte. " * 5
+    _write(tmp_path / "fr.txt", text.encode("utf-16"))
+    _write(tmp_path / "latin.txt", text.encode("cp1252"))
+    report = load_paths([tmp_path / "fr.txt", tmp_path / "latin.txt"])
+    assert report.skipped == []
+    utf16, latin = report.documents
+    assert utf16.text == text and utf16.metadata["encoding"] == "utf-16"
+    assert "données" in latin.text and latin.metadata["encoding"] != "utf-8"
+
+
+def test_include_exclude_and_duplicates(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    _write(root / "a.md", "a")
+    _write(root / "b.txt", "b")
+    _write(root / "drafts" / "c.md", "c")
+    _write(root / ".hidden" / "d.md", "d")
+    report = load_paths([root], include=["*.md"], exclude=["drafts/*"])
+    assert [d.id for d in report.documents] == ["r/a.md"]
+    _write(tmp_path / "one.jsonl", '{"id": "same", "text": "x"}\n')
+    _write(tmp_path / "two.jsonl", '{"id": "same", "text": "y"}\n')
+    dup = load_paths([tmp_path / "one.jsonl", tmp_path / "two.jsonl"])
+    assert [d.text for d in dup.documents] == ["x"]
+    assert "duplicate document id 'same'" in dup.skipped[0][1]
+
+
+def test_markdown_headings_ignore_code_fences_and_html_headings() -> None:
+    meta = markdown_metadata("# T\n\n```\n# not a heading\n```\n\n## S\n")
+    assert [h[1] for h in meta["headings"]] == ["T", "S"]
+    text, hmeta = html_to_text("<h2>Alpha</h2><p>one</p><h3>Beta</h3><p>two</p>")
+    assert [(h[0], h[1]) for h in hmeta["headings"]] == [(2, "Alpha"), (3, "Beta")]
+    assert all(text[h[2] : h[2] + len(h[1])] == h[1] for h in hmeta["headings"])

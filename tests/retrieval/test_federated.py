@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from ragtrust.documents import Document, RetrievedDoc
+from ragtrust.errors import BackendError, ConfigError
+from ragtrust.retrieval.federated import FederatedRetriever
+from ragtrust.retrieval.remote import RemoteHTTPRetriever
+from ragtrust.testing import StaticRetriever
+
+
+class FixedRetriever:
+    """Returns fixed results in the given order (ranks as listed)."""
+
+    def __init__(self, name: str, results: list[tuple[Document, float | None]]) -> None:
+        self.name = name
+        self.results = results
+
+    def retrieve(self, query: str, top_k: int = 5) -> list[RetrievedDoc]:
+        return [RetrievedDoc(d, s, i + 1, self.name) for i, (d, s) in enumerate(self.results[:top_k])]
+
+
+class BlockingRetriever:
+    """Blocks until released: a source that misses any deadline (no sleeps)."""
+
+    def __init__(self, release: threading.Event) -> None:
+        self.name = "slow"
+        self.release = release
+
+    def retrieve(self, query: str, top_k: int = 5) -> list[RetrievedDoc]:
+        self.release.wait(timeout=30)
+        return []
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()  # let the blocked worker thread finish
+
+
+A = Document("a", "Use parameterised queries.", url="https://kb/a")
+B = Document("b", "Hash passwords with Argon2id.", url="https://kb/b")
+C = Document("c", "Enable HSTS on every site.", url="https://kb/c")
+
+
+def test_failing_and_slow_sources_are_reported_and_others_answer(release: threading.Event) -> None:
+    ok = StaticRetriever([A, B, C], name="local")
+    down = StaticRetriever([A], name="down", fail=True)
+    fed = FederatedRetriever([ok, down, BlockingRetriever(release)], timeout_s=0.2)
+    docs = fed.retrieve("parameterised queries", 2)
+    assert [d.id for d in docs] == ["a", "b"]
+    assert [d.rank for d in docs] == [1, 2]
+    assert fed.last_warnings == [
+        "retrieval source 'down' failed: retriever 'down' is down (simulated)",
+        "retrieval source 'slow' timed out after 0.2 s",
+    ]
+    expected = ok.retrieve("parameterised queries", 2)
+    assert [d.score for d in docs] == [d.score for d in expected]  # original cosine kept
+
+
+def test_all_sources_failing_raises() -> None:
+    fed = FederatedRetriever([StaticRetriever([A], name="x", fail=True), StaticRetriever([A], name="y", fail=True)])
+    with pytest.raises(BackendError, match="all 2 federated retrieval sources failed"):
+        fed.retrieve("q")
+
+
+def test_rrf_fusion_dedup_and_best_score() -> None:
+    a_copy = Document("a-remote", "Use  parameterised queries.", url="https://mirror/a")  # same content hash as A
+    c_same_url = Document("c-remote", "HSTS snippet from a search engine.", url="https://kb/c")  # same URL as C
+    s1 = FixedRetriever("s1", [(A, 0.9), (B, 0.5), (C, 0.2)])
+    s2 = FixedRetriever("s2", [(c_same_url, 0.8), (a_copy, 0.7)])
+    fed = FederatedRetriever([s1, s2], rrf_k=60)
+    docs = fed.retrieve("q", 5)
+    # RRF: a = 1/61 + 1/62, c = 1/63 + 1/61, b = 1/62
+    assert [d.id for d in docs] == ["a", "c", "b"]
+    assert fed.last_fused_scores["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert fed.last_fused_scores["c"] == pytest.approx(1 / 63 + 1 / 61)
+    assert fed.last_fused_scores["b"] == pytest.approx(1 / 62)
+    assert [d.score for d in docs] == [0.9, 0.8, 0.5]  # best original cosine of each
+    assert docs[0].retriever == "s1+s2" and docs[2].retriever == "s1"
+    assert fed.last_warnings == []
+
+
+def test_same_url_within_one_source_stays_distinct() -> None:
+    chunk1 = Document("page#1", "First chunk of the page.", url="https://kb/page")
+    chunk2 = Document("page#2", "Second chunk of the page.", url="https://kb/page")
+    fed = FederatedRetriever([FixedRetriever("s", [(chunk1, 0.6), (chunk2, 0.5)])])
+    assert [d.id for d in fed.retrieve("q", 5)] == ["page#1", "page#2"]
+
+
+def test_max_fusion_orders_by_best_score() -> None:
+    s1 = FixedRetriever("s1", [(A, 0.3), (B, 0.2)])
+    s2 = FixedRetriever("s2", [(B, 0.1), (C, 0.95)])
+    assert [d.id for d in FederatedRetriever([s1, s2], fusion="max").retrieve("q", 3)] == ["c", "a", "b"]
+    # RRF: b = 1/62 + 1/61 > a = 1/61 > c = 1/62
+    assert [d.id for d in FederatedRetriever([s1, s2]).retrieve("q", 3)] == ["b", "a", "c"]
+
+
+def test_bad_configuration() -> None:
+    with pytest.raises(ConfigError):
+        FederatedRetriever([], timeout_s=1)
+    with pytest.raises(ConfigError):
+        FederatedRetriever([StaticRetriever([A])], fusion="borda")
+    with pytest.raises(ConfigError):
+        FederatedRetriever([StaticRetriever([A])], timeout_s=0)
+    with pytest.raises(ConfigError):
+        FederatedRetriever([object()])
+
+
+def test_duplicate_source_names_are_disambiguated() -> None:
+    fed = FederatedRetriever([StaticRetriever([A], name="s"), StaticRetriever([B], name="s", fail=True)])
+    fed.retrieve("q")
+    assert fed.source_names == ["s", "s#2"] and "'s#2' failed" in fed.last_warnings[0]
+
+
+def _remote(handler) -> RemoteHTTPRetriever:  # type: ignore[no-untyped-def]
+    return RemoteHTTPRetriever("http://search.test/q", transport=httpx.MockTransport(handler), name="web")
+
+
+def test_remote_retriever_protocol() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(
+            200,
+            json={
+                "results": [
+                    {"id": "r1", "text": "Use TLS 1.3.", "url": "https://kb/tls", "score": 0.8},
+                    {"id": "r2", "text": "BM25 scored hit.", "score": 12.5},
+                    {"text": "No id, no score.", "url": "https://kb/x"},
+                ]
+            },
+        )
+
+    docs = _remote(handler).retrieve("tls", 3)
+    assert [(d.id, d.score, d.rank, d.retriever) for d in docs] == [
+        ("r1", 0.8, 1, "web"),
+        ("r2", None, 2, "web"),
+        ("https://kb/x", None, 3, "web"),
+    ]
+    import json
+
+    assert json.loads(seen[0].content) == {"query": "tls", "top_k": 3}
+
+
+@pytest.mark.parametrize(
+    ("handler", "match"),
+    [
+        (lambda r: httpx.Response(500, text="boom"), "HTTP 500"),
+        (lambda r: httpx.Response(200, text="<html>"), "invalid JSON"),
+        (lambda r: httpx.Response(200, json={"hits": []}), "expected"),
+        (lambda r: httpx.Response(200, json={"results": [{"id": "x", "text": ""}]}), "non-empty 'text'"),
+    ],
+)
+def test_remote_retriever_errors(handler, match: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(BackendError, match=match):
+        _remote(handler).retrieve("q")
+
+
+def test_remote_connection_error_inside_federation() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    fed = FederatedRetriever([StaticRetriever([A], name="local"), _remote(refuse)])
+    assert [d.id for d in fed.retrieve("parameterised")] == ["a"]
+    assert "cannot reach search endpoint http://search.test/q" in fed.last_warnings[0]
+
+
+def test_sources_from_registry_specs() -> None:
+    fed = FederatedRetriever([{"type": "remote", "params": {"url": "http://search.test/q", "name": "r"}}])
+    assert isinstance(fed.sources[0], RemoteHTTPRetriever) and fed.source_names == ["r"]

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragtrust.documents import Document
+from ragtrust.errors import ConfigError, InputError
+from ragtrust.testing import HashingEmbedder
+
+pytest.importorskip("qdrant_client")
+
+from ragtrust.retrieval.qdrant import QdrantRetriever  # noqa: E402
+
+CORPUS = [
+    Document(
+        id="sqli#0",
+        text="Parameterised queries keep attacker input out of SQL statements.",
+        url="u1",
+        metadata={"parent_id": "sqli"},
+    ),
+    Document(id="xss#0", text="Encode untrusted data for the HTML context before output to stop XSS.", url="u2"),
+    Document(id="jwt#0", text="Verify the JWT signature and reject tokens signed with the none algorithm.", url="u3"),
+]
+
+
+@pytest.mark.slow
+def test_embedded_local_mode_roundtrip(tmp_path: Path) -> None:
+    qr = QdrantRetriever("kb", embedder=HashingEmbedder(), path=str(tmp_path / "qdrant"))
+    assert qr.upsert(CORPUS) == 3 and qr.count() == 3
+    hits = qr.retrieve("attacker input in SQL", top_k=2)
+    assert hits[0].id == "sqli#0" and hits[0].document.metadata["parent_id"] == "sqli"
+    assert hits[0].document.url == "u1" and hits[0].document.text == CORPUS[0].text
+    assert all(0.0 <= h.score <= 1.0 for h in hits) and [h.rank for h in hits] == [1, 2]
+    qr.upsert(CORPUS[:1])  # idempotent upsert by id
+    assert qr.count() == 3
+    qr.delete(["sqli#0"])
+    assert "sqli#0" not in [h.id for h in qr.retrieve("attacker input in SQL", top_k=3)]
+
+
+def test_configuration_errors() -> None:
+    with pytest.raises(ConfigError, match="needs one of client="):
+        QdrantRetriever("kb", embedder=HashingEmbedder())
+    qr = QdrantRetriever("missing", embedder=HashingEmbedder(), path=":memory:")
+    with pytest.raises(InputError, match="does not exist"):
+        qr.retrieve("anything")
+
+
+def test_missing_package_names_the_extra(monkeypatch) -> None:
+    import builtins
+
+    from ragtrust.errors import MissingDependencyError
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name.startswith("qdrant_client"):
+            raise ImportError("no qdrant")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(MissingDependencyError, match=r"ragtrust\[qdrant\]"):
+        QdrantRetriever("kb", embedder=HashingEmbedder(), path=":memory:")

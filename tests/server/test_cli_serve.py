@@ -1,0 +1,90 @@
+"""``ragtrust serve``: loopback rule, API keys from the environment, store checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from ragtrust.cli import serve as serve_cli
+
+
+@pytest.fixture
+def cli() -> typer.Typer:
+    app = typer.Typer()
+    serve_cli.register(app)
+
+    @app.command("noop")
+    def noop() -> None:  # a second command keeps `serve` a named subcommand
+        """Nothing."""
+
+    return app
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    seen: list[dict[str, Any]] = []
+
+    def fake_create_app(settings: Any, **kwargs: Any) -> str:
+        seen.append({"create_app": kwargs, "tau": settings.trust.tau})
+        return "APP"
+
+    def fake_run(app: Any, **kwargs: Any) -> None:
+        seen.append({"run": (app, kwargs)})
+
+    import uvicorn
+
+    import ragtrust.server.app as server_app
+
+    monkeypatch.setattr(server_app, "create_app", fake_create_app)
+    monkeypatch.setattr(uvicorn, "run", fake_run)
+    monkeypatch.delenv("RAGTRUST_API_KEYS", raising=False)
+    monkeypatch.delenv("RAGTRUST_STORE", raising=False)
+    return seen
+
+
+def test_serve_starts_uvicorn_with_the_app(cli: typer.Typer, calls: list[dict[str, Any]], tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--port", "8123", "--workers", "3"])
+    assert result.exit_code == 0, result.output
+    created = calls[0]["create_app"]
+    assert created["store_path"] == tmp_path and created["workers"] == 3 and created["api_keys"] == []
+    assert calls[1]["run"] == ("APP", {"host": "127.0.0.1", "port": 8123, "log_level": "info"})
+
+
+def test_serve_refuses_remote_bind_without_keys(
+    cli: typer.Typer, calls: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refused = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--host", "0.0.0.0"])
+    assert refused.exit_code == 2
+    assert "refusing" in refused.output and "RAGTRUST_API_KEYS" in refused.output
+    assert calls == []
+    allowed = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--host", "0.0.0.0", "--allow-remote"])
+    assert allowed.exit_code == 0, allowed.output
+    monkeypatch.setenv("RAGTRUST_API_KEYS", "alpha, beta,")
+    keyed = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--host", "0.0.0.0"])
+    assert keyed.exit_code == 0, keyed.output
+    assert calls[-2]["create_app"]["api_keys"] == ["alpha", "beta"]
+
+
+def test_serve_needs_an_existing_store(cli: typer.Typer, calls: list[dict[str, Any]], tmp_path: Path) -> None:
+    missing = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+    none = CliRunner().invoke(cli, ["serve"])
+    assert none.exit_code == 2 and "--store" in none.output
+    assert calls == []
+
+
+def test_serve_reads_config_file(cli: typer.Typer, calls: list[dict[str, Any]], tmp_path: Path) -> None:
+    config = tmp_path / "ragtrust.toml"
+    config.write_text("[trust]\ntau = 0.6\n")
+    result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    assert calls[0]["tau"] == 0.6
+
+
+def test_api_keys_from_env() -> None:
+    assert serve_cli.api_keys_from_env({"RAGTRUST_API_KEYS": " a ,b,, "}) == ["a", "b"]
+    assert serve_cli.api_keys_from_env({}) == []

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import pytest
+
+from ragtrust.errors import InputError
+from ragtrust.testing import LexicalNLI, RaisingNLI, retrieved
+from ragtrust.verification import FactualityVerifier, strip_citations
+
+DOCS = retrieved(
+    [
+        "Passwords must be hashed with bcrypt or argon2 and a unique salt per user.",
+        "Use TLS 1.2 or later for every connection that carries sensitive data.",
+    ]
+)
+
+
+def test_supported_answer_high_factuality_one_call() -> None:
+    nli = LexicalNLI()
+    r = FactualityVerifier(nli=nli).verify(
+        "Passwords must be hashed with bcrypt [1]. Use TLS 1.2 or later for sensitive data [doc-1].", DOCS
+    )
+    assert nli.calls == 1 and nli.pairs_seen == 4
+    assert [s.best_doc_id for s in r.sentences] == ["doc-0", "doc-1"]
+    assert all(s.supported for s in r.sentences)
+    assert r.factuality > 0.8 and not r.inconclusive and not r.errors
+    assert "[1]" not in r.sentences[0].text
+
+
+def test_unsupported_sentence_costs_but_is_not_negative() -> None:
+    verifier = FactualityVerifier(nli=LexicalNLI())
+    grounded = verifier.verify("Passwords must be hashed with bcrypt.", DOCS)
+    mixed = verifier.verify("Passwords must be hashed with bcrypt. The moon is made of green cheese.", DOCS)
+    assert not mixed.sentences[1].supported
+    assert 0.5 <= mixed.factuality < grounded.factuality
+
+
+def test_nothing_supported_is_inconclusive() -> None:
+    r = FactualityVerifier(nli=LexicalNLI()).verify("Bananas grow in tropical climates.", DOCS)
+    assert r.inconclusive and r.factuality == 0.5
+
+
+def test_contradiction_is_not_negative() -> None:
+    r = FactualityVerifier(nli=LexicalNLI()).verify("Passwords must not be hashed with bcrypt.", DOCS)
+    assert r.factuality == 0.5 and r.inconclusive
+
+
+def test_model_error_fails_closed() -> None:
+    r = FactualityVerifier(nli=RaisingNLI()).verify("Passwords must be hashed with bcrypt.", DOCS)
+    assert r.errors and "simulated NLI failure" in r.errors[0]
+    assert r.factuality == 0.0 and r.inconclusive
+
+
+def test_windows_report_best_window() -> None:
+    long_doc = " ".join(f"Filler sentence number {i} talks about unrelated gardening." for i in range(20))
+    long_doc += " Session cookies must set the Secure and HttpOnly attributes."
+    r = FactualityVerifier(nli=LexicalNLI(), window_chars=200).verify(
+        "Session cookies must set the Secure and HttpOnly attributes.", retrieved([long_doc])
+    )
+    assert r.sentences[0].supported and r.sentences[0].window is not None and r.sentences[0].window > 0
+
+
+def test_sequence_of_sentences_and_empty() -> None:
+    v = FactualityVerifier(nli=LexicalNLI())
+    r = v.verify(["Passwords must be hashed with bcrypt.", "  "], DOCS)
+    assert len(r.sentences) == 1
+    assert v.verify("", DOCS).inconclusive
+    assert v.verify("Use TLS.", []).factuality == 0.5
+
+
+def test_bad_input() -> None:
+    with pytest.raises(InputError):
+        FactualityVerifier(nli=LexicalNLI()).verify(42, DOCS)  # type: ignore[arg-type]
+    with pytest.raises(InputError):
+        FactualityVerifier(nli=LexicalNLI(), entail_threshold=0.0)
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("Use bcrypt [1].", "Use bcrypt."),
+        ("Use bcrypt [1, 2][3].", "Use bcrypt."),
+        ("Use bcrypt [https://owasp.org/x].", "Use bcrypt."),
+        ("Use bcrypt [kb-17].", "Use bcrypt."),
+        ("See [the guide](https://owasp.org).", "See the guide."),
+        ("Arrays like a[i] stay.", "Arrays like a[i] stay."),
+    ],
+)
+def test_strip_citations(raw: str, clean: str) -> None:
+    assert strip_citations(raw) == clean
