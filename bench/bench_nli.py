@@ -66,7 +66,11 @@ def main() -> None:
         results[f"{name} peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     probe = make_pairs(128, 4)
     results["int8 agrees with first other model"] = (
-        bool(np.array_equal(models["onnx-int8"].predict(probe).argmax(1), list(models.values())[-1].predict(probe).argmax(1)))  # type: ignore[attr-defined]
+        bool(
+            np.array_equal(
+                models["onnx-int8"].predict(probe).argmax(1), list(models.values())[-1].predict(probe).argmax(1)
+            )
+        )  # type: ignore[attr-defined]
         if len(models) > 1
         else None
     )

@@ -80,8 +80,18 @@ def test_verdict_json_roundtrip_keeps_nested_types() -> None:
     assert back == verdict
     assert back.sentences[0].spans[0] == span
     assert back.decision == "trusted"
-    for key in ("trust_score", "trust_level", "trusted", "factuality", "consistency", "poison_probability",
-                "documents", "warnings", "answer", "sentences"):
+    for key in (
+        "trust_score",
+        "trust_level",
+        "trusted",
+        "factuality",
+        "consistency",
+        "poison_probability",
+        "documents",
+        "warnings",
+        "answer",
+        "sentences",
+    ):
         assert key in data
 
 

@@ -9,7 +9,13 @@ from ragtrust.text import split_sentences, word_tokens
 def test_sentences_keep_offsets_and_abbreviations() -> None:
     text = "Use e.g. bcrypt here. Then rotate keys!  Done?\n\n- item one\n- item two"
     sentences = split_sentences(text)
-    assert [s.text for s in sentences] == ["Use e.g. bcrypt here.", "Then rotate keys!", "Done?", "- item one", "- item two"]
+    assert [s.text for s in sentences] == [
+        "Use e.g. bcrypt here.",
+        "Then rotate keys!",
+        "Done?",
+        "- item one",
+        "- item two",
+    ]
     for s in sentences:
         assert text[s.start : s.end] == s.text
 

@@ -138,7 +138,9 @@ class TrustGate:
             embedder = store.embedder if store is not None and getattr(store, "embedder", None) else None
             embedder = embedder or default_embedder(settings)
         if nli is None:
-            cache = str(Path(store.path) / "nli_cache.sqlite") if store is not None and hasattr(store, "path") else None
+            # Store exposes its folder as ``root`` (``path`` kept for other store-like objects)
+            root = (getattr(store, "root", None) or getattr(store, "path", None)) if store is not None else None
+            cache = str(Path(root) / "nli_cache.sqlite") if root is not None else None
             nli = default_nli(settings, cache_path=cache)
         if retriever is None and store is not None:
             retriever = store.retriever(mode=settings.retrieval.mode, top_k=settings.retrieval.top_k)
@@ -192,7 +194,8 @@ class TrustGate:
             self.guard = CitationGuard(n=s.evidence.ngram_n, threshold=s.evidence.overlap_threshold)
         if self.extractor is None:
             self.extractor = build(
-                "extractor", {"type": "extractive", "params": {"max_passages": s.evidence.max_passages}},
+                "extractor",
+                {"type": "extractive", "params": {"max_passages": s.evidence.max_passages}},
                 embedder=self.embedder,
             )
         if self.generator is None:
@@ -322,10 +325,14 @@ class TrustGate:
         try:
             report = self.verifier.verify(answer, docs)
         except RagTrustError as exc:
-            return FactualityReport(factuality=0.5, sentences=(), errors=(f"verification failed: {exc}",), inconclusive=True)
+            return FactualityReport(
+                factuality=0.5, sentences=(), errors=(f"verification failed: {exc}",), inconclusive=True
+            )
         except Exception as exc:  # fail closed on anything unexpected
             return FactualityReport(
-                factuality=0.5, sentences=(), errors=(f"verification crashed: {type(exc).__name__}: {exc}",),
+                factuality=0.5,
+                sentences=(),
+                errors=(f"verification crashed: {type(exc).__name__}: {exc}",),
                 inconclusive=True,
             )
         return report
@@ -384,7 +391,8 @@ class TrustGate:
             warnings.extend(grounded.warnings)
             answer = grounded.text
             with watch.stage("verify"):
-                fact = self._factuality(answer, docs) if grounded.sentences else None
+                # a withheld document is not evidence: verify against what the generator saw
+                fact = self._factuality(answer, context) if grounded.sentences else None
             if fact is not None:
                 factuality, fact_errors = fact.factuality, fact.errors
                 by_text = {s.text: s for s in fact.sentences}
@@ -421,6 +429,7 @@ class TrustGate:
             stage="full",
             answer=answer,
             sentences=sentences,
+            refused=blocked or not context,
         )
 
     def _models(self) -> dict[str, str]:
@@ -446,6 +455,7 @@ class TrustGate:
         stage: str,
         answer: str = "",
         sentences: Sequence[AnswerSentence] = (),
+        refused: bool = False,
     ) -> Verdict:
         from ragtrust.trust import compute_trust
 
@@ -454,7 +464,13 @@ class TrustGate:
         s_max = max(scores) if scores else None
         with watch.stage("trust"):
             result = compute_trust(
-                factuality, report.consistency, report.poison_probability, s_max, self.settings.trust, failed=bool(errors)
+                factuality,
+                report.consistency,
+                report.poison_probability,
+                s_max,
+                self.settings.trust,
+                # a blocked / fully withheld answer is never "trusted", whatever T says
+                failed=bool(errors) or refused,
             )
         for err in errors:
             warnings.append(f"Internal failure, verdict not trusted: {err}")
@@ -465,7 +481,9 @@ class TrustGate:
             )
         unsupported = [s for s in sentences if not s.supported]
         if sentences and unsupported and stage != "screen":
-            warnings.append(f"{len(unsupported)} of {len(sentences)} answer sentence(s) are not supported by the documents.")
+            warnings.append(
+                f"{len(unsupported)} of {len(sentences)} answer sentence(s) are not supported by the documents."
+            )
         return Verdict(
             query=query,
             trust_score=result.trust_score,

@@ -26,9 +26,7 @@ from ragtrust.generation.base import GeneratedAnswer
 
 _WORD = re.compile(r"[a-z0-9]+")
 _NEGATIONS = frozenset({"not", "no", "never", "none", "cannot", "nothing", "false", "nor", "neither"})
-_STOP = frozenset(
-    "a an the of to in on at is are was were be been by for with and or as that this it its from".split()
-)
+_STOP = frozenset("a an the of to in on at is are was were be been by for with and or as that this it its from".split())
 
 
 def _words(text: str) -> list[str]:

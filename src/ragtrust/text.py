@@ -21,9 +21,7 @@ _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 # A sentence ends at . ! ? (optionally followed by quotes/brackets) before whitespace and an
 # uppercase letter, digit, quote or bracket — or at a blank line / list item boundary.
 _BOUNDARY = re.compile(r"""(?<=[.!?])["')\]]*\s+(?=["'(\[]?[A-Z0-9])|\n\s*\n|\n(?=\s*(?:[-*+]|\d+[.)])\s)""")
-_ABBREVIATIONS = frozenset(
-    "e.g i.e etc vs mr mrs ms dr prof st no fig al approx inc ltd jr sr cf resp".split()
-)
+_ABBREVIATIONS = frozenset("e.g i.e etc vs mr mrs ms dr prof st no fig al approx inc ltd jr sr cf resp".split())
 
 
 @dataclass(frozen=True)

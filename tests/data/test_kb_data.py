@@ -24,7 +24,9 @@ def test_rule_fields(rule):
     assert 2 <= len(split_sentences(rule.answer)) <= 4, rule.answer
     assert rule.cwe and all(re.fullmatch(r"CWE-\d+", c) for c in rule.cwe)
     assert re.fullmatch(r"(A\d\d:2021|LLM\d\d:2025)-.+", rule.owasp_top10)
-    assert re.fullmatch(r"https://cheatsheetseries\.owasp\.org/cheatsheets/[A-Za-z0-9_\-]+_Cheat_Sheet\.html", rule.source_url)
+    assert re.fullmatch(
+        r"https://cheatsheetseries\.owasp\.org/cheatsheets/[A-Za-z0-9_\-]+_Cheat_Sheet\.html", rule.source_url
+    )
 
 
 def test_documents_are_question_plus_answer_with_unique_urls():

@@ -21,14 +21,17 @@ TQA_HEADER = "Type,Category,Question,Best Answer,Correct Answers,Incorrect Answe
 @pytest.fixture
 def data_dir(tmp_path):
     rows = [
-        f'Adversarial,Misc,What is item {i}?,Item {i} is a thing,Item {i} is a thing,Item {i} is a cat; Item {i} is a dog,x\n'
+        f"Adversarial,Misc,What is item {i}?,Item {i} is a thing,Item {i} is a thing,"
+        f"Item {i} is a cat; Item {i} is a dog,x\n"
         for i in range(30)
     ]
     (tmp_path / "truthfulqa").mkdir()
     (tmp_path / "truthfulqa" / "TruthfulQA.csv").write_text(TQA_HEADER + "".join(rows), encoding="utf-8")
     (tmp_path / "fever").mkdir()
     labels = ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
-    lines = [json.dumps({"id": i, "label": labels[i % 3], "claim": f"Person {i} was born in Town {i}."}) for i in range(60)]
+    lines = [
+        json.dumps({"id": i, "label": labels[i % 3], "claim": f"Person {i} was born in Town {i}."}) for i in range(60)
+    ]
     (tmp_path / "fever" / "paper_dev.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return tmp_path
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtrust.errors import BackendError, InputError
+from ragtrust.errors import BackendError, ConfigError, InputError
 from ragtrust.evidence import ExtractiveExtractor, LLMExtractor, NGramAligner
 from ragtrust.evidence.extract import parse_collected_passages, passages_from_json, read_passages_json, stem
 from ragtrust.registry import build
@@ -61,7 +61,7 @@ def test_extractive_passages_are_verbatim_with_spans() -> None:
 
 
 def test_adjacent_sentences_merge_into_one_span() -> None:
-    passages = ExtractiveExtractor(max_sentences_per_doc=2).extract(
+    passages = ExtractiveExtractor(max_sentences_per_doc=2, relative_cutoff=0.0).extract(
         "parameterised queries keep user input separate from the query", DOCS
     )
     first = passages[0]
@@ -160,3 +160,51 @@ def test_passages_from_json_shapes_and_errors(tmp_path: Path) -> None:
     f.write_text("{not json", encoding="utf-8")
     with pytest.raises(InputError, match="invalid JSON"):
         read_passages_json(f)
+
+
+def test_sentence_context_collects_title_question_and_heading() -> None:
+    from ragtrust.documents import Document
+    from ragtrust.evidence.extract import sentence_context
+
+    text = (
+        "# Injection\n\n## Prepared statements\n\nBind every variable. Check names.\n\nWhy escape?\n\nEscaping is weak."
+    )
+    doc = Document(id="d", text=text, metadata={"title": "Injection Prevention", "question": "How to stop SQLi?"})
+    assert (
+        sentence_context(doc, text.index("Check")) == "Injection Prevention | How to stop SQLi? | Prepared statements"
+    )
+    assert sentence_context(doc, text.index("Escaping")).endswith("| Why escape?")
+    assert sentence_context(Document(id="e", text="Plain text only."), 3) == ""
+
+
+def test_retrieval_priors_from_scores_or_ranks() -> None:
+    from ragtrust.documents import Document, RetrievedDoc
+    from ragtrust.evidence.extract import retrieval_priors
+
+    assert retrieval_priors(retrieved(["a", "b", "c"], scores=[0.5, 0.25, 0.0])) == [1.0, 0.5, 0.0]
+    unscored = [RetrievedDoc(Document(id=f"d{i}", text="x"), score=None, rank=i) for i in (1, 2, 4)]
+    assert retrieval_priors(unscored) == [1.0, 0.5, 0.25]
+
+
+def test_context_rank_and_relative_cutoff_focus_the_evidence() -> None:
+    from ragtrust.documents import Document, RetrievedDoc
+
+    rule = Document(
+        id="kb-01",
+        text="How should queries be protected from SQL injection? Build every query as a prepared statement. "
+        "Check table names against an allow-list.",
+        metadata={"question": "How should queries be protected from SQL injection?"},
+    )
+    other = Document(id="kb-33", text="Filtering alone cannot fully prevent the attack, so monitor the model.")
+    docs = [RetrievedDoc(rule, 0.8, 1), RetrievedDoc(other, 0.4, 2)]
+    query = "How do I prevent SQL injection?"
+    plain = ExtractiveExtractor(context_weight=0.0, rank_weight=0.0, relative_cutoff=0.0).extract(query, docs)
+    # alone, the neighbour's sentence (it says "prevent") outranks the rule's answer (no query word)
+    assert plain[0].doc_id == "kb-33"
+    focused = ExtractiveExtractor().extract(query, docs)
+    assert focused[0].doc_id == "kb-01" and focused[0].text.startswith("Build every query")
+    # the neighbour scores 0.25 against the rule's 1/3: a relative cut-off of 0.8 drops it
+    assert {p.doc_id for p in ExtractiveExtractor(relative_cutoff=0.8).extract(query, docs)} == {"kb-01"}
+    assert {p.doc_id for p in ExtractiveExtractor(relative_cutoff=0.0).extract(query, docs)} == {"kb-01", "kb-33"}
+    with pytest.raises(ConfigError, match="rank_weight"):
+        ExtractiveExtractor(rank_weight=2.0)

@@ -23,7 +23,8 @@ PASSAGES = [
 
 
 def test_answer_cites_sources_in_order_of_first_use() -> None:
-    answer = ExtractiveGenerator(max_sentences=3).generate(
+    # no cut-offs: every relevant sentence competes (the focus rules have their own test)
+    answer = ExtractiveGenerator(max_sentences=3, relative_cutoff=0.0, focus_cutoff=0.0).generate(
         "Do parameterised queries or escaping input help SQL?", PASSAGES
     )
     assert answer.model == "extractive"
@@ -68,11 +69,17 @@ def test_duplicate_sentences_are_used_once() -> None:
 
 
 def test_registry_and_embedder() -> None:
-    gen = build("generator", {"type": "extractive", "params": {"max_sentences": 2}}, embedder=HashingEmbedder())
+    gen = build(
+        "generator",
+        {"type": "extractive", "params": {"max_sentences": 2, "relative_cutoff": 0.0, "focus_cutoff": 0.0}},
+        embedder=HashingEmbedder(),
+    )
     assert isinstance(gen, ExtractiveGenerator) and gen.max_sentences == 2 and gen.embedder is not None
     assert len(gen.generate("SQL statements", PASSAGES).sentences) == 2
     with pytest.raises(ConfigError):
         ExtractiveGenerator(max_sentences=0)
+    with pytest.raises(ConfigError, match="focus_cutoff"):
+        ExtractiveGenerator(focus_cutoff=1.5)
 
 
 def test_headings_questions_and_emphasis() -> None:
@@ -86,3 +93,29 @@ def test_headings_questions_and_emphasis() -> None:
     ]
     answer = ExtractiveGenerator().generate("hash passwords", md)
     assert answer.sentences == (("Hash passwords with Argon2id before storing them.", ("u",)),)
+
+
+def test_focus_keeps_the_lead_source_first_and_drops_weak_neighbours() -> None:
+    passages = [
+        Passage(
+            "p1",
+            "Bind every SQL variable with prepared statements. Check table names against an allow-list.",
+            url="lead",
+        ),
+        Passage(
+            "p2", "SQL databases store tables. Prepared statements bind SQL variables in every SQL query.", url="other"
+        ),
+    ]
+    query = "How do prepared statements bind SQL variables?"
+    weak = "SQL databases store tables."
+    loose = ExtractiveGenerator(relative_cutoff=0.0, focus_cutoff=0.0).generate(query, passages)
+    assert weak in [t for t, _ in loose.sentences]  # shares one word with the question: pads the answer
+    # relative cut-off alone (0.5 x best) already removes it
+    assert weak not in [t for t, _ in ExtractiveGenerator(focus_cutoff=0.0).generate(query, passages).sentences]
+    # the focus rule removes it even with a permissive relative cut-off: not the lead source, < 0.9 x best
+    unfocused = ExtractiveGenerator(relative_cutoff=0.1, focus_cutoff=0.0).generate(query, passages)
+    focused = ExtractiveGenerator(relative_cutoff=0.1).generate(query, passages)
+    assert weak in [t for t, _ in unfocused.sentences] and weak not in [t for t, _ in focused.sentences]
+    # the lead source opens the answer although the neighbour has the single best sentence
+    assert focused.sentences[0] == ("Bind every SQL variable with prepared statements.", ("lead",))
+    assert focused.sentences[1] == ("Prepared statements bind SQL variables in every SQL query.", ("other",))

@@ -70,3 +70,18 @@ def test_evidence_answers_question_heuristic() -> None:
     dropped = [Passage("p", "Store passwords hashed.", status="dropped")]
     assert not evidence_answers_question("How should passwords be stored?", dropped)
     assert evidence_answers_question("How?", pw)  # no topic terms: any evidence will do
+
+
+def test_evidence_answers_question_counts_the_documents_topic() -> None:
+    from ragtrust.documents import Document, RetrievedDoc, Span
+
+    text = "How should queries be protected from SQL injection? Build every query as a prepared statement."
+    doc = Document(id="kb-01", text=text, metadata={"question": "How should queries be protected from SQL injection?"})
+    start = text.index("Build")
+    passage = Passage("p1", text[start:], doc_id="kb-01", spans=(Span("kb-01", start, len(text), text[start:]),))
+    query = "How do I prevent SQL injection?"
+    assert not evidence_answers_question(query, [passage])  # the passage alone names no topic term
+    assert evidence_answers_question(query, [passage], [RetrievedDoc(doc, 0.9)])  # its rule's question does
+    assert evidence_answers_question(query, [passage], [doc])  # plain Documents work too
+    other = Document(id="kb-02", text="Store passwords hashed.", metadata={"question": "How to stop SQL injection?"})
+    assert not evidence_answers_question(query, [passage], [other])  # context only from the passage's own source

@@ -385,5 +385,13 @@ async def test_real_trust_gate_end_to_end(tmp_path: Path, make_client: Any) -> N
             doc = (await client.get(f"/v1/documents/{span['doc_id']}")).json()
             assert doc["text"][span["start"] : span["end"]] == span["text"]
         screen = await client.post("/v1/screen", json={"documents": DOCS})
+        new = {"id": "csrf", "text": "Protect state-changing requests with anti-CSRF tokens.", "url": "https://x/csrf"}
+        ingest = await client.post("/v1/documents", json={"documents": [new], "tier": "vetted"})
+        assert ingest.status_code == 200, ingest.text
+        assert ingest.json()["ids"] == ["csrf"]
+        stored = await client.get("/v1/documents/csrf")
     assert screen.status_code == 200
+    assert stored.status_code == 200, stored.text
+    assert stored.json()["text"] == new["text"]
+    assert stored.json()["provenance"] is not None
     assert json.dumps(screen.json())  # JSON-serialisable end to end

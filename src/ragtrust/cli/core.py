@@ -51,7 +51,7 @@ def ask(
     store_dir = store or default_store()
     if store_dir is None:
         raise fail("no store given: pass --store DIR (build one with `ragtrust ingest PATHS --store DIR`)", 2)
-    opened = Store.open(store_dir, default_embedder(settings))
+    opened = Store.open(store_dir, default_embedder(settings), settings=settings)
     gate = TrustGate.from_settings(settings, store=opened, calibration=calibration)
     verdict = gate.ask(question)
     if as_json:

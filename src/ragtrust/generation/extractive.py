@@ -3,9 +3,17 @@
 It splits the verified passages into sentences, ranks them by relevance to the question
 (:func:`ragtrust.evidence.extract.relevance_scores`: lexical, plus embeddings when an
 embedder is given), keeps the best ``max_sentences`` distinct ones (never headings, table
-rows or questions), groups them by source (sources in order of their best sentence,
-sentences in passage order) and ends each with ``[n]``, the 1-based number of its source in
-order of first use. Every word of the answer is copied from a passage (Markdown ``**``
+rows or questions), groups them by source (the lead source first, the others in order of
+their best sentence, sentences in passage order) and ends each with ``[n]``, the 1-based number of its source in
+order of first use.
+
+Focus: the passages arrive best first (the extractor ranks them with their document's
+title, question and section heading, which a lone sentence does not repeat), so the source
+of the first live passage is the *lead source*. A sentence is kept only when it scores at
+least ``relative_cutoff`` times the best sentence's score, and a sentence from any other
+source only when it scores at least ``focus_cutoff`` times that score: weakly related
+sentences of other documents no longer pad the answer, while a second source that is as
+relevant as the first still contributes. Every word of the answer is copied from a passage (Markdown ``**``
 emphasis aside), so it can only cite the passages it was given.
 
 Example:
@@ -43,18 +51,28 @@ class ExtractiveGenerator:
         embedder: optional sentence embedder for semantic relevance.
         lexical_weight: weight of lexical relevance when an embedder is given.
         min_tokens: sentences with fewer word tokens (headings, fragments) are skipped.
+        relative_cutoff: sentences scoring below this fraction of the best sentence's score
+            are left out.
+        focus_cutoff: sentences from a source other than the lead source (that of the first
+            passage) need at least this fraction of the best score (0 disables the focus).
     """
 
     max_sentences: int = 4
     embedder: Embedder | None = None
     lexical_weight: float = 0.5
     min_tokens: int = 3
+    relative_cutoff: float = 0.5
+    focus_cutoff: float = 0.9
     name: str = "extractive"
 
     def __post_init__(self) -> None:
         """Validate the parameters."""
         if self.max_sentences < 1:
             raise ConfigError(f"max_sentences must be >= 1, got {self.max_sentences}")
+        for label in ("lexical_weight", "relative_cutoff", "focus_cutoff"):
+            value = getattr(self, label)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"{label} must be in [0, 1], got {value}")
 
     def warm_up(self) -> None:
         """Load the embedder's model when it has a ``warm_up``."""
@@ -77,16 +95,22 @@ class ExtractiveGenerator:
                     candidates.append((pi, si, text, source))
         scores = relevance_scores(query, [c[2] for c in candidates], self.embedder, self.lexical_weight)
         ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i][0], candidates[i][1]))
+        best = scores[ranked[0]] if ranked else 0.0
+        lead = min(candidates, key=lambda c: c[0])[3] if candidates else None
         chosen: list[int] = []
         seen: set[tuple[str, ...]] = set()
         for i in ranked:
-            if scores[i] <= 0.0 or len(chosen) == self.max_sentences:
+            if scores[i] <= 0.0 or scores[i] < self.relative_cutoff * best or len(chosen) == self.max_sentences:
                 break
+            if candidates[i][3] != lead and scores[i] < self.focus_cutoff * best:
+                continue
             key = tuple(words(candidates[i][2]))
             if key not in seen:
                 seen.add(key)
                 chosen.append(i)
-        source_order = list(dict.fromkeys(candidates[i][3] for i in chosen))
+        # the lead source (the extractor's best passage) opens the answer; others follow their best sentence
+        source_order = list(dict.fromkeys([lead, *(candidates[i][3] for i in chosen)]))
+        source_order = [src for src in source_order if any(candidates[i][3] == src for i in chosen)]
         chosen.sort(key=lambda i: (source_order.index(candidates[i][3]), candidates[i][0], candidates[i][1]))
         sentences = tuple((candidates[i][2], (candidates[i][3],)) for i in chosen)
         text = " ".join(f"{s} [{source_order.index(src[0]) + 1}]" for s, src in sentences)

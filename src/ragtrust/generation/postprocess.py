@@ -30,9 +30,9 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ragtrust.config import EvidenceConfig
-from ragtrust.documents import AnswerSentence, Passage
+from ragtrust.documents import AnswerSentence, Document, Passage, RetrievedDoc
 from ragtrust.evidence.citations import GroundedAnswer, render_answer
-from ragtrust.evidence.extract import content_terms
+from ragtrust.evidence.extract import content_terms, sentence_context
 from ragtrust.text import words
 
 NOT_STATED_PREFACE = "The documentation does not explicitly state an answer to this question."
@@ -49,13 +49,25 @@ ANSWER_COVERAGE = 0.5
 _MAX_PARAGRAPH_SENTENCES = 3
 
 
-def evidence_answers_question(query: str, passages: Sequence[Passage]) -> bool:
+def evidence_answers_question(
+    query: str, passages: Sequence[Passage], docs: Sequence[RetrievedDoc] | Sequence[Document] = ()
+) -> bool:
     """Whether the passages plausibly answer the question (a documented lexical heuristic).
 
     The question's topic terms are its content terms (stop words and question words such as
     "what", "how", "recommend" removed, light stemming). The evidence answers the question
-    when some passage contains at least :data:`ANSWER_COVERAGE` (half) of them. No passages:
-    ``False``; a question without topic terms: ``True`` whenever passages exist.
+    when some passage covers at least :data:`ANSWER_COVERAGE` (half) of them. A passage
+    covers the terms of its own text and, when ``docs`` holds its source document, the
+    terms of its topic context there (:func:`ragtrust.evidence.extract.sentence_context`:
+    the document's title and question, the section heading): a passage under "SQL
+    Injection Prevention" answers "How do I prevent SQL injection?" even when it only says
+    "bind every variable". No passages: ``False``; a question without topic terms: ``True``
+    whenever passages exist.
+
+    Args:
+        query: the question.
+        passages: the verified passages (``dropped`` ones are ignored).
+        docs: the retrieved documents the passages were taken from (optional).
 
     Example:
         >>> evidence_answers_question("How should passwords be stored?", [Passage("p", "Store passwords hashed.")])
@@ -69,7 +81,18 @@ def evidence_answers_question(query: str, passages: Sequence[Passage]) -> bool:
     topic = set(content_terms(query)) - _QUESTION_TERMS
     if not topic:
         return True
-    best = max(len(topic & set(content_terms(p.text))) for p in live)
+    by_id: dict[str, Document] = {}
+    for doc in docs:
+        document = doc.document if isinstance(doc, RetrievedDoc) else doc
+        by_id.setdefault(document.id, document)
+    best = 0
+    for p in live:
+        terms = set(content_terms(p.text))
+        source = by_id.get(p.doc_id or "")
+        if source is not None:
+            offset = p.spans[0].start if p.spans and p.spans[0].doc_id == source.id else 0
+            terms |= set(content_terms(sentence_context(source, offset)))
+        best = max(best, len(topic & terms))
     return best / len(topic) >= ANSWER_COVERAGE
 
 

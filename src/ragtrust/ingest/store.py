@@ -263,6 +263,11 @@ class Store:
         check_embedder(info["model_id"], info["dim"], self.embedder, f"store {self.root}")
 
     @property
+    def path(self) -> Path:
+        """The store folder (also where per-store caches such as the NLI cache live)."""
+        return self.root
+
+    @property
     def ledger(self) -> Ledger:
         """The store's provenance ledger."""
         if self._ledger is None:

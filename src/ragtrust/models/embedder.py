@@ -16,6 +16,8 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +76,8 @@ def _session(path: Path, threads: int) -> Any:
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Busy-waiting worker threads collapse throughput on a shared 2-core machine.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:
@@ -98,10 +102,13 @@ class OnnxEmbedder:
     threads: int = 2
     batch_size: int = 64
     max_length: int = 256
+    cache_size: int = 20_000
     model_id: str = "sentence-transformers/all-MiniLM-L6-v2 (int8 onnx)"
     dim: int = 384
     _session: Any = field(default=None, init=False, repr=False)
     _tokenizer: Any = field(default=None, init=False, repr=False)
+    _cache: OrderedDict[str, npt.NDArray[np.float32]] = field(default_factory=OrderedDict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def _resolve_model(self) -> Path:
         if self.model_path:
@@ -131,8 +138,34 @@ class OnnxEmbedder:
         return self._tokenizer
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Unit-norm embeddings (mean pooling over non-padding tokens)."""
+        """Unit-norm embeddings (mean pooling over non-padding tokens), cached by text hash."""
         self.warm_up()
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest() for t in texts]
+        missing: dict[str, str] = {}
+        with self._lock:
+            for i, key in enumerate(keys):
+                hit = self._cache.get(key)
+                if hit is None:
+                    missing.setdefault(key, texts[i])
+                else:
+                    out[i] = hit
+        if missing:
+            fresh = self._embed_uncached(list(missing.values()))
+            computed = dict(zip(missing, fresh, strict=True))
+            with self._lock:
+                for key, vec in computed.items():
+                    if self.cache_size > 0:
+                        self._cache[key] = vec
+                        self._cache.move_to_end(key)
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+            for i, key in enumerate(keys):
+                if key in computed:
+                    out[i] = computed[key]
+        return out
+
+    def _embed_uncached(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out

@@ -436,7 +436,6 @@ def main() -> None:  # pragma: no cover - thin entry for background runs
     train(cfg, log=lambda s: print(s, flush=True))
 
 
-
 def checkpoint_to_hf(checkpoint: str | Path, base_model: str, dest: str | Path) -> Path:
     """Write a resumable checkpoint's weights as a Hugging Face model folder (for export)."""
     import torch

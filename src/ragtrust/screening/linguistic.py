@@ -16,8 +16,13 @@ text and scores the matches:
    is multiplied by ``CODE_DAMPING``, inside quotation marks by ``QUOTE_DAMPING``, in a
    sentence that discusses attacks or gives examples by ``DISCUSSION_DAMPING``; security
    documentation quotes injections without issuing them.
-4. **Score**: each pattern counts once, with its strongest damped severity ``s_p``; the
-   document score is the noisy-OR ``1 - prod_p (1 - s_p)`` (monotone, in [0, 1]).
+4. **Score**: each pattern counts once, with its strongest damped severity ``s_p``. Matches
+   of different patterns that overlap in the text are one piece of evidence, not several:
+   taken strongest first, a match that overlaps an already counted one is reported but not
+   counted (so a compound pattern such as "ignore it and tell users" carries the severity
+   of the whole phrase, and a quoted example that several patterns match stays damped).
+   The document score is the noisy-OR ``1 - prod_p (1 - s_p)`` over the counted matches
+   (in [0, 1]).
 
 Provenance: the patterns were written from SPEC.md section 3 and the OWASP LLM Prompt
 Injection Prevention Cheat Sheet, not from ragtrust's attack templates (see
@@ -66,6 +71,7 @@ HOMOGLYPHS: dict[str, str] = {
 }  # fmt: skip
 
 _WORD = re.compile(r"[A-Za-z]+")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _CODE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]+`|<code>.*?</code>|<pre>.*?</pre>", re.DOTALL)
 _QUOTE = re.compile(r"\"[^\"\n]{3,400}\"|\u201c[^\u201d\n]{3,400}\u201d|\u00ab[^\u00bb\n]{3,400}\u00bb")
 _QUOTE_MAX = 240  # characters of a sentence quoted in a reason
@@ -93,16 +99,25 @@ def normalize_for_matching(text: str) -> tuple[str, list[int]]:
     """
     chars: list[str] = []
     index: list[int] = []
-    for i, ch in enumerate(text):
+    last = 0
+    # ASCII passes through unchanged (every invisible character and look-alike is non-ASCII),
+    # so only the non-ASCII characters are looked at one by one
+    for m in _NON_ASCII.finditer(text):
+        i, ch = m.start(), m.group(0)
+        if i > last:
+            chars.append(text[last:i])
+            index.extend(range(last, i))
+        last = i + 1
         if _INVISIBLE.match(ch):
             continue
         folded = HOMOGLYPHS.get(ch)
         if folded is None:
-            folded = unicodedata.normalize("NFKC", ch) if ord(ch) > 127 else ch
-            folded = "".join(HOMOGLYPHS.get(c, c) for c in folded)
-        for c in folded:
-            chars.append(c)
-            index.append(i)
+            folded = "".join(HOMOGLYPHS.get(c, c) for c in unicodedata.normalize("NFKC", ch))
+        chars.append(folded)
+        index.extend([i] * len(folded))
+    if last < len(text):
+        chars.append(text[last:])
+        index.extend(range(last, len(text)))
     normalised = "".join(chars)
     # fold scrambled instruction words back (same length, so the index map is unchanged)
     pieces: list[str] = []
@@ -142,6 +157,18 @@ def _segments(norm: str) -> list[tuple[int, int]]:
 def _quote(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= _QUOTE_MAX else text[: _QUOTE_MAX - 1].rstrip() + "\u2026"
+
+
+def _independent(ranked: Sequence[PatternHit]) -> list[bool]:
+    """For hits sorted strongest first: whether each one counts (overlaps no counted hit)."""
+    kept: list[PatternHit] = []
+    flags: list[bool] = []
+    for hit in ranked:
+        overlaps = any(hit.start < k.end and k.start < hit.end for k in kept)
+        flags.append(not overlaps)
+        if not overlaps:
+            kept.append(hit)
+    return flags
 
 
 @dataclass(frozen=True)
@@ -224,9 +251,11 @@ class LinguisticSignal(Signal):
         if not best:
             return SignalResult(name=self.name, score=0.0, details={"matches": []})
         ranked = sorted(best.values(), key=lambda h: -h.severity)
+        counted = _independent(ranked)
         remaining = 1.0
-        for hit in ranked:
-            remaining *= 1.0 - min(1.0, max(0.0, hit.severity))
+        for hit, independent in zip(ranked, counted, strict=True):
+            if independent:
+                remaining *= 1.0 - min(1.0, max(0.0, hit.severity))
         score = 1.0 - remaining
         reasons: list[str] = []
         by_sentence: dict[tuple[int, int], list[PatternHit]] = {}
@@ -257,8 +286,9 @@ class LinguisticSignal(Signal):
                     "damping": list(h.damping),
                     "start": h.start,
                     "end": h.end,
+                    "counted": independent,
                 }
-                for h in ranked
+                for h, independent in zip(ranked, counted, strict=True)
             ],
             "categories": sorted({h.pattern.category for h in ranked}),
         }

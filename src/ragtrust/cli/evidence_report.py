@@ -1,0 +1,76 @@
+"""``ragtrust eval evidence``: the EvidenT evidence report on a folder of documents.
+
+The command attaches to the ``eval`` group when one is registered (``ragtrust.cli.evaluation``
+creates it, so list this module after that one in ``COMMAND_MODULES``); without that group
+it is added as the top-level command ``ragtrust evidence-report``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import typer
+from rich.progress import Progress
+
+from ragtrust.cli.common import ConfigOption, console, handle_errors, print_json, settings_from
+
+DEFAULT_DATA_DIR = Path("../shared/data/owasp-cheatsheets")
+
+
+@handle_errors
+def evidence(
+    data_dir: Path = typer.Option(
+        DEFAULT_DATA_DIR, "--data-dir", help="Folder of Markdown documents (default: ../shared/data/owasp-cheatsheets)."
+    ),
+    questions: Path | None = typer.Option(
+        None, "--questions", help="JSONL of {question, gold: [file names]} (default: the shipped OWASP set)."
+    ),
+    out: Path = typer.Option(
+        Path("docs/results/evidence_owasp"), "--out", "-o", help="Output prefix: writes OUT.md and OUT.json."
+    ),
+    top_k: int | None = typer.Option(None, "--top-k", min=1, help="Documents retrieved per question (default 5)."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the stress set (default 42)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Ingest the documents, answer the questions and report EvidenT's evidence metrics."""
+    from ragtrust.eval.evidence_report import load_questions, run_evidence_report, write_evidence_report
+
+    overrides = {"seed": seed, "retrieval": {"top_k": top_k} if top_k is not None else None}
+    settings = settings_from(config, overrides)
+    items = load_questions(questions)
+    command = "ragtrust " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    with Progress(console=console, transient=True, disable=as_json) as bar:
+        task = bar.add_task("answering", total=len(items))
+        report = run_evidence_report(
+            data_dir,
+            items,
+            settings=settings,
+            command=command,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+    md, js = write_evidence_report(report, out)
+    s = report.summary
+    if as_json:
+        print_json({**{k: v for k, v in s.items() if k != "alignment"}, "markdown": str(md), "json": str(js)})
+        return
+    console.print(
+        f"{s['questions']} questions, {s['chunks']} chunks: {s['out_of_set_citations']} out-of-set citations, "
+        f"groundedness {100 * s['groundedness']:.1f}%, Cov@10 {s['cov_at_10']:.3f}, "
+        f"retention {100 * s['retention']:.1f}%, AnsCov {s['ans_cov']:.3f} -> {md}, {js}",
+        highlight=False,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``evidence`` to the ``eval`` group, or ``evidence-report`` to ``app`` when there is none."""
+    for group in app.registered_groups:
+        if group.name == "eval" and group.typer_instance is not None:
+            group.typer_instance.command(name="evidence")(evidence)
+            return
+    app.command(name="evidence-report")(evidence)
+
+
+__all__ = ["evidence", "register"]

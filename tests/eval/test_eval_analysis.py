@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ragtrust.config import TrustConfig
+from ragtrust.errors import InputError
+from ragtrust.eval import analysis
+from ragtrust.trust import compute_trust
+
+
+def _sample(part, i, F, C, P, s_max=0.8, label=False, retrieval=None, strategy=None, k=5, calib=False, failed=False):
+    cfg = TrustConfig()
+    r = compute_trust(F, C, P, s_max, cfg, failed=failed)
+    return {
+        "run": "x",
+        "dataset": "toy",
+        "strategy": strategy or "clean",
+        "k": k,
+        "repeat": 0 if part == "B" else None,
+        "part": "calib" if calib else part,
+        "query_index": i,
+        "query": f"q{i}",
+        "label_doc": label,
+        "label_retrieval": label if retrieval is None else retrieval,
+        "F": F,
+        "C": C,
+        "P": P,
+        "s_max": s_max,
+        "T": r.trust_score,
+        "trusted": r.trusted,
+        "failed": failed,
+        "latency_s": 0.1,
+        "timings_s": {"screen": 0.05},
+    }
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    rows = []
+    # Part A: clean, mostly trusted
+    for i, (f, c, p) in enumerate(
+        [(0.9, 0.9, 0.1), (0.8, 0.9, 0.2), (0.5, 0.8, 0.1), (0.3, 0.6, 0.3), (0.9, 1.0, 0.0)]
+    ):
+        rows.append(_sample("A", i, f, c, p))
+    # Part B: two poisoned sources with high P, one poisoned with low P, two clean sources
+    spec = [(0.9, 0.9, 0.1, False), (0.2, 0.4, 0.95, True), (0.4, 0.5, 0.8, True), (0.8, 0.9, 0.2, True),
+            (0.9, 0.9, 0.1, False)]  # fmt: skip
+    for i, (f, c, p, lab) in enumerate(spec):
+        rows.append(_sample("B", i, f, c, p, label=lab, strategy="contradiction"))
+    rows.append(_sample("B", 5, 0.5, 0.5, 0.5, label=True, strategy="contradiction", failed=True))
+    for i, t in enumerate(np.linspace(0.2, 1.0, 11)):
+        rows.append(_sample("A", i, float(t), float(t), 1 - float(t), calib=True))
+    (tmp_path / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    manifest = {"seed": 42, "generator": "extractive", "settings": {"trust": TrustConfig().model_dump()}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return tmp_path
+
+
+def test_cells_and_failed_samples_are_not_detections(run_dir):
+    run = analysis.load_run(run_dir)
+    (cell,) = analysis.cells(run)
+    assert cell.key == "toy/contradiction/k5/r0"
+    assert len(cell.clean) == 5 and len(cell.poisoned) == 6
+    assert cell.n_failed == 1 and len(cell.valid) == 10
+    (row,) = analysis.strategy_table(run, bootstrap=500)
+    assert row["n"] == 10 and row["n_failed"] == 1 and row["n_positive"] == 3
+
+
+def test_ablation_recomputed_from_stored_components(run_dir):
+    run = analysis.load_run(run_dir)
+    rows = {r["variant"]: r for r in analysis.ablation(run)}
+    assert set(rows) == set(analysis.ABLATIONS)
+    a = analysis.arrays(analysis.cells(run)[0].valid)
+    y = a.y_doc
+    # poison only: flagged iff 1 - P < 0.5, i.e. P > 0.5: samples 1, 2 of part B -> 2 TP, 0 FP
+    assert rows["poison_only"]["recall"] == pytest.approx(2 / 3)
+    assert rows["poison_only"]["precision"] == 1.0
+    # NLI only: flagged iff F < 0.5: A3 (0.3), B1 (0.2), B2 (0.4)
+    assert rows["nli_only"]["recall"] == pytest.approx(2 / 3)
+    assert rows["nli_only"]["precision"] == pytest.approx(2 / 3)
+    # full + dampener reproduces the stored T exactly
+    scores, _ = analysis._variant_scores(a, "full_dampener", TrustConfig())
+    assert np.allclose(scores, a.T)
+    # no dampener: T for P = 0.95 is higher than with it
+    nodamp, _ = analysis._variant_scores(a, "full", TrustConfig())
+    assert nodamp[np.argmax(a.P)] > scores[np.argmax(a.P)]
+    manual = (0.4 * a.F + 0.35 * a.C) / 0.75
+    assert rows["nli_consistency"]["delta"] == pytest.approx(manual[~y].mean() - manual[y].mean())
+    assert analysis.consistency_check(run) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_weight_grid_and_sensitivity(run_dir):
+    grid = analysis.weight_grid(TrustConfig())
+    assert len(grid) == 125 and len(set(grid)) > 100
+    assert all(abs(sum(w) - 1) < 1e-9 and min(w) >= 0 for w in grid)
+    assert (0.4, 0.35, 0.25) in grid
+    (row,) = analysis.weight_sensitivity(analysis.load_run(run_dir))
+    assert row["n_settings"] == 125
+    lo, hi = row["accuracy"]
+    assert 0 <= lo <= hi <= 1
+    baseline = analysis.strategy_table(analysis.load_run(run_dir), bootstrap=1)[0]["accuracy"]
+    assert lo <= baseline <= hi
+
+
+def test_calibration_picks_the_10th_percentile(run_dir, tmp_path):
+    run = analysis.load_run(run_dir)
+    calib_T = [s["T"] for s in run.samples if s["part"] == "calib"]
+    result = analysis.calibrate(run)
+    assert result.tau == pytest.approx(float(np.percentile(calib_T, 10)))
+    assert result.n == 11 and result.percentile == 10.0 and result.tau_before == 0.5
+    assert analysis.percentile_tau([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 10) == pytest.approx(2.0)
+    (row,) = result.before_after
+    assert row["after"]["n"] == row["before"]["n"] == 10
+    path = tmp_path / "cal.json"
+    data = analysis.write_calibration(result, path)
+    saved = json.loads(path.read_text())
+    assert saved == data
+    assert set(saved) >= {"tau", "generator", "n", "percentile", "created"}
+    assert saved["generator"] == "extractive"
+    from ragtrust.pipeline import load_calibration
+
+    assert load_calibration(path)["tau"] == pytest.approx(result.tau)
+    with pytest.raises(InputError):
+        analysis.calibrate(run, dataset="missing")
+
+
+def test_load_run_errors(tmp_path):
+    with pytest.raises(InputError, match="no such run directory"):
+        analysis.load_run(tmp_path / "nope")
+    with pytest.raises(InputError, match="samples.jsonl"):
+        analysis.load_run(tmp_path)
+    (tmp_path / "samples.jsonl").write_text("{bad\n", encoding="utf-8")
+    with pytest.raises(InputError, match="invalid JSON"):
+        analysis.load_run(tmp_path)
