@@ -15,6 +15,7 @@ import platform
 import random
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -140,6 +141,7 @@ def main() -> None:
     t = time.perf_counter()
     report = store.add(docs)
     ingest_s = time.perf_counter() - t
+    print(f"ingested {report.total_chunks} chunks in {ingest_s:.1f} s", file=sys.stderr, flush=True)
     # incremental: edit one document and re-ingest everything
     edited = Document(id=docs[0].id, text=docs[0].text + " Edited.", source=docs[0].source, url=docs[0].url)
     t = time.perf_counter()

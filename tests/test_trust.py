@@ -65,7 +65,8 @@ def test_trust_in_unit_interval_and_levels_agree_with_decision(
     r = compute_trust(f, c, p, s, CONFIG, failed=failed)
     assert 0.0 <= r.trust_score <= 1.0
     assert r.trusted == (r.trust_score >= CONFIG.tau and not failed)
-    if r.trust_score >= CONFIG.tau:
+    # levels agree with the decision: trusted <=> HIGH/MEDIUM; a failed verdict never reads above LOW
+    if r.trusted:
         assert r.level in ("HIGH", "MEDIUM")
     else:
         assert r.level in ("LOW", "VERY LOW")

@@ -408,7 +408,8 @@ class TrustGate:
                             citations=sentence.citations,
                             spans=sentence.spans,
                             support=support.support,
-                            supported=support.supported and bool(sentence.spans),
+                            # grounded = a verified verbatim span OR NLI entailment
+                            supported=support.supported or bool(sentence.spans),
                             best_doc_id=support.best_doc_id,
                         )
                     )
@@ -462,6 +463,11 @@ class TrustGate:
         errors = list(report.errors) + list(factuality_errors)
         scores = [d.score for d in docs if d.score is not None]
         s_max = max(scores) if scores else None
+        # An answer none of whose sentences is grounded (no verified span, no NLI entailment)
+        # is not trusted: SPEC's F = 0.5 "inconclusive" must not let it pass on C and P alone.
+        ungrounded = stage != "screen" and bool(sentences) and not any(s.supported for s in sentences)
+        if ungrounded:
+            warnings.append("No sentence of the answer is supported by the documents: the answer is not trusted.")
         with watch.stage("trust"):
             result = compute_trust(
                 factuality,
@@ -470,7 +476,7 @@ class TrustGate:
                 s_max,
                 self.settings.trust,
                 # a blocked / fully withheld answer is never "trusted", whatever T says
-                failed=bool(errors) or refused,
+                failed=bool(errors) or refused or ungrounded,
             )
         for err in errors:
             warnings.append(f"Internal failure, verdict not trusted: {err}")

@@ -115,6 +115,10 @@ def trust_level(t: float, config: TrustConfig) -> str:
     return "VERY LOW"
 
 
+def _below(tau: float) -> float:
+    return max(0.0, tau - 1e-9)
+
+
 def compute_trust(
     factuality: float,
     consistency: float,
@@ -153,7 +157,9 @@ def compute_trust(
         dampener=d,
         retrieval_modifier=m,
         trust_score=score,
-        level=trust_level(score, config),
+        # A failed verdict (internal error, refused or unsupported answer) is never trusted
+        # and never reads above LOW, whatever its score.
+        level=trust_level(min(score, _below(config.tau)) if failed else score, config),
         trusted=(score >= config.tau) and not failed,
     )
 

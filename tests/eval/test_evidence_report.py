@@ -41,7 +41,9 @@ SHEETS = {
     "LICENSE.md": "# License\n\nCC BY-SA 4.0 applies to every cheat sheet in this folder.\n",
 }
 QUESTIONS = [
-    EvidenceQuestion("q1", "How do I prevent SQL injection with prepared statements?", ("SQL_Injection_Cheat_Sheet.md",)),
+    EvidenceQuestion(
+        "q1", "How do I prevent SQL injection with prepared statements?", ("SQL_Injection_Cheat_Sheet.md",)
+    ),
     EvidenceQuestion("q2", "Which algorithm should store passwords?", ("Password_Storage_Cheat_Sheet.md",)),
     EvidenceQuestion("q3", "How much entropy do session identifiers need?", ("Session_Management_Cheat_Sheet.md",)),
 ]
@@ -137,7 +139,13 @@ def test_stress_passages_kinds() -> None:
     assert out[2][0].text.endswith("today.") and len(out[3][0].text.split()) < len(passage.text.split())
     assert out[4][0].text.startswith("Invented") and out[4][0].doc_id == "doc-0"
     # nothing to draw from: the kinds that need foreign text stay exact
-    assert [k for _, k in stress_passages([passage] * 5, docs[:1], [])] == ["exact", "exact", "exact", "reworded", "exact"]
+    assert [k for _, k in stress_passages([passage] * 5, docs[:1], [])] == [
+        "exact",
+        "exact",
+        "exact",
+        "reworded",
+        "exact",
+    ]
 
 
 def test_load_questions_and_errors(tmp_path: Path, corpus: Path) -> None:
@@ -186,7 +194,9 @@ def test_cli_attaches_to_the_eval_group_or_stands_alone(corpus: Path, tmp_path: 
 
     monkeypatch.setattr(lib, "run_evidence_report", fake_run)
     questions = tmp_path / "q.jsonl"
-    questions.write_text("\n".join(json.dumps(q.__dict__ | {"gold": list(q.gold)}) for q in QUESTIONS), encoding="utf-8")
+    questions.write_text(
+        "\n".join(json.dumps(q.__dict__ | {"gold": list(q.gold)}) for q in QUESTIONS), encoding="utf-8"
+    )
     out = tmp_path / "res" / "ev"
     args = ["evidence-report", "--data-dir", str(corpus), "--questions", str(questions), "--out", str(out)]
     result = CliRunner().invoke(alone, [*args, "--top-k", "2", "--json"])

@@ -70,6 +70,11 @@ def handle_errors(fn: F) -> F:
             raise fail(str(exc), EXIT_INTERNAL) from None
         except KeyboardInterrupt:
             raise fail("interrupted", EXIT_INTERNAL) from None
+        except Exception as exc:  # a bug: one line, exit 1, details only with RAGTRUST_DEBUG=1
+            if os.environ.get("RAGTRUST_DEBUG"):
+                raise
+            raise fail(f"internal error ({type(exc).__name__}): {exc} (set RAGTRUST_DEBUG=1 for a traceback)",
+                       EXIT_INTERNAL) from None
 
     return wrapper  # type: ignore[return-value]
 

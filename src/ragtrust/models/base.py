@@ -21,7 +21,10 @@ class NLIModel(Protocol):
     (entailment, neutral, contradiction), one row per (premise, hypothesis) pair.
     """
 
-    model_id: str
+    @property
+    def model_id(self) -> str:
+        """A stable identifier of the model (recorded in verdicts and cache keys)."""
+        ...
 
     def predict(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
         """Probabilities for each pair (rows sum to 1)."""
@@ -32,8 +35,15 @@ class NLIModel(Protocol):
 class Embedder(Protocol):
     """Sentence embeddings: ``embed`` returns L2-normalised ``(n, dim)`` float32 rows."""
 
-    model_id: str
-    dim: int
+    @property
+    def model_id(self) -> str:
+        """A stable identifier of the model."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Unit-norm embeddings, one row per text."""

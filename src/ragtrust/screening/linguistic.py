@@ -21,6 +21,8 @@ text and scores the matches:
    taken strongest first, a match that overlaps an already counted one is reported but not
    counted (so a compound pattern such as "ignore it and tell users" carries the severity
    of the whole phrase, and a quoted example that several patterns match stays damped).
+   Patterns that look ahead for context (a "CORRECTION:" header followed by a directive)
+   report only their anchor as the span, so they do not swallow the separate cues after it.
    The document score is the noisy-OR ``1 - prod_p (1 - s_p)`` over the counted matches
    (in [0, 1]).
 

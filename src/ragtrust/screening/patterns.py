@@ -232,10 +232,10 @@ PATTERNS: tuple[Pattern, ...] = (
         "correction_directive",
         "instruction_override",
         0.7,
-        r"\b(?:correction|erratum|retraction|override)\s*[:!\-\u2013\u2014].{0,200}?"
+        r"\b(?:correction|erratum|retraction|override)\s*[:!\-\u2013\u2014](?=.{0,200}?"
         r"\b(?:always|never|must|shall|should|do\s+not|don't|instead|recommended?|answer|respond|reply|"
-        r"the\s+(?:correct|right|only)\s+(?:answer|approach|way))\b",
-        "a correction notice that issues a directive (an erratum does not)",
+        r"the\s+(?:correct|right|only)\s+(?:answer|approach|way))\b)",
+        "a correction notice that issues a directive (an erratum does not); the span is the header",
     ),
     Pattern(
         "note_to_model",
@@ -486,8 +486,8 @@ PATTERNS: tuple[Pattern, ...] = (
         "update_header",
         "update_claim",
         0.3,
-        r"\b(?:updated|revised|new|official|latest|current|corrected|amended)\s+(?:guidance|advice|recommendations?|"
-        r"information|policy|position|answer|notice|directive|statement)\s*(?::|\u2014|\u2013|\s-\s)"
+        r"\b(?:updated|revised|official|latest|current|corrected|amended)\s+(?:guidance|advice|recommendations?|"
+        r"information|answer|directive|statement)\s*(?::|\u2014|\u2013|\s-\s)"
         r"|\bofficial\s+(?:update|notice|correction|announcement)\b",
         "an 'updated guidance:' header (weak alone)",
     ),
@@ -497,9 +497,9 @@ PATTERNS: tuple[Pattern, ...] = (
         0.55,
         r"\b(?:updated|revised|official|latest|corrected|amended)\s+(?:guidance|advice|recommendations?|"
         r"information|answer|instructions|update)\s*(?::|\u2014|\u2013|\s-\s)"
-        r".{0,200}?\b(?:always|never|must|shall|should|do\s+not|don't|instead|recommended|approved|tell|answer|"
-        r"respond|reply|say)\b",
-        "an update header that issues a directive",
+        r"(?=.{0,200}?\b(?:always|never|must|shall|should|do\s+not|don't|instead|recommended|approved|tell|answer|"
+        r"respond|reply|say)\b)",
+        "an update header that issues a directive; the span is the header",
     ),
     # --- contradiction markers (SPEC 3); weak alone, they add up with the NLI signals
     Pattern(
