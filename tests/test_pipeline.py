@@ -422,3 +422,21 @@ def test_gate_is_reusable_and_deterministic(kb: list[Document], questions: dict[
     b = {k: v for k, v in second.to_dict().items() if k not in strip}
     assert a == b
     assert dataclasses.replace(first, timings_s={}) == dataclasses.replace(second, timings_s={})
+
+
+def test_gate_follows_store_writes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A document ingested after the gate was built is retrievable (no stale index)."""
+    from ragtrust.documents import Document
+    from ragtrust.ingest.store import Store
+    from ragtrust.models.nli import NLIEngine
+    from ragtrust.pipeline import TrustGate
+    from ragtrust.testing import HashingEmbedder, LexicalNLI
+
+    embedder = HashingEmbedder()
+    store = Store.open(tmp_path / "s", embedder, create=True)
+    store.add([Document(id="a", text="Bananas are yellow fruit that grow in bunches.")])
+    gate = TrustGate.from_settings(store=store, nli=NLIEngine(LexicalNLI()), embedder=embedder)
+    assert [d.id for d in gate.retrieve("zebra stripes savanna")[0]] == ["a#0"]
+    store.add([Document(id="b", text="Zebra stripes confuse biting flies on the savanna.")])
+    ids = [d.id for d in gate.retrieve("zebra stripes savanna")[0]]
+    assert ids[0] == "b#0"

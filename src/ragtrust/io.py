@@ -27,6 +27,9 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file normal permissions
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -111,6 +111,7 @@ class TrustGate:
     verifier: Any = None
     calibration: Mapping[str, Any] | None = None
     _warm: bool = field(default=False, init=False, repr=False)
+    _store_generation: str | None = field(default=None, init=False, repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -142,8 +143,6 @@ class TrustGate:
             root = (getattr(store, "root", None) or getattr(store, "path", None)) if store is not None else None
             cache = str(Path(root) / "nli_cache.sqlite") if root is not None else None
             nli = default_nli(settings, cache_path=cache)
-        if retriever is None and store is not None:
-            retriever = store.retriever(mode=settings.retrieval.mode, top_k=settings.retrieval.top_k)
         return cls(
             settings=settings,
             nli=nli,
@@ -224,6 +223,16 @@ class TrustGate:
     # ------------------------------------------------------------------ stages
     def retrieve(self, question: str) -> tuple[list[RetrievedDoc], list[str]]:
         """Top-K documents for ``question`` and any warnings from the retriever."""
+        if self.store is not None and (self.retriever is None or self._store_generation is not None):
+            # Follow the store: a write (ingest through the server, another process) publishes
+            # a new generation; rebuild the retriever over it instead of serving a stale index.
+            self.store.refresh()
+            generation = self.store.generation
+            if self.retriever is None or generation != self._store_generation:
+                self.retriever = self.store.retriever(
+                    mode=self.settings.retrieval.mode, top_k=self.settings.retrieval.top_k
+                )
+                self._store_generation = generation
         if self.retriever is None:
             raise ConfigError("this TrustGate has no retriever or store: pass documents to screen/verify instead")
         docs = self.retriever.retrieve(question, top_k=self.settings.retrieval.top_k)

@@ -1,4 +1,4 @@
-"""Text utilities shared by every stage: sentence splitting with offsets, word tokens.
+r"""Text utilities shared by every stage: sentence splitting with offsets, word tokens.
 
 Tokenisation (documented once, used everywhere n-grams are counted): text is NFKC-folded,
 lower-cased, and tokens are maximal runs of letters/digits (``\\w`` minus ``_``); each

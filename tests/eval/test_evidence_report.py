@@ -107,9 +107,13 @@ def test_report_metrics_on_a_fixture_corpus(corpus: Path) -> None:
 
 
 def test_report_is_deterministic_and_written(corpus: Path, tmp_path: Path) -> None:
-    first, second = _run(corpus), _run(corpus)
+    cache = tmp_path / "index-cache"
+    first, second = _run(corpus, index_cache=cache), _run(corpus, index_cache=cache)
     strip = lambda r: {k: v for k, v in r.to_dict().items() if k != "provenance"}  # noqa: E731
     assert strip(first) == strip(second)
+    # the second run read the chunk embeddings from the cache
+    assert first.provenance["index_cache"]["hit"] is False and second.provenance["index_cache"]["hit"] is True
+    assert len(list(cache.glob("vectors-*.npy"))) == 1
     md, js = write_evidence_report(first, tmp_path / "out" / "evidence.md")
     assert (md.name, js.name) == ("evidence.md", "evidence.json")
     text = md.read_text(encoding="utf-8")

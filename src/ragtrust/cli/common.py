@@ -73,8 +73,9 @@ def handle_errors(fn: F) -> F:
         except Exception as exc:  # a bug: one line, exit 1, details only with RAGTRUST_DEBUG=1
             if os.environ.get("RAGTRUST_DEBUG"):
                 raise
-            raise fail(f"internal error ({type(exc).__name__}): {exc} (set RAGTRUST_DEBUG=1 for a traceback)",
-                       EXIT_INTERNAL) from None
+            raise fail(
+                f"internal error ({type(exc).__name__}): {exc} (set RAGTRUST_DEBUG=1 for a traceback)", EXIT_INTERNAL
+            ) from None
 
     return wrapper  # type: ignore[return-value]
 

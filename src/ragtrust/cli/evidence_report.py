@@ -32,6 +32,9 @@ def evidence(
     ),
     top_k: int | None = typer.Option(None, "--top-k", min=1, help="Documents retrieved per question (default 5)."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the stress set (default 42)."),
+    index_cache: Path | None = typer.Option(
+        None, "--index-cache", help="Folder to keep the chunk embeddings in; re-runs then skip embedding."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     config: Path | None = ConfigOption,
 ) -> None:
@@ -49,6 +52,7 @@ def evidence(
             items,
             settings=settings,
             command=command,
+            index_cache=index_cache,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
     md, js = write_evidence_report(report, out)

@@ -11,8 +11,11 @@ from ragtrust.documents import Passage
 
 @dataclass(frozen=True)
 class GeneratedAnswer:
-    """A generator's raw output: the text (citations inline as ``[n]`` or ``[url]``) and,
-    when the generator knows them, the citation targets of each sentence."""
+    """A generator's raw output.
+
+    ``text`` carries citations inline as ``[n]`` or ``[url]``; ``sentences`` holds, when the
+    generator knows them, each sentence with its citation targets.
+    """
 
     text: str
     sentences: tuple[tuple[str, tuple[str, ...]], ...] = ()

@@ -435,11 +435,7 @@ def default_nli(settings: Any = None, *, cache_path: str | None = None) -> NLIEn
     threads = 2 if settings is None else settings.models.threads
     batch = 32 if settings is None else settings.models.nli_batch_size
     cache_size = 50_000 if settings is None else settings.models.nli_cache_size
-    model: NLIModel
-    if name == "builtin":
-        model = OnnxNLI(threads=threads, batch_size=batch)
-    else:
-        model = TransformersNLI(model=name)
+    model: NLIModel = OnnxNLI(threads=threads, batch_size=batch) if name == "builtin" else TransformersNLI(model=name)
     return NLIEngine(model, cache_size=cache_size, cache_path=cache_path)
 
 

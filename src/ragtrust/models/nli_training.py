@@ -433,7 +433,7 @@ def main() -> None:  # pragma: no cover - thin entry for background runs
         threads=a.threads,
         device=a.device,
     )
-    train(cfg, log=lambda s: print(s, flush=True))
+    train(cfg, log=lambda s: print(s, flush=True))  # noqa: T201 - the log of a background run
 
 
 def checkpoint_to_hf(checkpoint: str | Path, base_model: str, dest: str | Path) -> Path:

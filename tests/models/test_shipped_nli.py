@@ -1,0 +1,62 @@
+"""The shipped NLI model: loads offline, checksum verified, and gets the sanity cases right."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ragtrust.models.nli import MANIFEST_FILE, OnnxNLI, default_nli
+
+pytestmark = pytest.mark.model
+
+RULE = (
+    "Store user passwords with a slow, salted, adaptive hashing algorithm such as Argon2id, "
+    "bcrypt or scrypt; never store them with a fast hash such as MD5 or SHA-1."
+)
+CASES = [
+    ("The cat sat on the mat.", "A cat is on a mat.", "entailment"),
+    ("Paris is the capital of France.", "Berlin is the capital of France.", "contradiction"),
+    ("The cat sat on the mat.", "The dog is hungry.", "neutral"),
+    (RULE, "Passwords should be stored with a slow salted hash such as Argon2id or bcrypt.", "entailment"),
+    (RULE, "Passwords should be stored with a fast hash such as MD5.", "contradiction"),
+    (
+        "SQL injection is tracked as CWE-89 and is prevented with parameterised queries.",
+        "SQL injection is tracked as CWE-79.",
+        "contradiction",
+    ),
+    (
+        "RSA keys must be at least 2048 bits long.",
+        "RSA keys must be at least 512 bits long.",
+        "contradiction",
+    ),
+]
+LABELS = ("entailment", "neutral", "contradiction")
+
+
+@pytest.fixture(scope="module")
+def model() -> OnnxNLI:
+    m = OnnxNLI()
+    m.warm_up()
+    return m
+
+
+def test_manifest_and_checksum(model: OnnxNLI) -> None:
+    manifest = json.loads(MANIFEST_FILE.read_text())
+    assert manifest["id2label"] == {"0": "entailment", "1": "neutral", "2": "contradiction"}
+    assert (MANIFEST_FILE.parent / manifest["onnx_file"]).stat().st_size <= 30_000_000
+    assert model.model_id == manifest["model_id"]
+
+
+@pytest.mark.parametrize(("premise", "hypothesis", "label"), CASES)
+def test_sanity_cases(model: OnnxNLI, premise: str, hypothesis: str, label: str) -> None:
+    probs = model.predict([(premise, hypothesis)])[0]
+    np.testing.assert_allclose(probs.sum(), 1.0, atol=1e-5)
+    assert LABELS[int(probs.argmax())] == label, dict(zip(LABELS, probs.round(3).tolist(), strict=True))
+
+
+def test_default_engine_uses_shipped_model() -> None:
+    engine = default_nli()
+    assert isinstance(engine.model, OnnxNLI)
+    assert engine.predict([("The cat sat on the mat.", "A cat is on a mat.")]).shape == (1, 3)
