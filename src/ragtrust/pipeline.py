@@ -395,7 +395,9 @@ class TrustGate:
             with watch.stage("postprocess"):
                 grounded = self.guard.apply(generated, passages, context)
                 grounded = postprocess(
-                    grounded, self.settings.evidence, answers_question=evidence_answers_question(question, passages)
+                    grounded,
+                    self.settings.evidence,
+                    answers_question=evidence_answers_question(question, passages, context),
                 )
             warnings.extend(grounded.warnings)
             answer = grounded.text

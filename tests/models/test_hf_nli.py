@@ -61,6 +61,10 @@ def test_onnx_export_matches_torch_and_checks_sha(tiny_nli_dir: Path, tmp_path: 
     onnx_probs = OnnxNLI(manifest_path=str(manifest)).predict(PAIRS)
     torch_probs = TransformersNLI(model=str(tiny_nli_dir)).predict(PAIRS)
     np.testing.assert_allclose(onnx_probs, torch_probs, atol=1e-4)
+    # A hypothesis longer than the window is truncated, never an error.
+    long_pair = [("A short premise.", "word " * 600)]
+    assert OnnxNLI(manifest_path=str(manifest)).predict(long_pair).shape == (1, 3)
+    assert TransformersNLI(model=str(tiny_nli_dir), max_length=128).predict(long_pair).shape == (1, 3)
 
     int8_manifest = package_model(tiny_nli_dir, tmp_path / "int8", quantize=True, max_length=128, model_id="tiny")
     int8 = OnnxNLI(manifest_path=str(int8_manifest)).predict(PAIRS)

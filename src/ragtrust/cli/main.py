@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "ragtrust.cli.evidence",  # align
     "ragtrust.cli.store",  # ingest, scan, vet, quarantine, delete, ledger
     "ragtrust.cli.evaluation",  # attack, eval run / report / calibrate
+    "ragtrust.cli.evidence_report",  # eval evidence (OWASP evidence report)
     "ragtrust.cli.serve",  # serve
 )
 

@@ -718,8 +718,10 @@ def render_markdown(report: EvidenceReport) -> str:
         "",
         "Reading the table: a *partial* passage is kept whole (not truncated) when its fabricated tail "
         "holds less than 1 - t of its n-grams: that is SPEC 6.3's rule, and the residual is what the "
-        "'halluc. after' column measures. A *drift* passage counts as kept when the wrongly claimed chunk "
-        "also holds the text (consecutive chunks overlap by up to 50 tokens).",
+        "'halluc. after' column measures. A *drift* passage is kept or truncated instead of re-attributed "
+        "when the wrongly claimed chunk holds all or part of its text too (consecutive chunks overlap by up "
+        "to 50 tokens, and cheat sheets repeat boilerplate); a *fabricated* or *reworded* passage is "
+        "truncated when a 5-gram of it happens to occur in the claimed chunk.",
         "",
         "## Per question",
         "",

@@ -149,9 +149,9 @@ def sentence_context(document: Document, offset: int, sentences: Sequence[Senten
     seen: set[tuple[str, ...]] = set()
     unique = []
     for part in parts:
-        key = tuple(content_terms(part))
-        if key and key not in seen:
-            seen.add(key)
+        terms = tuple(content_terms(part))
+        if terms and terms not in seen:
+            seen.add(terms)
             unique.append(part)
     return " | ".join(unique)
 

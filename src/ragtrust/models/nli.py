@@ -124,7 +124,7 @@ class OnnxNLI:
         self._perm = label_permutation({int(k): v for k, v in manifest["id2label"].items()})
         self._temperature = float(manifest.get("temperature", 1.0))
         tok = load_tokenizer(manifest_file.parent / manifest["tokenizer_file"], self.max_length)
-        tok.enable_truncation(max_length=self.max_length, strategy="only_first")
+        tok.enable_truncation(max_length=self.max_length, strategy="longest_first")
         self._tokenizer = tok
         self._session = _session(model_file, self.threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
@@ -218,7 +218,7 @@ class TransformersNLI:
                     enc = self._tok(
                         [pairs[i][0] for i in idx],
                         [pairs[i][1] for i in idx],
-                        truncation="only_first",
+                        truncation="longest_first",
                         max_length=self.max_length,
                         padding=True,
                         return_tensors="pt",

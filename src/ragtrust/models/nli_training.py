@@ -269,7 +269,8 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         enc = tokenizer(
             [p.premise for p in batch],
             [p.hypothesis for p in batch],
-            truncation="only_first",
+            # longest_first: a hypothesis longer than the window must not crash the run
+            truncation="longest_first",
             max_length=cfg.max_len,
             padding=True,
             return_tensors="pt",
