@@ -30,8 +30,9 @@ test: install-all browser
 	$(PY) -m pytest -q
 
 lint:
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/ruff format --check src tests bench scripts
+	$(VENV)/bin/mypy --python-executable $(PY) src/ragtrust
 
 bench: install-all
 	$(PY) bench/run_all.py

@@ -65,12 +65,12 @@ def _from_jsonable(tp: Any, value: Any) -> Any:
                 continue
         return value
     if origin is tuple:
-        args = typing.get_args(tp)
-        inner = args[0] if args else Any
+        targs = typing.get_args(tp)
+        inner = targs[0] if targs else Any
         return tuple(_from_jsonable(inner, v) for v in value)
     if origin in (dict, Mapping) or tp in (dict, Mapping):
-        args = typing.get_args(tp)
-        inner = args[1] if len(args) == 2 else Any
+        margs = typing.get_args(tp)
+        inner = margs[1] if len(margs) == 2 else Any
         return {k: _from_jsonable(inner, v) for k, v in value.items()}
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, Mapping):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import click
 import typer
 from rich.table import Table
 from typer.core import TyperGroup
@@ -17,10 +16,11 @@ from ragtrust.errors import InputError
 class _PredictByDefault(TyperGroup):
     """``ragtrust nli P H`` means ``ragtrust nli predict P H``."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["predict", *args]
-        return super().parse_args(ctx, args)
+        result: list[str] = super().parse_args(ctx, args)
+        return result
 
 
 nli_app = typer.Typer(

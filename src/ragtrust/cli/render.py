@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
@@ -24,7 +26,7 @@ def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = 
         f"  (tau {verdict.tau:.2f}, raw {verdict.trust_raw:.3f}, dampener {verdict.dampener:.3f},"
         f" retrieval x{verdict.retrieval_modifier:.2f})"
     )
-    parts: list[object] = [head]
+    parts: list[Any] = [head]
     if verdict.answer:
         parts.append(Text("\nAnswer", style="bold"))
         parts.append(Text(verdict.answer))

@@ -241,7 +241,8 @@ class WindowedPrediction:
     @property
     def row(self) -> npt.NDArray[np.float32]:
         """Probabilities of the chosen window."""
-        return self.probs[self.best]
+        row: npt.NDArray[np.float32] = self.probs[self.best]
+        return row
 
 
 class _PairCache:

@@ -293,7 +293,7 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
     ]
     optim = torch.optim.AdamW(groups, lr=cfg.lr)
-    state = {"step": 0, "total_steps": planned, "elapsed_s": 0.0}
+    state: dict[str, Any] = {"step": 0, "total_steps": planned, "elapsed_s": 0.0}
     if ckpt_path.exists():
         ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)
         model.load_state_dict(ckpt["model"])
@@ -302,11 +302,11 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         log(f"resumed from step {state['step']} of {state['total_steps']}")
 
     def lr_at(step: int) -> float:
-        total = state["total_steps"]
+        total = int(state["total_steps"])
         warm = max(1, int(total * cfg.warmup_frac))
         if step < warm:
             return cfg.lr * (step + 1) / warm
-        return cfg.lr * max(0.0, (total - step) / max(1, total - warm))
+        return float(cfg.lr * max(0.0, (total - step) / max(1, total - warm)))
 
     def save_checkpoint() -> None:
         tmp = ckpt_path.with_suffix(".tmp")
@@ -340,7 +340,7 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         for g in optim.param_groups:
             g["lr"] = lr_at(state["step"])
         optim.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optim.step()
         state["step"] += 1

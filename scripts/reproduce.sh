@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Reproduce every figure in docs/: the shipped NLI model's card, the benchmark harness's
+# paper suite, the OWASP evidence report and the speed benchmarks.
+#
+#   scripts/reproduce.sh model RUN_DIR   # package a trained NLI run (ragtrust nli train --out RUN_DIR)
+#   scripts/reproduce.sh results         # paper suite + evidence report  -> docs/results/
+#   scripts/reproduce.sh bench           # speed benchmarks               -> runs/bench/*.json
+#
+# Data: ../shared/data (or RAGTRUST_DATA_DIR). Everything runs offline on CPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. .venv/bin/activate
+export HF_HUB_OFFLINE=1
+DATA="${RAGTRUST_DATA_DIR:-../shared/data}"
+mkdir -p runs/bench
+
+case "${1:-}" in
+  model)
+    python scripts/nli_release.py --run "$2" --data-dir "$DATA/nli" --out src/ragtrust/models/assets --limit 2000
+    ;;
+  results)
+    ragtrust eval run --suite paper --out runs/paper --data-dir "$DATA"
+    ragtrust eval report runs/paper --out docs/results/paper
+    ragtrust eval evidence --data-dir "$DATA/owasp-cheatsheets" --questions src/ragtrust/data/owasp_questions.jsonl \
+      --index-cache runs/evidence_owasp_index --out docs/results/evidence_owasp
+    ;;
+  bench)
+    python bench/bench_pipeline.py --n 40 --out runs/bench/pipeline.json
+    python bench/bench_nli.py > runs/bench/nli.json
+    python bench/bench_align.py > runs/bench/align.txt
+    python bench/bench_ingest.py --data "$DATA/owasp-cheatsheets" > runs/bench/ingest_owasp.txt
+    python bench/bench_ingest.py --synthetic 100000 --embedder hashing > runs/bench/ingest_synthetic.txt
+    python bench/bench_scan.py --data "$DATA/owasp-cheatsheets" --limit 300 > runs/bench/scan.txt
+    python bench/load.py --build-kb runs/bench/kb-store --clients 20 --duration 60 --timeout 120 --json runs/bench/load.json
+    ;;
+  *)
+    echo "usage: $0 model RUN_DIR | results | bench" >&2
+    exit 2
+    ;;
+esac
