@@ -4,6 +4,7 @@
 #
 #   scripts/reproduce.sh model RUN_DIR   # package a trained NLI run (ragtrust nli train --out RUN_DIR)
 #   scripts/reproduce.sh results         # paper suite + evidence report  -> docs/results/
+#   scripts/reproduce.sh acceptance      # issue-4 screen check + demo    -> docs/results/
 #   scripts/reproduce.sh bench           # speed benchmarks               -> runs/bench/*.json
 #
 # Data: ../shared/data (or RAGTRUST_DATA_DIR). Everything runs offline on CPU.
@@ -24,6 +25,24 @@ case "${1:-}" in
     ragtrust eval evidence --data-dir "$DATA/owasp-cheatsheets" --questions src/ragtrust/data/owasp_questions.jsonl \
       --index-cache runs/evidence_owasp_index --out docs/results/evidence_owasp
     ;;
+  acceptance)
+    # Issue 4: screen five KB rules, two poisoned (appended override, appended contradiction).
+    python - <<'PY'
+import json
+from ragtrust.data.kb import load_knowledge_base
+from ragtrust.demo import DEMO_CONTRADICTION, DEMO_OVERRIDE
+kb = {d.id: d for d in load_knowledge_base()}
+rows = []
+for rank, (doc_id, extra, score) in enumerate([("kb-02", DEMO_OVERRIDE, 0.78), ("kb-03", "", 0.66),
+        ("kb-01", DEMO_CONTRADICTION, 0.52), ("kb-23", "", 0.49), ("kb-14", "", 0.44)]):
+    rows.append({"id": doc_id, "text": kb[doc_id].text + extra, "url": kb[doc_id].url, "score": score})
+with open("runs/screen_acceptance.jsonl", "w") as f:
+    f.writelines(json.dumps(r) + "\n" for r in rows)
+PY
+    ragtrust screen --docs runs/screen_acceptance.jsonl --query "How should passwords be stored?" --json \
+      > docs/results/screen_acceptance.json || true   # exit 3 = flagged, expected here
+    ragtrust demo --json > docs/results/demo.json
+    ;;
   bench)
     python bench/bench_pipeline.py --n 40 --out runs/bench/pipeline.json
     python bench/bench_nli.py > runs/bench/nli.json
@@ -34,7 +53,7 @@ case "${1:-}" in
     python bench/load.py --build-kb runs/bench/kb-store --clients 20 --duration 60 --timeout 120 --json runs/bench/load.json
     ;;
   *)
-    echo "usage: $0 model RUN_DIR | results | bench" >&2
+    echo "usage: $0 model RUN_DIR | results | acceptance | bench" >&2
     exit 2
     ;;
 esac

@@ -15,11 +15,19 @@ RULE = (
     "Store user passwords with a slow, salted, adaptive hashing algorithm such as Argon2id, "
     "bcrypt or scrypt; never store them with a fast hash such as MD5 or SHA-1."
 )
+# Known failures of the shipped model (see its model card): strict xfail, so the test turns
+# red the day a retrained model gets them right and the marker must be removed.
+KNOWN_WEAK = pytest.mark.xfail(strict=True, reason="shipped model (0.48 epoch) misreads this case; see model card")
 CASES = [
     ("The cat sat on the mat.", "A cat is on a mat.", "entailment"),
     ("Paris is the capital of France.", "Berlin is the capital of France.", "contradiction"),
-    ("The cat sat on the mat.", "The dog is hungry.", "neutral"),
-    (RULE, "Passwords should be stored with a slow salted hash such as Argon2id or bcrypt.", "entailment"),
+    pytest.param("The cat sat on the mat.", "The dog is hungry.", "neutral", marks=KNOWN_WEAK),
+    pytest.param(
+        RULE,
+        "Passwords should be stored with a slow salted hash such as Argon2id or bcrypt.",
+        "entailment",
+        marks=KNOWN_WEAK,
+    ),
     (RULE, "Passwords should be stored with a fast hash such as MD5.", "contradiction"),
     (
         "SQL injection is tracked as CWE-89 and is prevented with parameterised queries.",
