@@ -75,6 +75,20 @@ def split_sentences(text: str) -> list[Sentence]:
     return sentences
 
 
+def is_question(sentence: str) -> bool:
+    """A sentence that asks rather than asserts (ends with a question mark)."""
+    return sentence.rstrip(" \t\"')]").endswith("?")
+
+
+def assertions(text: str) -> list[Sentence]:
+    """The sentences of ``text`` that assert something: questions removed.
+
+    NLI contradiction is only meaningful between claims; a question ("What happens if ...?")
+    asserts nothing, and small NLI models read question-vs-answer pairs as contradictions.
+    """
+    return [s for s in split_sentences(text) if not is_question(s.text)]
+
+
 def _append(text: str, start: int, end: int, out: list[Sentence]) -> None:
     while start < end and text[start].isspace():
         start += 1
@@ -84,4 +98,4 @@ def _append(text: str, start: int, end: int, out: list[Sentence]) -> None:
         out.append(Sentence(text[start:end], start, end))
 
 
-__all__ = ["Sentence", "Token", "fold", "split_sentences", "word_tokens", "words"]
+__all__ = ["Sentence", "Token", "assertions", "fold", "is_question", "split_sentences", "word_tokens", "words"]

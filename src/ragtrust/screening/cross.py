@@ -49,7 +49,7 @@ from ragtrust.models.base import CONTRADICTION, NLIModel
 from ragtrust.registry import register
 from ragtrust.screening.base import Signal
 from ragtrust.screening.intra import contradiction_ramp
-from ragtrust.text import words
+from ragtrust.text import assertions, words
 
 _STOP_WORDS = (
     "a an the of to in on at is are was were be been by for with and or as that this it its from not no "
@@ -116,7 +116,8 @@ class CrossConsistencySignal(Signal):
                 for _ in docs
             ]
         n = min(k, self.max_docs)
-        texts = [d.document.text for d in docs[:n]]
+        # questions assert nothing: compare the documents' claims only
+        texts = [" ".join(a.text for a in assertions(d.document.text)) or d.document.text for d in docs[:n]]
         vocab = [content_words(t) for t in texts]
         related = [
             (i, j)

@@ -45,7 +45,7 @@ from ragtrust.errors import ModelError
 from ragtrust.models.base import CONTRADICTION, NLIModel
 from ragtrust.registry import register
 from ragtrust.screening.base import Signal
-from ragtrust.text import Sentence, split_sentences, words
+from ragtrust.text import Sentence, assertions, words
 
 
 def contradiction_ramp(c: float, low: float, high: float) -> float:
@@ -134,7 +134,8 @@ class IntraConsistencySignal(Signal):
         sentences: list[list[Sentence]] = []
         checks: list[_Check] = []
         for i, doc in enumerate(docs):
-            sents = split_sentences(doc.document.text)
+            # questions assert nothing: only claims can contradict each other
+            sents = assertions(doc.document.text)
             sentences.append(sents)
             if len(sents) < 2:
                 results[i] = self.skipped(f"needs at least 2 sentences, found {len(sents)}")
