@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import math
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -60,7 +61,7 @@ def _label_text(names: Sequence[str], values: Sequence[str], extra: str = "") ->
 
 
 @dataclass
-class _Metric:
+class _Metric(ABC):
     name: str
     help: str
     label_names: tuple[str, ...] = ()
@@ -76,22 +77,18 @@ class _Metric:
     def _header(self) -> list[str]:
         return [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} {self.kind}"]
 
+    @abstractmethod
     def render(self) -> list[str]:
         """Exposition lines of this metric."""
-        raise NotImplementedError
 
 
 @dataclass
-class Counter(_Metric):
-    """A monotonically increasing value per label set."""
+class _ScalarMetric(_Metric):
+    """One float per label set: the shared body of counters and gauges."""
 
     _values: dict[tuple[str, ...], float] = field(default_factory=dict, init=False, repr=False)
-    kind = "counter"
 
-    def inc(self, amount: float = 1.0, **labels: str) -> None:
-        """Add ``amount`` (>= 0) to the counter of these labels."""
-        if amount < 0:
-            raise ValueError(f"counter {self.name} cannot decrease (amount={amount})")
+    def _add(self, amount: float, labels: dict[str, str]) -> None:
         key = self._key(labels)
         with self._lock:
             self._values[key] = self._values.get(key, 0.0) + amount
@@ -102,7 +99,7 @@ class Counter(_Metric):
             return self._values.get(self._key(labels), 0.0)
 
     def render(self) -> list[str]:
-        """Exposition lines of this counter."""
+        """Exposition lines of this metric."""
         with self._lock:
             items = sorted(self._values.items())
         lines = self._header()
@@ -111,10 +108,22 @@ class Counter(_Metric):
 
 
 @dataclass
-class Gauge(_Metric):
+class Counter(_ScalarMetric):
+    """A monotonically increasing value per label set."""
+
+    kind = "counter"
+
+    def inc(self, amount: float = 1.0, **labels: str) -> None:
+        """Add ``amount`` (>= 0) to the counter of these labels."""
+        if amount < 0:
+            raise ValueError(f"counter {self.name} cannot decrease (amount={amount})")
+        self._add(amount, labels)
+
+
+@dataclass
+class Gauge(_ScalarMetric):
     """A value that goes up and down per label set."""
 
-    _values: dict[tuple[str, ...], float] = field(default_factory=dict, init=False, repr=False)
     kind = "gauge"
 
     def set(self, value: float, **labels: str) -> None:
@@ -125,26 +134,11 @@ class Gauge(_Metric):
 
     def inc(self, amount: float = 1.0, **labels: str) -> None:
         """Add ``amount`` (may be negative)."""
-        key = self._key(labels)
-        with self._lock:
-            self._values[key] = self._values.get(key, 0.0) + amount
+        self._add(amount, labels)
 
     def dec(self, amount: float = 1.0, **labels: str) -> None:
         """Subtract ``amount``."""
-        self.inc(-amount, **labels)
-
-    def value(self, **labels: str) -> float:
-        """Return the current value (0 for a label set never seen)."""
-        with self._lock:
-            return self._values.get(self._key(labels), 0.0)
-
-    def render(self) -> list[str]:
-        """Exposition lines of this gauge."""
-        with self._lock:
-            items = sorted(self._values.items())
-        lines = self._header()
-        lines += [f"{self.name}{_label_text(self.label_names, k)} {_format_value(v)}" for k, v in items]
-        return lines
+        self._add(-amount, labels)
 
 
 @dataclass
