@@ -142,9 +142,12 @@ def main() -> None:
     report = store.add(docs)
     ingest_s = time.perf_counter() - t
     print(f"ingested {report.total_chunks} chunks in {ingest_s:.1f} s", file=sys.stderr, flush=True)
-    # incremental: edit one document and re-ingest everything
+    # incremental: edit one document and re-ingest everything, from a fresh process's view
+    # (a new Store object parses the store once, as `ragtrust ingest` does)
+    store.close()
     edited = Document(id=docs[0].id, text=docs[0].text + " Edited.", source=docs[0].source, url=docs[0].url)
     t = time.perf_counter()
+    store = Store.open(root, emb)
     store.add([edited, *docs[1:]])
     incremental_s = time.perf_counter() - t
     result = {

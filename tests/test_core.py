@@ -179,3 +179,13 @@ def test_read_text_file_rejects_binary_and_bad_utf8(tmp_path: Path) -> None:
 def test_retrieved_doc_id_shortcut() -> None:
     rd = RetrievedDoc(document=Document(id="x", text="t"), score=0.3)
     assert rd.id == "x" and RetrievedDoc.from_dict(rd.to_dict()) == rd
+
+
+def test_document_from_dict_checks_metadata_and_missing_fields() -> None:
+    assert Document.from_dict({"id": "x", "text": "y", "metadata": None}).metadata == {}
+    with pytest.raises(InputError, match="metadata must be an object"):
+        Document.from_dict({"id": "x", "text": "y", "metadata": [1]})
+    with pytest.raises(InputError, match="text"):
+        Document.from_dict({"id": "x"})
+    with pytest.raises(InputError, match="expected a JSON object"):
+        Document.from_dict(["x"])  # type: ignore[arg-type]

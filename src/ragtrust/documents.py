@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import types
@@ -79,6 +80,12 @@ def _from_jsonable(tp: Any, value: Any) -> Any:
     return value
 
 
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """Resolved field types of a dataclass (resolving them is slow; classes do not change)."""
+    return typing.get_type_hints(cls)
+
+
 class _JsonMixin:
     """``to_dict`` / ``from_dict`` / ``to_json`` for frozen dataclasses."""
 
@@ -96,7 +103,7 @@ class _JsonMixin:
         """Rebuild an object from :meth:`to_dict` output; unknown keys are an error."""
         if not isinstance(data, Mapping):
             raise InputError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
-        hints = typing.get_type_hints(cls)
+        hints = _type_hints(cls)
         known = {f.name for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
         unknown = set(data) - known
         if unknown:
@@ -136,10 +143,37 @@ class Document(_JsonMixin):
         if not self.content_hash:
             object.__setattr__(self, "content_hash", content_hash(self.text))
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Document:
+        """Rebuild a document from :meth:`to_dict` output; unknown keys are an error.
+
+        Same contract as the generic version, without its per-field type dispatch: every
+        field is plain JSON already, and stores read documents by the hundred thousand.
+        """
+        if not isinstance(data, Mapping):
+            raise InputError(f"Document: expected a JSON object, got {type(data).__name__}")
+        unknown = set(data) - _DOCUMENT_FIELDS
+        if unknown:
+            raise InputError(f"Document: unknown field(s) {sorted(unknown)}; expected {sorted(_DOCUMENT_FIELDS)}")
+        kwargs = dict(data)
+        if kwargs.get("metadata") is None:
+            kwargs.pop("metadata", None)
+        elif isinstance(kwargs["metadata"], Mapping):
+            kwargs["metadata"] = dict(kwargs["metadata"])
+        else:
+            raise InputError(f"Document: metadata must be an object, got {type(kwargs['metadata']).__name__}")
+        try:
+            return cls(**kwargs)
+        except TypeError as exc:
+            raise InputError(f"Document: {exc}") from exc
+
     @property
     def cite(self) -> str:
         """The citation target: the URL when known, else the id."""
         return self.url or self.id
+
+
+_DOCUMENT_FIELDS = frozenset(f.name for f in dataclasses.fields(Document) if f.init)
 
 
 @dataclass(frozen=True)

@@ -154,3 +154,24 @@ def test_bad_batches(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(InputError, match="is a file"):
         _open(tmp_path / "file", create=True)
+
+
+def test_cached_segments_follow_updates_deletes_and_compaction(tmp_path: Path) -> None:
+    writer = _open(tmp_path / "s", create=True)
+    docs = [Document(id=f"d{i}", text=f"document number {i} about topic {i % 3}") for i in range(8)]
+    writer.add(docs)
+    reader = _open(tmp_path / "s")
+    assert len(reader) == 8
+    writer.add([Document(id="d0", text="document zero was rewritten")])
+    writer.delete(["d1"])
+    assert reader.refresh()
+    assert reader.get("d0#0").text == "document zero was rewritten"
+    assert "d1#0" not in {d.id for d in reader.documents()}
+    assert len(reader) == len(reader.vectors()) == 7
+    writer.delete([f"d{i}" for i in range(2, 7)])  # enough dead rows to compact
+    assert reader.refresh()
+    assert sorted(d.id for d in reader.documents()) == ["d0#0", "d7#0"]
+    # the rows and vectors still line up after compaction: each chunk finds itself
+    retriever = reader.retriever("dense", top_k=1)
+    assert retriever.retrieve("document zero was rewritten")[0].id == "d0#0"
+    assert set(reader._segments) <= {p.name for p in (tmp_path / "s" / "segments").iterdir()}

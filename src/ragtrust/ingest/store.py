@@ -41,6 +41,7 @@ import os
 import shutil
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,6 +202,9 @@ class Store:
         self.settings = settings
         self._snapshot: _Snapshot | None = None
         self._ledger: Ledger | None = None
+        #: parsed segments by name; a published segment never changes, so a reload after
+        #: a write (or refresh) parses only the segments it has not seen
+        self._segments: dict[str, tuple[list[Document], npt.NDArray[np.float32], list[Document]]] = {}
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -299,7 +303,9 @@ class Store:
         vectors: list[npt.NDArray[np.float32]] = []
         parents: dict[str, Document] = {}
         for name in manifest["segments"]:
-            seg_chunks, seg_vectors, seg_parents = self._read_segment(name)
+            if name not in self._segments:
+                self._segments[name] = self._read_segment(name)
+            seg_chunks, seg_vectors, seg_parents = self._segments[name]
             keep = [i for i, c in enumerate(seg_chunks) if f"{name}/{c.id}" not in deleted]
             chunks.extend(seg_chunks[i] for i in keep)
             segment_of.extend([name] * len(keep))
@@ -307,6 +313,8 @@ class Store:
             for p in seg_parents:
                 if p.id in manifest["parents"] and manifest["parents"][p.id]["hash"] == p.content_hash:
                     parents[p.id] = p
+        for name in set(self._segments) - set(manifest["segments"]):
+            del self._segments[name]
         dim = int(manifest["embedder"]["dim"])
         matrix = np.concatenate(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
         snap = _Snapshot(generation or "", manifest, chunks, matrix.astype(np.float32, copy=False), parents)
@@ -445,10 +453,11 @@ class Store:
                 vectors = self._embed(chunks, progress)
                 segment = self._write_segment(chunks, vectors, new + changed)
                 parents = dict(known)
+                per_parent = Counter(c.metadata["parent_id"] for c in chunks)
                 for d in new + changed:
                     parents[d.id] = {
                         "hash": d.content_hash,
-                        "chunks": sum(1 for c in chunks if c.metadata["parent_id"] == d.id),
+                        "chunks": per_parent[d.id],
                         "source": source or d.source or d.url or d.id,
                         "url": d.url,
                     }
@@ -540,6 +549,7 @@ class Store:
         atomic_write_text(tmp / "parents.jsonl", "".join(p.to_json() + "\n" for p in parents))
         atomic_write_bytes(tmp / "vectors.npy", _npy_bytes(np.ascontiguousarray(vectors, dtype=np.float32)))
         os.replace(tmp, segments / name)
+        self._segments[name] = (list(chunks), np.ascontiguousarray(vectors, dtype=np.float32), list(parents))
         return name
 
     def _publish(
@@ -582,6 +592,8 @@ class Store:
             chunks.extend(seg_chunks[i] for i in keep)
             vectors.append(seg_vectors[keep])
             parents.extend(p for p in seg_parents if manifest["parents"].get(p.id, {}).get("hash") == p.content_hash)
+        for name in set(self._segments) - set(manifest["segments"]):
+            del self._segments[name]
         dim = int(manifest["embedder"]["dim"])
         matrix = np.concatenate(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
         unique_parents = list({p.id: p for p in parents}.values())

@@ -24,7 +24,9 @@ def export_onnx(hf_dir: str | Path, out_file: str | Path, *, opset: int = 17) ->
         from transformers import AutoModelForSequenceClassification
     except ImportError as exc:
         raise MissingDependencyError("ONNX export", 'pip install "ragtrust[train]"') from exc
-    model = AutoModelForSequenceClassification.from_pretrained(str(hf_dir)).eval()
+    # Eager attention exports the plain MatMul/Softmax pattern that ONNX Runtime's
+    # transformer optimizer fuses into one Attention op (the SDPA export is not fused).
+    model = AutoModelForSequenceClassification.from_pretrained(str(hf_dir), attn_implementation="eager").eval()
     model.config.return_dict = False
     out = Path(out_file)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -56,12 +58,39 @@ def export_onnx(hf_dir: str | Path, out_file: str | Path, *, opset: int = 17) ->
     return out
 
 
+def optimize_bert(onnx_file: str | Path, out_file: str | Path, *, num_heads: int, hidden_size: int) -> Path:
+    """Fuse attention, LayerNorm and GELU with ONNX Runtime's transformer optimizer.
+
+    Raises:
+        ModelError: nothing was fused (the graph is not a BERT-style encoder).
+    """
+    from onnxruntime.transformers import optimizer
+
+    model = optimizer.optimize_model(
+        str(onnx_file), model_type="bert", num_heads=num_heads, hidden_size=hidden_size, opt_level=1
+    )
+    fused = model.get_fused_operator_statistics()
+    if not fused.get("Attention"):
+        raise ModelError(f"the optimizer fused no attention in {onnx_file}: {fused}")
+    out = Path(out_file)
+    model.save_model_to_file(str(out))
+    return out
+
+
 def quantize_int8(fp32_file: str | Path, int8_file: str | Path) -> Path:
     """Dynamic int8 quantisation (per-channel weights) with ONNX Runtime."""
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     out = Path(int8_file)
-    quantize_dynamic(str(fp32_file), str(out), per_channel=True, weight_type=QuantType.QInt8)
+    quantize_dynamic(
+        str(fp32_file),
+        str(out),
+        per_channel=True,
+        weight_type=QuantType.QInt8,
+        # fused ops (com.microsoft domain) defeat shape inference; their tensors are float
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+    )
     return out
 
 
@@ -100,15 +129,24 @@ def package_model(
     max_length: int = 256,
     model_id: str = "ragtrust/nli-minilm-l6-int8",
     quantize: bool = True,
+    optimize: bool = True,
     extra: dict[str, Any] | None = None,
 ) -> Path:
-    """Export + (optionally) quantise + manifest: a directory :class:`OnnxNLI` can load."""
+    """Export + fuse + (optionally) quantise + manifest: a directory :class:`OnnxNLI` can load."""
     hf = Path(hf_dir)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     config = json.loads((hf / "config.json").read_text())
     id2label = {int(k): v for k, v in config["id2label"].items()}
     fp32 = export_onnx(hf, out / "nli-fp32.onnx")
+    if optimize:
+        fused = optimize_bert(
+            fp32,
+            out / "nli-fp32-fused.onnx",
+            num_heads=config["num_attention_heads"],
+            hidden_size=config["hidden_size"],
+        )
+        fused.replace(fp32)
     final = out / "nli-int8.onnx" if quantize else fp32
     if quantize:
         quantize_int8(fp32, final)
@@ -128,4 +166,4 @@ def package_model(
     )
 
 
-__all__ = ["export_onnx", "package_model", "quantize_int8", "write_manifest"]
+__all__ = ["export_onnx", "optimize_bert", "package_model", "quantize_int8", "write_manifest"]

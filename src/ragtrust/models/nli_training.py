@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragtrust.errors import InputError
+
 LABELS: tuple[str, str, str] = ("entailment", "neutral", "contradiction")
 LABEL_TO_ID = {name: i for i, name in enumerate(LABELS)}
 #: label id used for pairs that only say "not entailment" (2-way data, HaluEval)
@@ -61,6 +63,11 @@ class TrainConfig:
     device: str = "cpu"
     derived_context: int = 12000
     derived_numbers: int = 8000
+    derived_unrelated: int = 8000
+    derived_negation: int = 8000
+    derived_clause: int = 8000
+    #: warm start: an HF model folder of an earlier run (fresh optimizer and schedule)
+    init_from: str | None = None
     halueval_summary_max_chars: int = 1400
     log_every: int = 50
     extra: dict[str, Any] = field(default_factory=dict)
@@ -116,13 +123,58 @@ def _change_number(sentence: str, rng: random.Random) -> str | None:
     return sentence[: m.start(1)] + new + sentence[m.end(1) :]
 
 
+# Rule-based negation of a declarative sentence: the first auxiliary or modal gets "not"
+# (or loses it), "always" and "never" swap. Pattern -> replacement, tried in order.
+_NEGATIONS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b(must|should|can|will|may|would|could) not\b"), r"\1"),
+    (re.compile(r"\b(cannot)\b"), "can"),
+    (re.compile(r"\b(is|are|was|were|has|have|had) not\b"), r"\1"),
+    (re.compile(r"\bnever\b"), "always"),
+    (re.compile(r"\balways\b"), "never"),
+    (re.compile(r"\b(must|should|will|may|would|could)\b"), r"\1 not"),
+    (re.compile(r"\bcan\b"), "cannot"),
+    (re.compile(r"\b(is|are|was|were)\b"), r"\1 not"),
+)
+# a sentence end: two lower-case letters before the stop (so "S. Purdum" or "U.S." do not split)
+_SENTENCE_END = re.compile(r"(?<=[a-z]{2}[.!?])\s+(?=[A-Z])")
+
+
+def negate(sentence: str) -> str | None:
+    """Flip the polarity of the first negatable verb phrase; None when there is none."""
+    for pattern, repl in _NEGATIONS:
+        new, n = pattern.subn(repl, sentence, count=1)
+        if n:
+            return new
+    return None
+
+
+def _clauses(premise: str) -> list[str]:
+    """Independent pieces of a premise: its sentences, and the halves of a "; " sentence."""
+    pieces: list[str] = []
+    for sentence in _SENTENCE_END.split(premise.strip()):
+        pieces.extend(part.strip() for part in sentence.split("; "))
+    cleaned = []
+    for piece in pieces:
+        if len(piece) < 25 or len(piece.split()) < 5:
+            continue
+        piece = piece[0].upper() + piece[1:]
+        cleaned.append(piece if piece[-1] in ".!?" else piece + ".")
+    return cleaned
+
+
 def derive_rag_pairs(base: list[Pair], cfg: TrainConfig, rng: random.Random) -> list[Pair]:
     """Derive RAG-shaped pairs from the sentence-level training data.
 
     * context: the premise is hidden among 1-2 premises of other pairs (different topics),
       so the model learns that extra, unrelated context keeps the original label;
     * numbers: a premise sentence vs itself (entailment) or with one number changed
-      (contradiction), the signature of an in-place entity swap.
+      (contradiction), the signature of an in-place entity swap;
+    * unrelated: a premise vs the hypothesis of another, random pair (neutral): an answer
+      about something the passage does not mention;
+    * negation: a premise sentence vs the same sentence with its polarity flipped
+      (contradiction), the signature of a reversed rule;
+    * clause: a multi-sentence premise vs one of its sentences or "; " halves (entailment):
+      a restatement of part of a passage.
     """
     derived: list[Pair] = []
     pool = [p for p in base if p.label != NOT_ENTAILMENT and 40 <= len(p.premise) <= 400]
@@ -145,6 +197,32 @@ def derive_rag_pairs(base: list[Pair], cfg: TrainConfig, rng: random.Random) -> 
             derived.append(Pair(sentence, changed, LABEL_TO_ID["contradiction"], "derived_number"))
         else:
             derived.append(Pair(sentence, sentence, LABEL_TO_ID["entailment"], "derived_number"))
+        made += 1
+    for _ in range(cfg.derived_unrelated):
+        target, other = rng.choice(pool), rng.choice(base)
+        if other.premise != target.premise:
+            derived.append(Pair(target.premise, other.hypothesis, LABEL_TO_ID["neutral"], "derived_unrelated"))
+    short = [p.premise for p in pool if len(p.premise) <= 250]
+    made = attempts = 0
+    while made < cfg.derived_negation and short and attempts < cfg.derived_negation * 5:
+        attempts += 1
+        sentence = rng.choice(short)
+        flipped = negate(sentence)
+        if flipped is None or flipped == sentence:
+            continue
+        if rng.random() < 0.5:
+            derived.append(Pair(sentence, flipped, LABEL_TO_ID["contradiction"], "derived_negation"))
+        else:
+            derived.append(Pair(flipped, sentence, LABEL_TO_ID["contradiction"], "derived_negation"))
+        made += 1
+    made = attempts = 0
+    while made < cfg.derived_clause and pool and attempts < cfg.derived_clause * 5:
+        attempts += 1
+        premise = rng.choice(base).premise
+        pieces = _clauses(premise)
+        if len(pieces) < 2:
+            continue
+        derived.append(Pair(premise, rng.choice(pieces), LABEL_TO_ID["entailment"], "derived_clause"))
         made += 1
     return derived
 
@@ -181,7 +259,8 @@ def build_dataset(cfg: TrainConfig) -> tuple[list[Pair], list[Pair], dict[str, i
     halu = read_halueval(Path(cfg.halueval_dir), cfg) if cfg.halueval_dir else []
     pairs = base + derived + halu
     rng.shuffle(pairs)
-    n_val = max(500, int(len(pairs) * cfg.val_frac))
+    # at least 500 validation pairs, but never more than a fifth of a (small) dataset
+    n_val = min(max(500, int(len(pairs) * cfg.val_frac)), len(pairs) // 5)
     val, train = pairs[:n_val], pairs[n_val:]
     counts: dict[str, int] = {}
     for p in train:
@@ -255,11 +334,13 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
     device = torch.device(cfg.device)
 
     train_pairs, val_pairs, counts = build_dataset(cfg)
+    if not train_pairs or not any(p.label < 3 for p in val_pairs):
+        raise InputError(f"{cfg.data_dir}: too few labelled pairs to train on ({len(train_pairs)} train)")
     log(f"train pairs: {len(train_pairs)} {counts}; validation pairs: {len(val_pairs)}")
     tokenizer = AutoTokenizer.from_pretrained(cfg.base_model)
     ckpt_path = out / "checkpoint.pt"
     model = AutoModelForSequenceClassification.from_pretrained(
-        cfg.base_model,
+        cfg.init_from or cfg.base_model,
         num_labels=3,
         id2label=dict(enumerate(LABELS)),
         label2id=LABEL_TO_ID,
@@ -422,6 +503,8 @@ def main() -> None:  # pragma: no cover - thin entry for background runs
     ap.add_argument("--epochs", type=float, default=3.0)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--init-from", help="warm start from an earlier run's final/ folder")
+    ap.add_argument("--lr", type=float, default=5e-5)
     a = ap.parse_args()
     cfg = TrainConfig(
         data_dir=a.data_dir,
@@ -433,6 +516,8 @@ def main() -> None:  # pragma: no cover - thin entry for background runs
         epochs=a.epochs,
         threads=a.threads,
         device=a.device,
+        init_from=a.init_from,
+        lr=a.lr,
     )
     train(cfg, log=lambda s: print(s, flush=True))  # noqa: T201 - the log of a background run
 
