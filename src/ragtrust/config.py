@@ -111,7 +111,9 @@ class RetrievalConfig(_Section):
 class ModelsConfig(_Section):
     """Model choices: ``builtin`` means the models shipped with or installed for ragtrust."""
 
-    nli: str = Field("builtin", description="'builtin' (shipped int8 ONNX) or an HF model id / local path")
+    nli: str = Field(
+        "builtin", description="'builtin' (shipped int8 ONNX), an exported ONNX folder, or an HF model id / local path"
+    )
     embedder: str = Field("builtin", description="'builtin' (packaged MiniLM int8 ONNX) or an HF model id / path")
     threads: int = Field(2, ge=1)
     nli_batch_size: int = Field(32, ge=1)

@@ -102,3 +102,34 @@ def test_missing_transformers_gives_install_hint(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(MissingDependencyError, match=r"ragtrust\[train\]"):
         TransformersNLI(model="facebook/bart-large-mnli").warm_up()
+
+
+def test_default_nli_loads_an_exported_onnx_folder(tiny_nli_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    from ragtrust.config import load_settings
+    from ragtrust.models.export import package_model
+    from ragtrust.models.nli import default_nli
+
+    manifest = package_model(tiny_nli_dir, tmp_path / "onnx", quantize=False, max_length=128, model_id="tiny")
+    for name in (str(manifest.parent), str(manifest)):
+        engine = default_nli(load_settings(env={}, overrides={"models": {"nli": name}}))
+        assert isinstance(engine.model, OnnxNLI)
+        assert engine.predict(PAIRS).shape == (3, 3)
+        assert engine.model.model_id == "tiny" and engine.model.fingerprint.startswith("tiny@")
+
+
+def test_persisted_cache_is_keyed_by_the_model_file(tiny_nli_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    from ragtrust.models.export import package_model
+
+    cache = str(tmp_path / "nli-cache.sqlite")
+    fp32 = package_model(tiny_nli_dir, tmp_path / "a", quantize=False, max_length=128, model_id="same-id")
+    int8 = package_model(tiny_nli_dir, tmp_path / "b", quantize=True, max_length=128, model_id="same-id")
+    first = NLIEngine(OnnxNLI(manifest_path=str(fp32)), cache_path=cache)
+    first.predict(PAIRS)
+    again = NLIEngine(OnnxNLI(manifest_path=str(fp32)), cache_path=cache)
+    again.predict(PAIRS)
+    assert again.cache_hits == len(PAIRS)  # same file: served from the persisted cache
+    other = NLIEngine(OnnxNLI(manifest_path=str(int8)), cache_path=cache)
+    other.predict(PAIRS)
+    assert other.cache_hits == 0  # same model id, another file: never the first one's results

@@ -103,6 +103,9 @@ class OnnxNLI:
     verify_checksum: bool = True
     model_id: str = "ragtrust/nli-minilm-l6-int8"
     max_length: int = 256
+    #: model id plus the ONNX file's sha256 prefix (set on load): keys the pair cache, so a
+    #: retrained or replaced model never reads another model's cached results
+    fingerprint: str = field(default="", init=False)
     _session: Any = field(default=None, init=False, repr=False)
     _tokenizer: Any = field(default=None, init=False, repr=False)
     _perm: list[int] = field(default_factory=lambda: [0, 1, 2], init=False, repr=False)
@@ -120,6 +123,7 @@ class OnnxNLI:
         if self.verify_checksum and sha256_file(model_file) != manifest["sha256"]:
             raise ModelError(f"{model_file}: sha256 does not match the manifest; the file is corrupt or was replaced")
         self.model_id = manifest.get("model_id", self.model_id)
+        self.fingerprint = f"{self.model_id}@{manifest['sha256'][:16]}"
         self.max_length = int(manifest.get("max_length", self.max_length))
         self._perm = label_permutation({int(k): v for k, v in manifest["id2label"].items()})
         self._temperature = float(manifest.get("temperature", 1.0))
@@ -340,8 +344,10 @@ class NLIEngine:
 
     def _cache_obj(self) -> _PairCache:
         if self._cache is None:
+            self.warm_up()  # the fingerprint is known once the model is loaded
             path = Path(self.cache_path) if self.cache_path else None
-            self._cache = _PairCache(self.cache_size, path, self.model_id)
+            key = str(getattr(self.model, "fingerprint", "") or self.model_id)
+            self._cache = _PairCache(self.cache_size, path, key)
         return self._cache
 
     def _count(self) -> Callable[[str], int]:
@@ -431,12 +437,26 @@ class NLIEngine:
 
 
 def default_nli(settings: Any = None, *, cache_path: str | None = None) -> NLIEngine:
-    """The NLI engine named by ``settings.models.nli``: 'builtin' or an HF id / local path."""
+    """The NLI engine named by ``settings.models.nli``.
+
+    'builtin' is the shipped int8 model; a folder holding ``nli_manifest.json`` (or the
+    manifest itself) is an ONNX model exported by ``ragtrust nli export``; anything else is
+    a Hugging Face model id or checkpoint folder, served by :class:`TransformersNLI`.
+    """
     name = "builtin" if settings is None else settings.models.nli
     threads = 2 if settings is None else settings.models.threads
     batch = 32 if settings is None else settings.models.nli_batch_size
     cache_size = 50_000 if settings is None else settings.models.nli_cache_size
-    model: NLIModel = OnnxNLI(threads=threads, batch_size=batch) if name == "builtin" else TransformersNLI(model=name)
+    model: NLIModel
+    if name == "builtin":
+        model = OnnxNLI(threads=threads, batch_size=batch)
+    elif name.endswith(".json") or (Path(name).expanduser() / MANIFEST_FILE.name).is_file():
+        # an exported ONNX model (``ragtrust nli export``): its folder or its manifest
+        manifest = Path(name).expanduser()
+        manifest = manifest if manifest.suffix == ".json" else manifest / MANIFEST_FILE.name
+        model = OnnxNLI(manifest_path=str(manifest), threads=threads, batch_size=batch)
+    else:
+        model = TransformersNLI(model=name)
     return NLIEngine(model, cache_size=cache_size, cache_path=cache_path)
 
 
