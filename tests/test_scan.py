@@ -135,3 +135,17 @@ def test_ray_engine_gives_identical_flags() -> None:
     assert [r.poison_probability for r in distributed.rows] == pytest.approx([r.poison_probability for r in local.rows])
     assert [[w.id for w in r.witnesses] for r in distributed.rows] == [[w.id for w in r.witnesses] for r in local.rows]
     assert distributed.engine == "ray" and {r.id for r in distributed.suspicious()} == {"doc-6", "doc-7", "doc-0"}
+
+
+def test_actor_thread_limit_reaches_wrapped_models() -> None:
+    from ragtrust.models.embedder import OnnxEmbedder
+    from ragtrust.models.nli import NLIEngine, OnnxNLI
+    from ragtrust.scan import _limit_threads
+    from ragtrust.screening.intra import IntraConsistencySignal
+
+    engine = NLIEngine(OnnxNLI(threads=2))
+    signal = IntraConsistencySignal(nli=engine)
+    embedder = OnnxEmbedder(threads=2)
+    for model in (signal, embedder):
+        _limit_threads(model, 1)
+    assert engine.model.threads == 1 and embedder.threads == 1  # type: ignore[attr-defined]

@@ -421,12 +421,34 @@ def ensure_ray(num_cpus: int | None = None) -> Any:
     return ray
 
 
+def _limit_threads(obj: Any, threads: int, seen: set[int] | None = None) -> None:
+    """Set ``threads`` on a model and the models it wraps (before they open a session).
+
+    Each actor's ONNX Runtime session would otherwise take the configured thread count, and
+    N actors x T threads on fewer cores only fight each other.
+    """
+    seen = set() if seen is None else seen
+    if obj is None or id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(getattr(obj, "threads", None), int):
+        obj.threads = threads
+    for attr in ("model", "nli", "embedder"):
+        _limit_threads(getattr(obj, attr, None), threads, seen)
+
+
+def _actor_threads(n_workers: int) -> int:
+    return max(1, (os.cpu_count() or 1) // max(1, n_workers))
+
+
 class _StageOneActor:
     """Ray actor: runs the signals and the embedder on document batches (models warmed once)."""
 
-    def __init__(self, signals: Sequence[Signal], embedder: Embedder | None) -> None:
+    def __init__(self, signals: Sequence[Signal], embedder: Embedder | None, threads: int = 1) -> None:
         self.signals = list(signals)
         self.embedder = embedder
+        for model in (*self.signals, embedder):
+            _limit_threads(model, threads)
         for s in self.signals:
             s.warm_up()
         warm = getattr(embedder, "warm_up", None)
@@ -451,8 +473,9 @@ class _StageOneActor:
 class _NLIActor:
     """Ray actor: NLI on pair batches, both directions (the model warmed once)."""
 
-    def __init__(self, nli: NLIModel) -> None:
+    def __init__(self, nli: NLIModel, threads: int = 1) -> None:
         self.nli = nli
+        _limit_threads(nli, threads)
         warm = getattr(nli, "warm_up", None)
         if callable(warm):
             warm()
@@ -492,7 +515,7 @@ def _ray_stage_one(
     items = [{"i": i, "doc": d.to_json()} for i, d in enumerate(docs)]
     ds = ray.data.from_items(items).map_batches(
         _StageOneActor,
-        fn_constructor_kwargs={"signals": list(signals), "embedder": embedder},
+        fn_constructor_kwargs={"signals": list(signals), "embedder": embedder, "threads": _actor_threads(n_workers)},
         batch_size=batch_size,
         compute=ray.data.ActorPoolStrategy(size=n_workers),
         num_cpus=0.5,
@@ -523,12 +546,13 @@ def _ray_nli(
     if not pairs:
         return {}
     ray = ensure_ray()
+    n_workers = _workers(workers, ray)
     items = [{"a": i, "b": j, "a_text": texts[i], "b_text": texts[j]} for i, j in pairs]
     ds = ray.data.from_items(items).map_batches(
         _NLIActor,
-        fn_constructor_kwargs={"nli": nli},
+        fn_constructor_kwargs={"nli": nli, "threads": _actor_threads(n_workers)},
         batch_size=batch_size,
-        compute=ray.data.ActorPoolStrategy(size=_workers(workers, ray)),
+        compute=ray.data.ActorPoolStrategy(size=n_workers),
         num_cpus=0.5,
         batch_format="numpy",
     )

@@ -129,7 +129,7 @@ def train_cmd(
         None, "--init-from", help="Warm start from an earlier run's final/ folder (fresh optimizer and schedule)."
     ),
     derived_unrelated: int = typer.Option(8000, "--derived-unrelated", help="Passage vs another pair's hypothesis."),
-    derived_negation: int = typer.Option(8000, "--derived-negation", help="Sentence vs its negation."),
+    derived_negation: int = typer.Option(5000, "--derived-negation", help="Sentence vs its negation."),
     derived_clause: int = typer.Option(8000, "--derived-clause", help="Passage vs one of its sentences."),
 ) -> None:
     """Fine-tune the packaged MiniLM as a 3-way NLI cross-encoder (needs ragtrust[train])."""

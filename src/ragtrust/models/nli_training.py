@@ -64,7 +64,7 @@ class TrainConfig:
     derived_context: int = 12000
     derived_numbers: int = 8000
     derived_unrelated: int = 8000
-    derived_negation: int = 8000
+    derived_negation: int = 5000
     derived_clause: int = 8000
     #: warm start: an HF model folder of an earlier run (fresh optimizer and schedule)
     init_from: str | None = None
@@ -148,14 +148,18 @@ def negate(sentence: str) -> str | None:
     return None
 
 
+_CLAUSE_SPLIT = re.compile(r";\s+|,\s+(?:but|and|while|whereas)\s+")
+_NEGATION_WORD = re.compile(r"\b(?:not|never|no|cannot|without)\b|n't\b", re.IGNORECASE)
+
+
 def _clauses(premise: str) -> list[str]:
-    """Independent pieces of a premise: its sentences, and the halves of a "; " sentence."""
+    """Independent pieces of a premise: its sentences, split again at "; " and ", but/and ..."."""
     pieces: list[str] = []
     for sentence in _SENTENCE_END.split(premise.strip()):
-        pieces.extend(part.strip() for part in sentence.split("; "))
+        pieces.extend(part.strip() for part in _CLAUSE_SPLIT.split(sentence))
     cleaned = []
     for piece in pieces:
-        if len(piece) < 25 or len(piece.split()) < 5:
+        if len(piece) < 25 or len(piece.split()) < 5 or piece.endswith("?"):
             continue
         piece = piece[0].upper() + piece[1:]
         cleaned.append(piece if piece[-1] in ".!?" else piece + ".")
@@ -215,15 +219,29 @@ def derive_rag_pairs(base: list[Pair], cfg: TrainConfig, rng: random.Random) -> 
         else:
             derived.append(Pair(flipped, sentence, LABEL_TO_ID["contradiction"], "derived_negation"))
         made += 1
-    made = attempts = 0
-    while made < cfg.derived_clause and pool and attempts < cfg.derived_clause * 5:
-        attempts += 1
-        premise = rng.choice(base).premise
-        pieces = _clauses(premise)
-        if len(pieces) < 2:
-            continue
-        derived.append(Pair(premise, rng.choice(pieces), LABEL_TO_ID["entailment"], "derived_clause"))
-        made += 1
+    if cfg.derived_clause:
+        # Half of the clause pairs come from premises where another clause carries a
+        # negation the chosen one lacks ("use A; never use B" -> "use A"): a negation word
+        # in only one side must not by itself mean contradiction (the negation pairs above
+        # would otherwise teach exactly that shortcut).
+        split = {}
+        for premise in dict.fromkeys(p.premise for p in base):
+            pieces = _clauses(premise)
+            if len(pieces) >= 2:
+                split[premise] = pieces
+        plain = list(split)
+        negated = [
+            (premise, [c for c in pieces if not _NEGATION_WORD.search(c)])
+            for premise, pieces in split.items()
+            if any(_NEGATION_WORD.search(c) for c in pieces) and not all(_NEGATION_WORD.search(c) for c in pieces)
+        ]
+        for k in range(cfg.derived_clause if plain else 0):
+            if k % 2 and negated:
+                premise, choices = rng.choice(negated)
+            else:
+                premise = rng.choice(plain)
+                choices = split[premise]
+            derived.append(Pair(premise, rng.choice(choices), LABEL_TO_ID["entailment"], "derived_clause"))
     return derived
 
 
@@ -425,7 +443,7 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optim.step()
         state["step"] += 1
-        running += float(loss)
+        running += float(loss.detach())
         seen += 1
         now = time.monotonic()
         state["elapsed_s"] = now - start
@@ -506,8 +524,8 @@ def main() -> None:  # pragma: no cover - thin entry for background runs
     ap.add_argument("--init-from", help="warm start from an earlier run's final/ folder")
     ap.add_argument("--lr", type=float, default=5e-5)
     ap.add_argument("--seed", type=int, default=42)
-    for name in ("unrelated", "negation", "clause"):
-        ap.add_argument(f"--derived-{name}", type=int, default=8000)
+    for name, default in (("unrelated", 8000), ("negation", 5000), ("clause", 8000)):
+        ap.add_argument(f"--derived-{name}", type=int, default=default)
     a = ap.parse_args()
     cfg = TrainConfig(
         data_dir=a.data_dir,
