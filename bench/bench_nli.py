@@ -46,8 +46,23 @@ def main() -> None:
     ap.add_argument("--fp32-manifest", help="fp32 ONNX export manifest for the fp32 rows")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--n", type=int, default=256)
+    ap.add_argument(
+        "--real",
+        help="also time the first --n pairs of this NLI JSONL (their natural lengths, batch 32, length-sorted)",
+    )
     args = ap.parse_args()
-    results: dict[str, object] = {"machine": f"{platform.processor() or platform.machine()}, {args.threads} threads"}
+    real: list[tuple[str, str]] = []
+    if args.real:
+        with open(args.real, encoding="utf-8") as handle:
+            for line in handle:
+                row = json.loads(line)
+                real.append((row["premise"], row["hypothesis"]))
+                if len(real) >= args.n:
+                    break
+    results: dict[str, object] = {
+        "machine": f"{platform.processor() or platform.machine()}, {args.threads} threads",
+        "real_pairs": f"first {len(real)} pairs of {args.real}" if real else None,
+    }
     models: dict[str, object] = {"onnx-int8": OnnxNLI(threads=args.threads)}
     if args.fp32_manifest:
         models["onnx-fp32"] = OnnxNLI(manifest_path=args.fp32_manifest, threads=args.threads)
@@ -63,6 +78,8 @@ def main() -> None:
                 n = 64 if batch == 1 else args.n
                 pairs = make_pairs(tokens, n)
                 results[f"{name} len{tokens} batch{batch} pairs/s"] = round(rate(model, pairs, batch), 1)
+        if real:
+            results[f"{name} real pairs batch32 pairs/s"] = round(rate(model, real, 32), 1)
         results[f"{name} peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     probe = make_pairs(128, 4)
     results["int8 agrees with first other model"] = (

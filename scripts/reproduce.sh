@@ -45,11 +45,11 @@ PY
     ;;
   bench)
     python bench/bench_pipeline.py --n 40 --out runs/bench/pipeline.json
-    python bench/bench_nli.py > runs/bench/nli.json
+    python bench/bench_nli.py --real "$DATA/nli/test/snli_test.jsonl" > runs/bench/nli.json
     python bench/bench_align.py > runs/bench/align.txt
     python bench/bench_ingest.py --data "$DATA/owasp-cheatsheets" > runs/bench/ingest_owasp.txt
     python bench/bench_ingest.py --synthetic 100000 --embedder hashing > runs/bench/ingest_synthetic.txt
-    python bench/bench_scan.py --data "$DATA/owasp-cheatsheets" --limit 300 > runs/bench/scan.txt
+    python bench/bench_scan.py --data "$DATA/owasp-cheatsheets" --limit 60 > runs/bench/scan.txt
     python bench/load.py --build-kb runs/bench/kb-store --clients 20 --duration 60 --timeout 120 --json runs/bench/load.json
     ;;
   *)
