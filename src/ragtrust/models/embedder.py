@@ -10,6 +10,8 @@
 Example:
     >>> emb = OnnxEmbedder()          # cheap: nothing is loaded yet
     >>> emb.model_id
+    'sentence-transformers/all-MiniLM-L6-v2 (int8 onnx, 256-token windows)'
+    >>> OnnxEmbedder(max_windows=1).model_id
     'sentence-transformers/all-MiniLM-L6-v2 (int8 onnx)'
 """
 
@@ -26,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtrust.errors import MissingDependencyError, ModelError
+from ragtrust.errors import ConfigError, MissingDependencyError, ModelError
 from ragtrust.registry import register
 
 ASSETS = Path(__file__).parent / "assets"
@@ -94,7 +96,11 @@ class OnnxEmbedder:
         tokenizer_path: a ``tokenizer.json``; default: the MiniLM tokenizer in ragtrust.
         threads: ONNX Runtime intra-op threads.
         batch_size: texts per inference call (length-sorted).
-        max_length: token limit per text (MiniLM was trained with 256).
+        max_length: tokens per window (MiniLM was trained with 256).
+        max_windows: a longer text (a 512-token chunk) is read in up to this many windows of
+            ``max_length`` tokens overlapping by ``window_stride``; its embedding pools the
+            tokens of every window, so the end of a chunk is searchable too. 1 = truncate.
+        window_stride: tokens shared by consecutive windows.
     """
 
     model_path: str | None = None
@@ -102,13 +108,25 @@ class OnnxEmbedder:
     threads: int = 2
     batch_size: int = 64
     max_length: int = 256
+    max_windows: int = 4
+    window_stride: int = 32
     cache_size: int = 20_000
-    model_id: str = "sentence-transformers/all-MiniLM-L6-v2 (int8 onnx)"
+    model_id: str = ""
     dim: int = 384
     _session: Any = field(default=None, init=False, repr=False)
     _tokenizer: Any = field(default=None, init=False, repr=False)
     _cache: OrderedDict[str, npt.NDArray[np.float32]] = field(default_factory=OrderedDict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        """Name the model; the windowing setting is part of the id.
+
+        Windowing changes the vectors of long texts, so a store built with the other setting
+        refuses to mix its vectors with these.
+        """
+        if not self.model_id:
+            windows = f", {self.max_length}-token windows" if self.max_windows > 1 else ""
+            self.model_id = f"sentence-transformers/all-MiniLM-L6-v2 (int8 onnx{windows})"
 
     def _resolve_model(self) -> Path:
         if self.model_path:
@@ -127,14 +145,18 @@ class OnnxEmbedder:
     def warm_up(self) -> None:
         """Load the tokenizer and the ONNX session (idempotent)."""
         if self._session is None:
-            self._tokenizer = load_tokenizer(Path(self.tokenizer_path or TOKENIZER_FILE), self.max_length)
+            _ = self.tokenizer
             self._session = _session(self._resolve_model(), self.threads)
 
     @property
     def tokenizer(self) -> Any:
-        """The ``tokenizers.Tokenizer`` (loads on first use)."""
+        """The ``tokenizers.Tokenizer`` (loads on first use; overflow windows enabled)."""
         if self._tokenizer is None:
-            self._tokenizer = load_tokenizer(Path(self.tokenizer_path or TOKENIZER_FILE), self.max_length)
+            if not 0 <= self.window_stride < self.max_length // 2:
+                raise ConfigError(f"window_stride must be in [0, {self.max_length // 2}), got {self.window_stride}")
+            tok = load_tokenizer(Path(self.tokenizer_path or TOKENIZER_FILE), self.max_length)
+            tok.enable_truncation(max_length=self.max_length, stride=self.window_stride)
+            self._tokenizer = tok
         return self._tokenizer
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -169,19 +191,28 @@ class OnnxEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        windows: list[tuple[int, Any]] = []  # (text index, encoding of one window)
+        for i, encoding in enumerate(self._tokenizer.encode_batch(list(texts))):
+            windows.append((i, encoding))
+            windows.extend((i, extra) for extra in encoding.overflowing[: max(0, self.max_windows - 1)])
+        # token sums per text over all its windows; mean pooling = sum / count
+        sums = np.zeros((len(texts), self.dim), dtype=np.float64)
+        counts = np.zeros(len(texts), dtype=np.float64)
+        order = sorted(range(len(windows)), key=lambda k: len(windows[k][1].ids))
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]
-            feeds = _pad([encodings[i] for i in idx])
+            feeds = _pad([windows[k][1] for k in idx])
             try:
                 (hidden,) = self._session.run(["last_hidden_state"], feeds)
             except Exception as exc:
                 raise ModelError(f"embedding inference failed: {exc}") from exc
             mask = feeds["attention_mask"][..., None].astype(np.float32)
-            pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            out[idx] = pooled / np.clip(norms, 1e-12, None)
+            owners = np.array([windows[k][0] for k in idx])
+            np.add.at(sums, owners, (hidden * mask).sum(axis=1))
+            np.add.at(counts, owners, mask.sum(axis=(1, 2)))
+        pooled = sums / np.clip(counts, 1e-9, None)[:, None]
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        out[:] = pooled / np.clip(norms, 1e-12, None)
         return out
 
 

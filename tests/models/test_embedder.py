@@ -1,0 +1,47 @@
+"""The packaged MiniLM embedder: unit norm, cache, and long texts read in windows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragtrust.errors import ConfigError
+from ragtrust.models.embedder import OnnxEmbedder
+
+pytestmark = pytest.mark.model
+
+FILLER = " ".join(
+    f"Section {i} describes the history of the old harbour town and its fishing boats." for i in range(30)
+)
+TAIL = " Store user passwords with Argon2id, bcrypt or scrypt and a unique salt per user."
+
+
+@pytest.fixture(scope="module")
+def embedder() -> OnnxEmbedder:
+    return OnnxEmbedder(threads=1)
+
+
+def test_short_texts_are_unit_norm_and_cached(embedder: OnnxEmbedder) -> None:
+    vecs = embedder.embed(["How should passwords be stored?", "Harbour towns and boats."])
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert embedder.embed(["How should passwords be stored?"])[0] == pytest.approx(vecs[0])
+    truncating = OnnxEmbedder(threads=1, max_windows=1)
+    # one window: exactly the plain mean-pooled embedding
+    np.testing.assert_allclose(truncating.embed(["Harbour towns and boats."])[0], vecs[1], atol=1e-5)
+
+
+def test_the_end_of_a_long_text_is_searchable(embedder: OnnxEmbedder) -> None:
+    long_text = FILLER + TAIL  # ~560 tokens: the password rule is past the first 256
+    assert len(embedder.tokenizer.encode(long_text).overflowing) >= 1
+    query = embedder.embed(["How should passwords be stored?"])[0]
+    windowed = embedder.embed([long_text])[0]
+    truncated = OnnxEmbedder(threads=1, max_windows=1).embed([long_text])[0]
+    filler_only = embedder.embed([FILLER])[0]
+    assert float(windowed @ query) > float(truncated @ query) + 0.02
+    assert float(windowed @ query) > float(filler_only @ query)
+    np.testing.assert_allclose(np.linalg.norm(windowed), 1.0, atol=1e-5)
+
+
+def test_bad_window_stride_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="window_stride"):
+        OnnxEmbedder(window_stride=200).embed(["x"])
