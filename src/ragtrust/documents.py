@@ -80,9 +80,13 @@ def _from_jsonable(tp: Any, value: Any) -> Any:
     return value
 
 
-@functools.cache
 def _type_hints(cls: type) -> dict[str, Any]:
     """Resolved field types of a dataclass (resolving them is slow; classes do not change)."""
+    return _cached_type_hints(cls)
+
+
+@functools.cache
+def _cached_type_hints(cls: Any) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
