@@ -45,3 +45,21 @@ def test_the_end_of_a_long_text_is_searchable(embedder: OnnxEmbedder) -> None:
 def test_bad_window_stride_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="window_stride"):
         OnnxEmbedder(window_stride=200).embed(["x"])
+
+
+def test_warmed_models_pickle_and_reload_in_the_copy(embedder: OnnxEmbedder, tmp_path) -> None:
+    """Ray actors and worker processes receive pickled models that have already served."""
+    import pickle
+
+    from ragtrust.models.nli import NLIEngine, OnnxNLI
+
+    texts = ["How should passwords be stored?"]
+    before = embedder.embed(texts)  # warmed: session, tokenizer, cache, lock
+    copy = pickle.loads(pickle.dumps(embedder))
+    np.testing.assert_allclose(copy.embed(texts), before, atol=1e-6)
+    engine = NLIEngine(OnnxNLI(threads=1), cache_path=str(tmp_path / "cache.sqlite"))
+    pair = [("The cat sat on the mat.", "A cat is on a mat.")]
+    probs = engine.predict(pair)
+    engine_copy = pickle.loads(pickle.dumps(engine))
+    np.testing.assert_allclose(engine_copy.predict(pair), probs, atol=1e-6)
+    assert engine_copy.cache_hits == 1  # the copy opened the persisted cache itself

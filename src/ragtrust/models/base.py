@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -50,4 +50,29 @@ class Embedder(Protocol):
         ...
 
 
-__all__ = ["CONTRADICTION", "ENTAILMENT", "NEUTRAL", "NLI_LABELS", "Embedder", "NLIModel"]
+class ReloadsAfterPickle:
+    """Mixin for models that load lazily: loaded state is dropped when pickled.
+
+    A model that has served requests holds an ONNX Runtime session, a tokenizer, locks or a
+    SQLite connection; none of them can (or should) cross a process boundary. Pickling (Ray
+    actors, multiprocessing) keeps the configuration and resets each attribute named in
+    ``_transient`` with its factory; the copy loads again on first use.
+    """
+
+    _transient: ClassVar[dict[str, Callable[[], Any]]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The configuration only."""
+        state = dict(self.__dict__)
+        for name in self._transient:
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore the configuration; loaded state starts empty."""
+        self.__dict__.update(state)
+        for name, make in self._transient.items():
+            self.__dict__[name] = make()
+
+
+__all__ = ["CONTRADICTION", "ENTAILMENT", "NEUTRAL", "NLI_LABELS", "Embedder", "NLIModel", "ReloadsAfterPickle"]

@@ -20,15 +20,16 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from ragtrust.errors import ConfigError, MissingDependencyError, ModelError
+from ragtrust.models.base import ReloadsAfterPickle
 from ragtrust.registry import register
 
 ASSETS = Path(__file__).parent / "assets"
@@ -88,7 +89,7 @@ def _session(path: Path, threads: int) -> Any:
 
 @register("embedder", "builtin")
 @dataclass
-class OnnxEmbedder:
+class OnnxEmbedder(ReloadsAfterPickle):
     """all-MiniLM-L6-v2 (int8 ONNX) embeddings, 384 dimensions, unit norm.
 
     Args:
@@ -117,6 +118,12 @@ class OnnxEmbedder:
     _tokenizer: Any = field(default=None, init=False, repr=False)
     _cache: OrderedDict[str, npt.NDArray[np.float32]] = field(default_factory=OrderedDict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _transient: ClassVar[dict[str, Callable[[], Any]]] = {
+        "_session": lambda: None,
+        "_tokenizer": lambda: None,
+        "_cache": OrderedDict,
+        "_lock": threading.Lock,
+    }
 
     def __post_init__(self) -> None:
         """Name the model; the windowing setting is part of the id.
@@ -218,7 +225,7 @@ class OnnxEmbedder:
 
 @register("embedder", "transformers")
 @dataclass
-class TransformersEmbedder:
+class TransformersEmbedder(ReloadsAfterPickle):
     """Any Hugging Face encoder (id or local path) with mean pooling; needs torch."""
 
     model: str
@@ -229,6 +236,7 @@ class TransformersEmbedder:
     model_id: str = ""
     _model: Any = field(default=None, init=False, repr=False)
     _tok: Any = field(default=None, init=False, repr=False)
+    _transient: ClassVar[dict[str, Callable[[], Any]]] = {"_model": lambda: None, "_tok": lambda: None}
 
     def __post_init__(self) -> None:
         """Use the model name as id."""

@@ -30,13 +30,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from ragtrust.errors import InputError, MissingDependencyError, ModelError
-from ragtrust.models.base import NLI_LABELS, NLIModel
+from ragtrust.models.base import NLI_LABELS, NLIModel, ReloadsAfterPickle
 from ragtrust.models.embedder import ASSETS, _session, load_tokenizer, sha256_file
 from ragtrust.registry import register
 from ragtrust.text import split_sentences
@@ -86,7 +86,7 @@ def read_manifest(path: Path = MANIFEST_FILE) -> dict[str, Any]:
 
 @register("nli", "builtin")
 @dataclass
-class OnnxNLI:
+class OnnxNLI(ReloadsAfterPickle):
     """ragtrust's shipped int8 ONNX NLI cross-encoder (or any ONNX export with a manifest).
 
     Args:
@@ -109,6 +109,7 @@ class OnnxNLI:
     _session: Any = field(default=None, init=False, repr=False)
     _tokenizer: Any = field(default=None, init=False, repr=False)
     _perm: list[int] = field(default_factory=lambda: [0, 1, 2], init=False, repr=False)
+    _transient: ClassVar[dict[str, Callable[[], Any]]] = {"_session": lambda: None, "_tokenizer": lambda: None}
     _temperature: float = field(default=1.0, init=False, repr=False)
 
     def warm_up(self) -> None:
@@ -161,7 +162,7 @@ class OnnxNLI:
 
 @register("nli", "transformers")
 @dataclass
-class TransformersNLI:
+class TransformersNLI(ReloadsAfterPickle):
     """Any Hugging Face NLI checkpoint by id or local path (needs the ``[train]`` extra).
 
     Args:
@@ -178,6 +179,7 @@ class TransformersNLI:
     model_id: str = ""
     _model: Any = field(default=None, init=False, repr=False)
     _tok: Any = field(default=None, init=False, repr=False)
+    _transient: ClassVar[dict[str, Callable[[], Any]]] = {"_model": lambda: None, "_tok": lambda: None}
     _perm: list[int] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -306,7 +308,7 @@ class _PairCache:
 
 
 @dataclass
-class NLIEngine:
+class NLIEngine(ReloadsAfterPickle):
     """Windowing, caching and batching around any :class:`NLIModel`.
 
     Args:
@@ -330,6 +332,8 @@ class NLIEngine:
     pairs_scored: int = field(default=0, init=False)
     cache_hits: int = field(default=0, init=False)
     _cache: _PairCache | None = field(default=None, init=False, repr=False)
+    # the cache holds a lock and maybe a SQLite connection: a pickled copy opens its own
+    _transient: ClassVar[dict[str, Callable[[], Any]]] = {"_cache": lambda: None}
 
     @property
     def model_id(self) -> str:
