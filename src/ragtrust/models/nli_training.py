@@ -24,7 +24,7 @@ import math
 import random
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,6 +166,29 @@ def _clauses(premise: str) -> list[str]:
     return cleaned
 
 
+def _edited_pairs(
+    sentences: list[str],
+    count: int,
+    edit: Callable[[str, random.Random], str | None],
+    rng: random.Random,
+    make: Callable[[str, str, bool], Pair],
+) -> list[Pair]:
+    """``count`` pairs of a random sentence and its edited form (``make(s, edited, coin)``).
+
+    Sentences the edit cannot change are redrawn, up to ``5 * count`` draws in all.
+    """
+    pairs: list[Pair] = []
+    attempts = 0
+    while len(pairs) < count and sentences and attempts < count * 5:
+        attempts += 1
+        sentence = rng.choice(sentences)
+        edited = edit(sentence, rng)
+        if edited is None or edited == sentence:
+            continue
+        pairs.append(make(sentence, edited, rng.random() < 0.5))
+    return pairs
+
+
 def derive_rag_pairs(base: list[Pair], cfg: TrainConfig, rng: random.Random) -> list[Pair]:
     """Derive RAG-shaped pairs from the sentence-level training data.
 
@@ -189,36 +212,32 @@ def derive_rag_pairs(base: list[Pair], cfg: TrainConfig, rng: random.Random) -> 
         context.insert(rng.randint(0, len(context)), target.premise)
         derived.append(Pair(" ".join(context), target.hypothesis, target.label, "derived_context"))
     numeric = [p.premise for p in pool if _NUMBER.search(p.premise)]
-    made = 0
-    attempts = 0
-    while made < cfg.derived_numbers and numeric and attempts < cfg.derived_numbers * 5:
-        attempts += 1
-        sentence = rng.choice(numeric)
-        changed = _change_number(sentence, rng)
-        if changed is None:
-            continue
-        if rng.random() < 0.5:
-            derived.append(Pair(sentence, changed, LABEL_TO_ID["contradiction"], "derived_number"))
-        else:
-            derived.append(Pair(sentence, sentence, LABEL_TO_ID["entailment"], "derived_number"))
-        made += 1
+    contradiction, entailment = LABEL_TO_ID["contradiction"], LABEL_TO_ID["entailment"]
+    derived += _edited_pairs(
+        numeric,
+        cfg.derived_numbers,
+        _change_number,
+        rng,
+        # half contradictions (a number changed), half the sentence against itself
+        lambda s, edited, coin: Pair(s, edited if coin else s, contradiction if coin else entailment, "derived_number"),
+    )
     for _ in range(cfg.derived_unrelated):
         target, other = rng.choice(pool), rng.choice(base)
         if other.premise != target.premise:
             derived.append(Pair(target.premise, other.hypothesis, LABEL_TO_ID["neutral"], "derived_unrelated"))
     short = [p.premise for p in pool if len(p.premise) <= 250]
-    made = attempts = 0
-    while made < cfg.derived_negation and short and attempts < cfg.derived_negation * 5:
-        attempts += 1
-        sentence = rng.choice(short)
-        flipped = negate(sentence)
-        if flipped is None or flipped == sentence:
-            continue
-        if rng.random() < 0.5:
-            derived.append(Pair(sentence, flipped, LABEL_TO_ID["contradiction"], "derived_negation"))
-        else:
-            derived.append(Pair(flipped, sentence, LABEL_TO_ID["contradiction"], "derived_negation"))
-        made += 1
+    derived += _edited_pairs(
+        short,
+        cfg.derived_negation,
+        lambda s, _rng: negate(s),
+        rng,
+        # either side may carry the negation
+        lambda s, edited, coin: (
+            Pair(s, edited, contradiction, "derived_negation")
+            if coin
+            else Pair(edited, s, contradiction, "derived_negation")
+        ),
+    )
     if cfg.derived_clause:
         # Half of the clause pairs come from premises where another clause carries a
         # negation the chosen one lacks ("use A; never use B" -> "use A"): a negation word
