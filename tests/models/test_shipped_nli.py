@@ -17,7 +17,9 @@ RULE = (
 )
 # Known failures of the shipped model (see its model card): strict xfail, so the test turns
 # red the day a retrained model gets them right and the marker must be removed.
-KNOWN_WEAK = pytest.mark.xfail(strict=True, reason="the shipped model (1.1 epochs on 2 CPU cores) misreads this case; see model card")
+KNOWN_WEAK = pytest.mark.xfail(
+    strict=True, reason="the shipped model (1.1 epochs on 2 CPU cores) misreads this case; see model card"
+)
 CASES = [
     ("The cat sat on the mat.", "A cat is on a mat.", "entailment"),
     ("Paris is the capital of France.", "Berlin is the capital of France.", "contradiction"),
