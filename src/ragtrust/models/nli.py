@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from ragtrust.errors import InputError, MissingDependencyError, ModelError
 from ragtrust.models.base import NLI_LABELS, NLIModel, ReloadsAfterPickle
-from ragtrust.models.embedder import ASSETS, _session, load_tokenizer, sha256_file
+from ragtrust.models.embedder import ASSETS, SLOW_FUSIONS, _session, load_tokenizer, sha256_file
 from ragtrust.registry import register
 from ragtrust.text import split_sentences
 
@@ -131,7 +131,7 @@ class OnnxNLI(ReloadsAfterPickle):
         tok = load_tokenizer(manifest_file.parent / manifest["tokenizer_file"], self.max_length)
         tok.enable_truncation(max_length=self.max_length, strategy="longest_first")
         self._tokenizer = tok
-        self._session = _session(model_file, self.threads)
+        self._session = _session(model_file, self.threads, SLOW_FUSIONS)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     def count_tokens(self, text: str) -> int:

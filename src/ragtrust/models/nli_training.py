@@ -66,6 +66,10 @@ class TrainConfig:
     derived_unrelated: int = 8000
     derived_negation: int = 5000
     derived_clause: int = 8000
+    derived_exception: int = 8000
+    #: drop SNLI-family contradictions whose two sides share no content word (see
+    #: ``is_scene_contradiction``)
+    drop_scene_contradictions: bool = True
     #: warm start: an HF model folder of an earlier run (fresh optimizer and schedule)
     init_from: str | None = None
     halueval_summary_max_chars: int = 1400
@@ -189,6 +193,70 @@ def _edited_pairs(
     return pairs
 
 
+_STOPWORDS = frozenset(
+    "a an the is are was were be been being of in on at to for with and or but not no by as it its "
+    "this that these those there their his her he she they them some one two man woman men women "
+    "person people".split()
+)
+_SNLI_SOURCES = ("snli", "cad_snli", "snli_dev")
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 2 and w not in _STOPWORDS}
+
+
+def is_scene_contradiction(pair: Pair) -> bool:
+    """An SNLI-family contradiction whose premise and hypothesis share no content word.
+
+    SNLI annotators assume both captions describe one photo, so "A cat sits on a mat" vs
+    "A dog is hungry" is labelled contradiction. For a RAG answer checked against a passage
+    such a hypothesis is unrelated (neutral); these pairs teach "no overlap means
+    contradiction", so training drops them (about 2,600 of SNLI dev + CAD-SNLI).
+    """
+    return (
+        pair.label == LABEL_TO_ID["contradiction"]
+        and pair.source in _SNLI_SOURCES
+        and not (_content_words(pair.premise) & _content_words(pair.hypothesis))
+    )
+
+
+def _exception_pairs(base: list[Pair], count: int, rng: random.Random) -> list[Pair]:
+    """Premises that state a fact and deny a related one ("A; not N"), with four hypotheses.
+
+    From one premise group of the training data (a premise A with an entailed hypothesis E,
+    a neutral one N and possibly a contradicting one C) the new premise is A joined to the
+    negation of N; then E and not-N are entailed, N and C contradicted. A negation word in
+    only one side is thus as often entailment as contradiction, and a hypothesis about the
+    same topic as the denied clause must still be matched to the clause that supports it.
+    """
+    groups: dict[str, dict[int, str]] = {}
+    for p in base:
+        if p.label < 3 and len(p.premise) <= 250:
+            groups.setdefault(p.premise, {}).setdefault(p.label, p.hypothesis)
+    entailment, neutral, contradiction = (LABEL_TO_ID[name] for name in LABELS)
+    usable = [(a, g) for a, g in groups.items() if entailment in g and neutral in g and negate(g[neutral])]
+    pairs: list[Pair] = []
+    for _ in range(count if usable else 0):
+        premise, group = rng.choice(usable)
+        denied = str(negate(group[neutral])).rstrip(".!?")
+        joiner = rng.choice(("; ", ", but ", ". "))
+        stem = premise.rstrip(".!?")
+        if joiner == ". ":
+            combined = f"{stem}. {denied[0].upper() + denied[1:]}."
+        elif rng.random() < 0.5:
+            combined = f"{stem}{joiner}{denied[0].lower() + denied[1:]}."
+        else:
+            combined = f"{denied}{joiner}{stem[0].lower() + stem[1:]}."
+        choices = [(group[entailment], entailment), (group[neutral], contradiction), (denied + ".", entailment)]
+        weights = [4, 3, 1]
+        if contradiction in group:
+            choices.append((group[contradiction], contradiction))
+            weights.append(2)
+        hypothesis, label = rng.choices(choices, weights=weights)[0]
+        pairs.append(Pair(combined, hypothesis, label, "derived_exception"))
+    return pairs
+
+
 def derive_rag_pairs(base: list[Pair], cfg: TrainConfig, rng: random.Random) -> list[Pair]:
     """Derive RAG-shaped pairs from the sentence-level training data.
 
@@ -201,7 +269,9 @@ def derive_rag_pairs(base: list[Pair], cfg: TrainConfig, rng: random.Random) -> 
     * negation: a premise sentence vs the same sentence with its polarity flipped
       (contradiction), the signature of a reversed rule;
     * clause: a multi-sentence premise vs one of its sentences or "; " halves (entailment):
-      a restatement of part of a passage.
+      a restatement of part of a passage;
+    * exception: a premise that states one fact and denies a related one, against either
+      (see ``_exception_pairs``).
     """
     derived: list[Pair] = []
     pool = [p for p in base if p.label != NOT_ENTAILMENT and 40 <= len(p.premise) <= 400]
@@ -261,6 +331,7 @@ def derive_rag_pairs(base: list[Pair], cfg: TrainConfig, rng: random.Random) -> 
                 premise = rng.choice(plain)
                 choices = split[premise]
             derived.append(Pair(premise, rng.choice(choices), LABEL_TO_ID["entailment"], "derived_clause"))
+    derived += _exception_pairs(base, cfg.derived_exception, rng)
     return derived
 
 
@@ -292,6 +363,8 @@ def build_dataset(cfg: TrainConfig) -> tuple[list[Pair], list[Pair], dict[str, i
     base: list[Pair] = []
     for name in cfg.train_files:
         base.extend(read_jsonl_pairs(Path(cfg.data_dir) / "train" / name))
+    if cfg.drop_scene_contradictions:
+        base = [p for p in base if not is_scene_contradiction(p)]
     derived = derive_rag_pairs(base, cfg, rng)
     halu = read_halueval(Path(cfg.halueval_dir), cfg) if cfg.halueval_dir else []
     pairs = base + derived + halu
@@ -543,8 +616,11 @@ def main() -> None:  # pragma: no cover - thin entry for background runs
     ap.add_argument("--init-from", help="warm start from an earlier run's final/ folder")
     ap.add_argument("--lr", type=float, default=5e-5)
     ap.add_argument("--seed", type=int, default=42)
-    for name, default in (("unrelated", 8000), ("negation", 5000), ("clause", 8000)):
+    for name, default in (("unrelated", 8000), ("negation", 5000), ("clause", 8000), ("exception", 8000)):
         ap.add_argument(f"--derived-{name}", type=int, default=default)
+    ap.add_argument(
+        "--keep-scene-contradictions", action="store_true", help="keep SNLI contradictions without shared words"
+    )
     a = ap.parse_args()
     cfg = TrainConfig(
         data_dir=a.data_dir,
@@ -562,6 +638,8 @@ def main() -> None:  # pragma: no cover - thin entry for background runs
         derived_unrelated=a.derived_unrelated,
         derived_negation=a.derived_negation,
         derived_clause=a.derived_clause,
+        derived_exception=a.derived_exception,
+        drop_scene_contradictions=not a.keep_scene_contradictions,
     )
     train(cfg, log=lambda s: print(s, flush=True))  # noqa: T201 - the log of a background run
 
