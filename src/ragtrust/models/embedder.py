@@ -166,7 +166,7 @@ class OnnxEmbedder(ReloadsAfterPickle):
             path = ASSETS / str(manifest["onnx_file"])
             expected = str(manifest["sha256"])
         except (OSError, ValueError, KeyError) as exc:
-            raise ModelError(f"the shipped embedder's manifest {EMBEDDER_MANIFEST} is missing or broken: {exc}") from exc
+            raise ModelError(f"broken embedder manifest {EMBEDDER_MANIFEST}: {exc}") from exc
         if not path.is_file() or sha256_file(path) != expected:
             raise ModelError(f"{path}: missing or sha256 mismatch with {EMBEDDER_MANIFEST.name}; reinstall ragtrust")
         return path
