@@ -15,10 +15,12 @@ from ragtrust.models.nli_training import (
     Pair,
     TrainConfig,
     _clauses,
+    _exception_pairs,
     build_dataset,
     derive_rag_pairs,
     expected_calibration_error,
     fit_temperature,
+    is_scene_contradiction,
     length_bucketed_batches,
     negate,
 )
@@ -82,6 +84,42 @@ def test_derived_pairs_carry_the_labels_their_construction_implies() -> None:
     for p in by_source.get("derived_clause", []):
         assert p.label == LABEL_TO_ID["entailment"]
         assert p.hypothesis.rstrip(".").lower() in p.premise.lower()
+
+
+def test_exception_pairs_deny_one_hypothesis_and_keep_the_others() -> None:
+    e, n, c = (LABEL_TO_ID[x] for x in ("entailment", "neutral", "contradiction"))
+    premise = "A woman is reading a long novel on the train."
+    base = [
+        Pair(premise, "A woman is reading.", e, "toy"),
+        Pair(premise, "The novel is a thriller.", n, "toy"),
+        Pair(premise, "The woman is asleep.", c, "toy"),
+    ]
+    pairs = _exception_pairs(base, 300, random.Random(0))
+    assert len(pairs) == 300
+    for p in pairs:
+        assert p.premise.lower().count("woman") >= 1 and " not " in p.premise
+        denied_n = "novel is not a thriller" in p.premise
+        denied_c = "woman is not asleep" in p.premise
+        assert denied_n != denied_c  # exactly one hypothesis is denied
+        if p.hypothesis == "A woman is reading.":
+            assert p.label == e
+        elif p.hypothesis == "The novel is a thriller.":
+            assert p.label == (c if denied_n else n)
+        elif p.hypothesis == "The woman is asleep.":
+            assert p.label == c
+        else:  # the denied clause itself
+            assert p.label == e and p.hypothesis.rstrip(".").lower() in p.premise.lower()
+    assert {p.label for p in pairs} == {e, n, c}
+
+
+def test_scene_contradictions_are_only_snli_pairs_without_shared_words() -> None:
+    c = LABEL_TO_ID["contradiction"]
+    assert is_scene_contradiction(Pair("The cat sat on the mat.", "A dog is hungry.", c, "snli_dev"))
+    assert not is_scene_contradiction(Pair("The cat sat on the mat.", "The cat is standing.", c, "snli_dev"))
+    assert not is_scene_contradiction(Pair("The cat sat on the mat.", "A dog is hungry.", c, "lingnli"))
+    assert not is_scene_contradiction(
+        Pair("The cat sat on the mat.", "A dog is hungry.", LABEL_TO_ID["neutral"], "cad_snli")
+    )
 
 
 def test_length_buckets_cover_every_index_once() -> None:

@@ -221,24 +221,31 @@ def is_scene_contradiction(pair: Pair) -> bool:
 
 
 def _exception_pairs(base: list[Pair], count: int, rng: random.Random) -> list[Pair]:
-    """Premises that state a fact and deny a related one ("A; not N"), with four hypotheses.
+    """Premises that state a fact and deny another ("A; not X"), with several hypotheses.
 
-    From one premise group of the training data (a premise A with an entailed hypothesis E,
-    a neutral one N and possibly a contradicting one C) the new premise is A joined to the
-    negation of N; then E and not-N are entailed, N and C contradicted. A negation word in
-    only one side is thus as often entailment as contradiction, and a hypothesis about the
-    same topic as the denied clause must still be matched to the clause that supports it.
+    From one premise group of the training data (a premise A with an entailed hypothesis E
+    and a neutral N and/or contradicting C one) the new premise is A joined to the negation
+    of N or of C (both consistent with A). Against "A; not N": E and not-N are entailed, N
+    and C contradicted. Against "A; not C": E and not-C are entailed, C contradicted, N stays
+    neutral. A negation word in only one side is thus as often entailment as contradiction,
+    and E, often a near copy of C with one entity changed, must be matched to the clause
+    that supports it, not to the denied clause it resembles ("use A; never use B" vs "use A").
     """
     groups: dict[str, dict[int, str]] = {}
     for p in base:
         if p.label < 3 and len(p.premise) <= 250:
             groups.setdefault(p.premise, {}).setdefault(p.label, p.hypothesis)
     entailment, neutral, contradiction = (LABEL_TO_ID[name] for name in LABELS)
-    usable = [(a, g) for a, g in groups.items() if entailment in g and neutral in g and negate(g[neutral])]
+    usable: list[tuple[str, dict[int, str], list[int]]] = []
+    for premise, group in groups.items():
+        deniable = [label for label in (neutral, contradiction) if label in group and negate(group[label])]
+        if entailment in group and deniable:
+            usable.append((premise, group, deniable))
     pairs: list[Pair] = []
     for _ in range(count if usable else 0):
-        premise, group = rng.choice(usable)
-        denied = str(negate(group[neutral])).rstrip(".!?")
+        premise, group, deniable = rng.choice(usable)
+        target = rng.choice(deniable)
+        denied = str(negate(group[target])).rstrip(".!?")
         joiner = rng.choice(("; ", ", but ", ". "))
         stem = premise.rstrip(".!?")
         if joiner == ". ":
@@ -247,12 +254,12 @@ def _exception_pairs(base: list[Pair], count: int, rng: random.Random) -> list[P
             combined = f"{stem}{joiner}{denied[0].lower() + denied[1:]}."
         else:
             combined = f"{denied}{joiner}{stem[0].lower() + stem[1:]}."
-        choices = [(group[entailment], entailment), (group[neutral], contradiction), (denied + ".", entailment)]
-        weights = [4, 3, 1]
-        if contradiction in group:
-            choices.append((group[contradiction], contradiction))
-            weights.append(2)
-        hypothesis, label = rng.choices(choices, weights=weights)[0]
+        # (hypothesis, label, weight); the denied clause's own hypothesis is contradicted
+        choices = [(group[entailment], entailment, 4), (group[target], contradiction, 3), (denied + ".", entailment, 1)]
+        other = contradiction if target == neutral else neutral
+        if other in group:
+            choices.append((group[other], other, 2 if other == contradiction else 1))
+        hypothesis, label, _ = rng.choices(choices, weights=[c[2] for c in choices])[0]
         pairs.append(Pair(combined, hypothesis, label, "derived_exception"))
     return pairs
 
