@@ -18,8 +18,6 @@ import platform
 import resource
 import time
 
-import numpy as np
-
 from ragtrust.models.embedder import OnnxEmbedder
 
 WORDS = "the password must be hashed with a slow adaptive algorithm such as argon2id before storage".split()
