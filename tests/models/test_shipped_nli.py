@@ -8,40 +8,20 @@ import numpy as np
 import pytest
 
 from ragtrust.models.nli import MANIFEST_FILE, OnnxNLI, default_nli
+from ragtrust.models.nli_eval import SANITY_CASES
 
 pytestmark = pytest.mark.model
 
-RULE = (
-    "Store user passwords with a slow, salted, adaptive hashing algorithm such as Argon2id, "
-    "bcrypt or scrypt; never store them with a fast hash such as MD5 or SHA-1."
-)
 # Known failures of the shipped model (see its model card): strict xfail, so the test turns
 # red the day a retrained model gets them right and the marker must be removed.
+KNOWN_WEAK_HYPOTHESES = {
+    "The dog is hungry.",
+    "Passwords should be stored with a slow salted hash such as Argon2id or bcrypt.",
+}
 KNOWN_WEAK = pytest.mark.xfail(
     strict=True, reason="the shipped model (1.1 epochs on 2 CPU cores) misreads this case; see model card"
 )
-CASES = [
-    ("The cat sat on the mat.", "A cat is on a mat.", "entailment"),
-    ("Paris is the capital of France.", "Berlin is the capital of France.", "contradiction"),
-    pytest.param("The cat sat on the mat.", "The dog is hungry.", "neutral", marks=KNOWN_WEAK),
-    pytest.param(
-        RULE,
-        "Passwords should be stored with a slow salted hash such as Argon2id or bcrypt.",
-        "entailment",
-        marks=KNOWN_WEAK,
-    ),
-    (RULE, "Passwords should be stored with a fast hash such as MD5.", "contradiction"),
-    (
-        "SQL injection is tracked as CWE-89 and is prevented with parameterised queries.",
-        "SQL injection is tracked as CWE-79.",
-        "contradiction",
-    ),
-    (
-        "RSA keys must be at least 2048 bits long.",
-        "RSA keys must be at least 512 bits long.",
-        "contradiction",
-    ),
-]
+CASES = [pytest.param(*case, marks=KNOWN_WEAK) if case[1] in KNOWN_WEAK_HYPOTHESES else case for case in SANITY_CASES]
 LABELS = ("entailment", "neutral", "contradiction")
 
 

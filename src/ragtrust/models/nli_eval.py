@@ -20,6 +20,45 @@ import numpy as np
 from ragtrust.errors import InputError
 from ragtrust.models.base import NLI_LABELS, NLIModel
 
+_RULE = (
+    "Store user passwords with a slow, salted, adaptive hashing algorithm such as Argon2id, "
+    "bcrypt or scrypt; never store them with a fast hash such as MD5 or SHA-1."
+)
+#: The NLI issue's sanity cases, (premise, hypothesis, expected label): the shipped model's
+#: tests and its model card both read them from here.
+SANITY_CASES: tuple[tuple[str, str, str], ...] = (
+    ("The cat sat on the mat.", "A cat is on a mat.", "entailment"),
+    ("Paris is the capital of France.", "Berlin is the capital of France.", "contradiction"),
+    ("The cat sat on the mat.", "The dog is hungry.", "neutral"),
+    (_RULE, "Passwords should be stored with a slow salted hash such as Argon2id or bcrypt.", "entailment"),
+    (_RULE, "Passwords should be stored with a fast hash such as MD5.", "contradiction"),
+    (
+        "SQL injection is tracked as CWE-89 and is prevented with parameterised queries.",
+        "SQL injection is tracked as CWE-79.",
+        "contradiction",
+    ),
+    ("RSA keys must be at least 2048 bits long.", "RSA keys must be at least 512 bits long.", "contradiction"),
+)
+
+
+def sanity_check(model: NLIModel) -> list[dict[str, Any]]:
+    """Each sanity case with the model's probabilities, its label and whether it is right."""
+    probs = np.asarray(model.predict([(p, h) for p, h, _ in SANITY_CASES]))
+    rows = []
+    for (premise, hypothesis, expected), row in zip(SANITY_CASES, probs, strict=True):
+        got = NLI_LABELS[int(row.argmax())]
+        rows.append(
+            {
+                "premise": premise,
+                "hypothesis": hypothesis,
+                "expected": expected,
+                "predicted": got,
+                "ok": got == expected,
+                "probs": dict(zip(NLI_LABELS, [round(float(x), 3) for x in row], strict=True)),
+            }
+        )
+    return rows
+
 
 def read_labelled(path: str | Path, limit: int | None = None) -> list[tuple[str, str, str]]:
     """(premise, hypothesis, label) rows of a JSONL or TSV file."""
