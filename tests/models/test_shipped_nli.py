@@ -12,16 +12,7 @@ from ragtrust.models.nli_eval import SANITY_CASES
 
 pytestmark = pytest.mark.model
 
-# Known failures of the shipped model (see its model card): strict xfail, so the test turns
-# red the day a retrained model gets them right and the marker must be removed.
-KNOWN_WEAK_HYPOTHESES = {
-    "The dog is hungry.",
-    "Passwords should be stored with a slow salted hash such as Argon2id or bcrypt.",
-}
-KNOWN_WEAK = pytest.mark.xfail(
-    strict=True, reason="the shipped model (1.1 epochs on 2 CPU cores) misreads this case; see model card"
-)
-CASES = [pytest.param(*case, marks=KNOWN_WEAK) if case[1] in KNOWN_WEAK_HYPOTHESES else case for case in SANITY_CASES]
+CASES = list(SANITY_CASES)
 LABELS = ("entailment", "neutral", "contradiction")
 
 
