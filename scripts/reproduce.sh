@@ -46,6 +46,7 @@ PY
   bench)
     python bench/bench_pipeline.py --n 40 --out runs/bench/pipeline.json
     python bench/bench_nli.py --real "$DATA/nli/test/snli_test.jsonl" > runs/bench/nli.json
+    python bench/bench_embedder.py > runs/bench/embedder.json
     python bench/bench_align.py > runs/bench/align.txt
     python bench/bench_ingest.py --data "$DATA/owasp-cheatsheets" > runs/bench/ingest_owasp.txt
     python bench/bench_ingest.py --synthetic 100000 --embedder hashing > runs/bench/ingest_synthetic.txt
