@@ -66,6 +66,12 @@ def test_onnx_export_matches_torch_and_checks_sha(tiny_nli_dir: Path, tmp_path: 
     assert OnnxNLI(manifest_path=str(manifest)).predict(long_pair).shape == (1, 3)
     assert TransformersNLI(model=str(tiny_nli_dir), max_length=128).predict(long_pair).shape == (1, 3)
 
+    # attention fused; residual+LayerNorm and bias+GELU deliberately not (slow CPU kernels)
+    import onnx
+
+    ops = {n.op_type for n in onnx.load(str(manifest.parent / "nli-fp32.onnx")).graph.node}
+    assert "Attention" in ops and not ops & {"SkipLayerNormalization", "BiasGelu"}
+
     int8_manifest = package_model(tiny_nli_dir, tmp_path / "int8", quantize=True, max_length=128, model_id="tiny")
     int8 = OnnxNLI(manifest_path=str(int8_manifest)).predict(PAIRS)
     assert int8.shape == (3, 3)
@@ -133,3 +139,36 @@ def test_persisted_cache_is_keyed_by_the_model_file(tiny_nli_dir: Path, tmp_path
     other = NLIEngine(OnnxNLI(manifest_path=str(int8)), cache_path=cache)
     other.predict(PAIRS)
     assert other.cache_hits == 0  # same model id, another file: never the first one's results
+
+
+def test_embedder_export_keeps_the_vectors_of_the_float_model(tiny_nli_dir: Path, tmp_path: Path) -> None:
+    """package_embedder: fused encoder with int8 weights, vectors close to torch mean pooling."""
+    pytest.importorskip("onnx")
+    import torch
+    import transformers
+
+    from ragtrust.models.embedder import OnnxEmbedder
+    from ragtrust.models.export import package_embedder
+
+    manifest_path = package_embedder(tiny_nli_dir, tmp_path / "emb", model_id="tiny-encoder")
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["dim"] == 32 and sorted(p.name for p in manifest_path.parent.iterdir()) == [
+        "embedder-int8w.onnx",
+        "embedder_manifest.json",
+    ]
+    onnx_file = manifest_path.parent / manifest["onnx_file"]
+    import onnx
+
+    graph = onnx.load(str(onnx_file)).graph
+    assert {"Attention", "DequantizeLinear"} <= {n.op_type for n in graph.node}
+    assert any(init.data_type == onnx.TensorProto.INT8 for init in graph.initializer)
+    embedder = OnnxEmbedder(model_path=str(onnx_file), dim=32, max_windows=1, threads=1)
+    texts = ["How should passwords be stored?", "Use parameterised queries against SQL injection."]
+    ours = embedder.embed(texts)
+    model = transformers.AutoModel.from_pretrained(str(tiny_nli_dir)).eval()
+    with torch.inference_mode():
+        for text, vec in zip(texts, ours, strict=True):
+            ids = torch.tensor([embedder.tokenizer.encode(text).ids])
+            hidden = model(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.zeros_like(ids))[0]
+            ref = hidden[0].mean(0).numpy()
+            assert float(vec @ (ref / np.linalg.norm(ref))) > 0.99

@@ -122,6 +122,24 @@ def quantize_int8(fp32_file: str | Path, int8_file: str | Path) -> Path:
     return out
 
 
+def _export_fused(
+    hf: Path, out: Path, name: str, *, encoder_only: bool = False, optimize: bool = True
+) -> tuple[dict[str, Any], Path]:
+    """Export ``hf`` to ``out/name`` (fp32) and fuse it in place; returns (HF config, file)."""
+    out.mkdir(parents=True, exist_ok=True)
+    config: dict[str, Any] = json.loads((hf / "config.json").read_text())
+    fp32 = export_onnx(hf, out / name, encoder_only=encoder_only)
+    if optimize:
+        fused = optimize_bert(
+            fp32,
+            out / f"fused-{name}",
+            num_heads=config["num_attention_heads"],
+            hidden_size=config["hidden_size"],
+        )
+        fused.replace(fp32)
+    return config, fp32
+
+
 def weight_only_int8(fp32_file: str | Path, out_file: str | Path, *, min_elements: int = 16_384) -> Path:
     """Store every large 2-D weight as symmetric int8 with one scale per output channel.
 
@@ -188,16 +206,9 @@ def package_embedder(
     extra: dict[str, Any] | None = None,
 ) -> Path:
     """Export + fuse + int8 weights + ``embedder_manifest.json``: what :class:`OnnxEmbedder` loads."""
-    hf = Path(hf_dir)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    config = json.loads((hf / "config.json").read_text())
-    fp32 = export_onnx(hf, out / "embedder-fp32.onnx", encoder_only=True)
-    fused = optimize_bert(
-        fp32, out / "embedder-fused.onnx", num_heads=config["num_attention_heads"], hidden_size=config["hidden_size"]
-    )
+    config, fused = _export_fused(Path(hf_dir), out, "embedder-fp32.onnx", encoder_only=True)
     final = weight_only_int8(fused, out / "embedder-int8w.onnx")
-    fp32.unlink()
     fused.unlink()
     manifest = {
         "model_id": model_id,
@@ -255,18 +266,8 @@ def package_model(
     """Export + fuse + (optionally) quantise + manifest: a directory :class:`OnnxNLI` can load."""
     hf = Path(hf_dir)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    config = json.loads((hf / "config.json").read_text())
+    config, fp32 = _export_fused(hf, out, "nli-fp32.onnx", optimize=optimize)
     id2label = {int(k): v for k, v in config["id2label"].items()}
-    fp32 = export_onnx(hf, out / "nli-fp32.onnx")
-    if optimize:
-        fused = optimize_bert(
-            fp32,
-            out / "nli-fp32-fused.onnx",
-            num_heads=config["num_attention_heads"],
-            hidden_size=config["hidden_size"],
-        )
-        fused.replace(fp32)
     final = out / "nli-int8.onnx" if quantize else fp32
     if quantize:
         quantize_int8(fp32, final)
