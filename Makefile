@@ -38,4 +38,4 @@ lint:
 	$(VENV)/bin/mypy --python-executable $(PY) src/ragtrust
 
 bench: install-all
-	$(PY) bench/run_all.py
+	scripts/reproduce.sh bench

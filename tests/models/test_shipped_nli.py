@@ -41,3 +41,16 @@ def test_default_engine_uses_shipped_model() -> None:
     engine = default_nli()
     assert isinstance(engine.model, OnnxNLI)
     assert engine.predict([("The cat sat on the mat.", "A cat is on a mat.")]).shape == (1, 3)
+
+
+def test_shipped_model_carries_its_signal_calibration(model: OnnxNLI) -> None:
+    # scripts/calibrate_signals.py --write-manifest: keyed to this ONNX file, so a re-released
+    # model without a fresh calibration fails here instead of using stale thresholds
+    manifest = json.loads(MANIFEST_FILE.read_text())
+    assert manifest["signal_calibration"]["nli_sha256"] == manifest["sha256"]
+    calibration = model.signal_calibration
+    assert calibration is not None
+    for name in ("intra_consistency", "cross_consistency"):
+        assert 0.4 <= calibration[name]["low"] < calibration[name]["high"] <= 1.0
+    assert calibration["intra_consistency"]["direction"] in ("forward", "both")
+    assert default_nli().signal_calibration == calibration

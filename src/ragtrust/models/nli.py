@@ -134,6 +134,21 @@ class OnnxNLI(ReloadsAfterPickle):
         self._session = _session(model_file, self.threads, SLOW_FUSIONS)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
+    @property
+    def signal_calibration(self) -> dict[str, Any] | None:
+        """Per-signal contradiction ramps calibrated for this model (manifest ``signal_calibration``).
+
+        ``None`` when the manifest has none, or when it was calibrated for another ONNX file
+        (its ``nli_sha256`` differs from the manifest's ``sha256``): a re-released model
+        must be recalibrated (``scripts/calibrate_signals.py``), not use stale thresholds.
+        """
+        manifest = read_manifest(Path(self.manifest_path) if self.manifest_path else MANIFEST_FILE)
+        calibration = manifest.get("signal_calibration")
+        if not isinstance(calibration, dict) or calibration.get("nli_sha256") != manifest.get("sha256"):
+            return None
+        signals = calibration.get("signals")
+        return dict(signals) if isinstance(signals, dict) else None
+
     def count_tokens(self, text: str) -> int:
         """Word-piece tokens of ``text`` (without special tokens)."""
         self.warm_up()
@@ -339,6 +354,12 @@ class NLIEngine(ReloadsAfterPickle):
     def model_id(self) -> str:
         """The wrapped model's id."""
         return str(getattr(self.model, "model_id", type(self.model).__name__))
+
+    @property
+    def signal_calibration(self) -> dict[str, Any] | None:
+        """The wrapped model's calibrated signal thresholds, if it has any."""
+        calibration = getattr(self.model, "signal_calibration", None)
+        return calibration if isinstance(calibration, dict) else None
 
     def warm_up(self) -> None:
         """Warm the wrapped model."""

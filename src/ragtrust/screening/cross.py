@@ -5,8 +5,11 @@ their content words ``|A & B| / min(|A|, |B|) >= min_overlap``) is scored by NLI
 directions, all pairs of the batch in **one** ``nli.predict`` call. Unrelated pairs are not
 sent: MNLI models call unrelated text a "contradiction" (SPEC section 4), which is noise
 here, and skipping them also saves NLI passes. The pair's contradiction is
-``c_ij = max(c(i -> j), c(j -> i))`` mapped through the ramp ``clip((c - 0.4) / 0.5)``
-(same ramp as the intra signal), written ``r_ij``.
+``c_ij = max(c(i -> j), c(j -> i))`` mapped through the ramp ``clip((c - low) / (high - low))``,
+written ``r_ij``. ``low`` / ``high`` default to the NLI model's calibration
+(:mod:`ragtrust.screening.calibration`: for the shipped model, at most 5% of clean
+development retrieved sets contain a pair above ``low``) and to 0.4 / 0.9 for a model
+without one.
 
 **Scoping (who is blamed).** A contradiction between two documents says one of them is
 wrong, not which. Each document gets a disagreement level
@@ -48,6 +51,7 @@ from ragtrust.errors import ModelError
 from ragtrust.models.base import CONTRADICTION, NLIModel
 from ragtrust.registry import register
 from ragtrust.screening.base import Signal
+from ragtrust.screening.calibration import resolve_ramp
 from ragtrust.screening.intra import contradiction_ramp
 from ragtrust.text import assertions, words
 
@@ -81,15 +85,15 @@ class CrossConsistencySignal(Signal):
     Attributes:
         nli: the NLI model (one ``predict`` call per batch).
         min_overlap: content-word overlap coefficient below which a pair is unrelated.
-        low / high: the contradiction ramp.
+        low / high: the contradiction ramp; ``None`` = the model's calibration.
         margin: disagreement difference under which blame is shared (ambiguous).
         max_docs: only the first ``max_docs`` documents (by rank) are paired (cost bound).
     """
 
     nli: NLIModel
     min_overlap: float = 0.2
-    low: float = 0.4
-    high: float = 0.9
+    low: float | None = None
+    high: float | None = None
     margin: float = 0.05
     max_docs: int = 20
 
@@ -116,6 +120,7 @@ class CrossConsistencySignal(Signal):
                 for _ in docs
             ]
         n = min(k, self.max_docs)
+        low, high, ramp_source = resolve_ramp(self.nli, self.name, self.low, self.high)
         # questions assert nothing: compare the documents' claims only
         texts = [" ".join(a.text for a in assertions(d.document.text)) or d.document.text for d in docs[:n]]
         vocab = [content_words(t) for t in texts]
@@ -136,7 +141,7 @@ class CrossConsistencySignal(Signal):
             for m, (i, j) in enumerate(related):
                 c = max(probs[2 * m, CONTRADICTION], probs[2 * m + 1, CONTRADICTION])
                 raw[i, j] = raw[j, i] = c
-        ramp = np.vectorize(lambda c: contradiction_ramp(float(c), self.low, self.high))(raw) if n else raw
+        ramp = np.vectorize(lambda c: contradiction_ramp(float(c), low, high))(raw) if n else raw
         np.fill_diagonal(ramp, 0.0)
         rel = np.array([d.score if d.score is not None and d.score > 0 else 0.0 for d in docs[:n]], dtype=np.float64)
         if any(d.score is None for d in docs[:n]) or rel.sum() <= 0:
@@ -182,6 +187,8 @@ class CrossConsistencySignal(Signal):
                             ids[j]: round(float(raw[i, j]), 4) for j in range(n) if j != i and raw[i, j] > 0
                         },
                         "pairs_scored": 2 * len(related),
+                        "ramp": [low, high],
+                        "ramp_source": ramp_source,
                     },
                 )
             )

@@ -14,11 +14,21 @@ in **one** ``nli.predict`` call:
   ``min_overlap``): NLI models are trained on short premises, and the claim an appended
   payload negates is usually one sentence.
 
-The contradiction probability ``c`` of the stronger check becomes the score through the
-ramp ``clip((c - low) / (high - low))`` with ``low = 0.4`` and ``high = 0.9``: below 0.4
-the model is not claiming a contradiction (the reference ignored ``c <= 0.5``), at 0.9
-it is near-certain. The ramp is continuous, unlike the reference's step rule
-(``c > 0.7 -> 0.7c``, ``c > 0.5 -> 0.4c``).
+Each check is scored in **both directions** (``direction="both"``, the default unless the
+model's calibration chose otherwise): a
+contradiction is symmetric, and a small NLI model often sees it from one side only (on the
+development corpus of :mod:`ragtrust.screening.calibration` the larger of the two
+directions catches about twice as many appended contradictions at the same false-alarm
+rate as the forward direction alone). A check's contradiction ``c`` is the larger of the
+two; ``direction="forward"`` scores premise -> hypothesis only.
+
+The contradiction ``c`` of the strongest check becomes the score through the ramp
+``clip((c - low) / (high - low))``. ``low`` / ``high`` default to the NLI model's
+calibration (:func:`ragtrust.screening.calibration.resolve_ramp`: the shipped model's
+``low`` lets at most 5% of clean development documents score at all), and to
+``low = 0.4``, ``high = 0.9`` for a model without one (the reference ignored ``c <= 0.5``).
+The ramp is continuous, unlike the reference's step rule (``c > 0.7 -> 0.7c``,
+``c > 0.5 -> 0.4c``).
 
 A document with fewer than two sentences, or a half with fewer than ``min_words`` words
 (reference: 5), is skipped with a reason (no score, not "clean").
@@ -36,15 +46,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 
 from ragtrust.documents import RetrievedDoc, SignalResult, Span
-from ragtrust.errors import ModelError
+from ragtrust.errors import ConfigError, ModelError
 from ragtrust.models.base import CONTRADICTION, NLIModel
 from ragtrust.registry import register
 from ragtrust.screening.base import Signal
+from ragtrust.screening.calibration import calibrated_direction, resolve_ramp
 from ragtrust.text import Sentence, assertions, words
 
 
@@ -78,7 +89,9 @@ class IntraConsistencySignal(Signal):
     Attributes:
         nli: the NLI model (one ``predict`` call per batch).
         min_words: minimum words in each side of a check (reference: 5).
-        low / high: the contradiction ramp (see module docstring).
+        low / high: the contradiction ramp; ``None`` = the model's calibration (see module docstring).
+        direction: ``both`` (each check scored both ways, the larger counts) or ``forward``;
+            ``None`` = the model's calibration, else ``both``.
         check_tail: also run the last-sentence checks.
         max_sentence_pairs: earlier sentences the tail is also compared with, one by one.
         min_overlap: word overlap coefficient an earlier sentence needs to be compared.
@@ -86,8 +99,9 @@ class IntraConsistencySignal(Signal):
 
     nli: NLIModel
     min_words: int = 5
-    low: float = 0.4
-    high: float = 0.9
+    low: float | None = None
+    high: float | None = None
+    direction: Literal["forward", "both"] | None = None
     check_tail: bool = True
     max_sentence_pairs: int = 3
     min_overlap: float = 0.3
@@ -151,20 +165,31 @@ class IntraConsistencySignal(Signal):
             start, end = s[rng[0]].start, s[rng[1] - 1].end
             return start, end, docs[i].document.text[start:end]
 
+        direction = self.direction or calibrated_direction(self.nli) or "both"
+        if direction not in ("forward", "both"):
+            raise ConfigError(f"intra_consistency: direction must be 'forward' or 'both', got {direction!r}")
+        low, high, ramp_source = resolve_ramp(self.nli, self.name, self.low, self.high)
         pairs = [(span_text(c.doc, c.premise)[2], span_text(c.doc, c.hypothesis)[2]) for c in checks]
+        if direction == "both":
+            pairs += [(h, p) for p, h in pairs]
         probs = self.nli.predict(pairs) if pairs else None
         best: dict[int, tuple[float, _Check]] = {}
         per_doc: dict[int, dict[str, float]] = {}
         if probs is not None and np.shape(probs) != (len(pairs), 3):
             raise ModelError(f"NLI model returned shape {np.shape(probs)}, expected ({len(pairs)}, 3)")
+        n_checks = len(checks)
         for k, check in enumerate(checks):
-            c = float(probs[k, CONTRADICTION]) if probs is not None else 0.0
+            c = 0.0
+            if probs is not None:
+                c = float(probs[k, CONTRADICTION])
+                if direction == "both":
+                    c = max(c, float(probs[n_checks + k, CONTRADICTION]))
             kinds = per_doc.setdefault(check.doc, {})
             kinds[check.kind] = max(kinds.get(check.kind, 0.0), round(c, 4))
             if check.doc not in best or c > best[check.doc][0]:
                 best[check.doc] = (c, check)
         for i, (c, check) in best.items():
-            score = contradiction_ramp(c, self.low, self.high)
+            score = contradiction_ramp(c, low, high)
             doc = docs[i]
             h_start, h_end, h_text = span_text(i, check.hypothesis)
             reasons: tuple[str, ...] = ()
@@ -183,7 +208,13 @@ class IntraConsistencySignal(Signal):
                 score=score,
                 reasons=reasons,
                 spans=spans,
-                details={"contradiction": per_doc[i], "strongest": check.kind},
+                details={
+                    "contradiction": per_doc[i],
+                    "strongest": check.kind,
+                    "ramp": [low, high],
+                    "ramp_source": ramp_source,
+                    "direction": direction,
+                },
             )
         return [r if r is not None else self.skipped("no check") for r in results]
 

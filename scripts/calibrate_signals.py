@@ -1,0 +1,111 @@
+"""Calibrate the intra- and cross-document signals' contradiction ramps for an NLI model.
+
+Usage:
+    python scripts/calibrate_signals.py --data ../shared/data/owasp-cheatsheets \
+        [--nli builtin|ONNX_DIR|HF_ID] [--n 240] [--seed 0] [--fpr 0.05] \
+        [--out docs/results/signal_calibration.json] [--write-manifest]
+
+The development corpus is a seeded sample of chunks of the OWASP cheat sheets (never an
+evaluation suite); see :mod:`ragtrust.screening.calibration` for the procedure. The report
+(thresholds, rates, AUC, model id and sha256, versions, seed) goes to ``--out``.
+``--write-manifest`` stores the thresholds in the ONNX model's manifest (the shipped one by
+default), keyed to the ONNX file's sha256, so the signals use them by default. For a model
+without a manifest (a Hugging Face checkpoint) the report's ``suggested_spec`` gives the
+signal settings to put in ``screening.signals``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+
+from ragtrust import __version__
+from ragtrust.config import Settings
+from ragtrust.ingest.chunker import chunk_documents
+from ragtrust.ingest.loaders import load_paths
+from ragtrust.io import atomic_write_text
+from ragtrust.models.embedder import default_embedder
+from ragtrust.models.nli import MANIFEST_FILE, OnnxNLI, default_nli, read_manifest
+from ragtrust.screening.calibration import calibrate_cross, calibrate_intra, dev_corpus
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, required=True, help="development corpus (OWASP cheat sheets)")
+    parser.add_argument("--nli", default="builtin")
+    parser.add_argument("--n", type=int, default=240, help="development chunks")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fpr", type=float, default=0.05, help="false-alarm budget on clean text")
+    parser.add_argument("--k", type=int, default=5, help="retrieved-set size for the cross signal")
+    parser.add_argument("--out", type=Path, default=Path("docs/results/signal_calibration.json"))
+    parser.add_argument("--write-manifest", action="store_true")
+    args = parser.parse_args()
+
+    settings = Settings().with_overrides({"models": {"nli": args.nli}})
+    nli, embedder = default_nli(settings), default_embedder(settings)
+    started = time.perf_counter()
+    documents = load_paths([args.data]).documents
+    chunks = chunk_documents(documents, tokenizer=getattr(embedder, "tokenizer", None))
+    corpus = dev_corpus(chunks, n=args.n, seed=args.seed)
+    intra = calibrate_intra(nli, corpus, fpr=args.fpr)
+    cross = calibrate_cross(nli, embedder, corpus, k=args.k, fpr=args.fpr)
+    model = nli.model
+    manifest_file = None
+    sha = None
+    if isinstance(model, OnnxNLI):
+        manifest_file = Path(model.manifest_path) if model.manifest_path else MANIFEST_FILE
+        sha = read_manifest(manifest_file)["sha256"]
+    signals = {
+        "intra_consistency": {"low": intra["low"], "high": intra["high"], "direction": intra["direction"]},
+        "cross_consistency": {"low": cross["low"], "high": cross["high"]},
+    }
+    report = {
+        "command": "python scripts/calibrate_signals.py " + " ".join(
+            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("write_manifest",)
+        ),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "elapsed_s": round(time.perf_counter() - started, 1),
+        "nli_model_id": nli.model_id,
+        "nli_sha256": sha,
+        "embedder": embedder.model_id,
+        "corpus": {"path": str(args.data), "chunks": len(chunks), "sampled": len(corpus.clean),
+                   "poisoned": len(corpus.poisoned_index), "attack_families": "development/contradiction"},
+        "seed": args.seed,
+        "fpr": args.fpr,
+        "signals": signals,
+        "intra_consistency": intra,
+        "cross_consistency": cross,
+        "suggested_spec": [
+            {"type": "intra_consistency", **signals["intra_consistency"]},
+            {"type": "cross_consistency", **signals["cross_consistency"]},
+        ],
+        "versions": {"ragtrust": __version__, "onnxruntime": onnxruntime.__version__, "numpy": np.__version__,
+                     "python": platform.python_version()},
+    }  # fmt: skip
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(args.out, json.dumps(report, indent=2) + "\n")
+    print(json.dumps({"signals": signals, "intra": intra, "cross": cross}, indent=2))
+    if args.write_manifest:
+        if manifest_file is None:
+            raise SystemExit("--write-manifest needs an ONNX model with a manifest; use suggested_spec instead")
+        manifest = read_manifest(manifest_file)
+        manifest["signal_calibration"] = {
+            "nli_sha256": sha,
+            "signals": signals,
+            "fpr": args.fpr,
+            "seed": args.seed,
+            "report": str(args.out),
+        }
+        atomic_write_text(manifest_file, json.dumps(manifest, indent=2) + "\n")
+        print(f"wrote the calibration into {manifest_file}")
+
+
+if __name__ == "__main__":
+    main()

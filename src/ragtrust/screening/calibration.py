@@ -1,0 +1,227 @@
+"""Per-model thresholds for the two NLI signals, set to a false-alarm budget on clean text.
+
+The intra- and cross-document signals turn an NLI contradiction probability ``c`` into a
+score with the ramp ``clip((c - low) / (high - low))``. Where ``low`` belongs depends on
+the model: a small NLI model reads many honest pairs of sentences from one document as
+contradictions (on OWASP cheat-sheet chunks the shipped model gives a contradiction above
+0.4 for about a third of clean chunks), so a fixed ``low = 0.4`` raises clean documents.
+So ``low`` is **calibrated per model** on a development corpus of clean documents:
+
+* **intra**: the document score is the strongest of the signal's checks (halves, tail,
+  tail against related sentences); ``low`` is its ``1 - fpr`` quantile over clean
+  documents, so at most ``fpr`` of clean documents get any intra score;
+* **cross**: retrieved sets are formed from the corpus itself (each sampled chunk and its
+  ``k - 1`` nearest chunks by embedding); the set score is the strongest related-pair
+  contradiction in it, and ``low`` is its ``1 - fpr`` quantile over clean sets, so at most
+  ``fpr`` of clean retrieved sets see any cross-document contradiction;
+* ``high = (low + 1) / 2`` in both: the score reaches 1 half-way between the threshold and
+  certainty.
+
+The development corpus is a seeded sample of chunks of the OWASP cheat sheets; the
+evaluation suites (TruthfulQA, FEVER, the bundled knowledge base) are never used. The
+same chunks, poisoned with the **development** attack families, give the true-positive
+rates reported beside the thresholds (and choose the intra signal's direction rule), but
+the thresholds themselves come from clean text only.
+
+The shipped model carries its calibration in its manifest (``signal_calibration``, written
+by ``scripts/calibrate_signals.py``, keyed to the ONNX file's sha256); a signal uses it
+when its own ``low`` / ``high`` are not set. Models without a calibration (a Hugging Face
+checkpoint) use :data:`DEFAULT_RAMP` unless the signal is configured with explicit
+values, for example the ``suggested_spec`` printed by the script.
+
+Example:
+    >>> resolve_ramp(object(), "intra_consistency", None, None)
+    (0.4, 0.9, 'default')
+    >>> class Calibrated:
+    ...     signal_calibration = {"intra_consistency": {"low": 0.8, "high": 0.9}}
+    >>> resolve_ramp(Calibrated(), "intra_consistency", None, None)
+    (0.8, 0.9, 'calibrated')
+    >>> resolve_ramp(Calibrated(), "intra_consistency", 0.5, None)
+    (0.5, 0.9, 'configured')
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from ragtrust.documents import Document, RetrievedDoc
+from ragtrust.errors import InputError
+from ragtrust.models.base import Embedder, NLIModel
+
+#: the ramp of a model without a calibration: below 0.4 the model claims no contradiction,
+#: at 0.9 it is near-certain (the reference ignored ``c <= 0.5``)
+DEFAULT_RAMP: tuple[float, float] = (0.4, 0.9)
+
+
+def resolve_ramp(nli: object, signal: str, low: float | None, high: float | None) -> tuple[float, float, str]:
+    """``(low, high, source)``: explicit values win, then the model's calibration, then the default."""
+    calibration = getattr(nli, "signal_calibration", None)
+    entry = calibration.get(signal) if isinstance(calibration, Mapping) else None
+    if low is not None or high is not None:
+        base = (float(entry["low"]), float(entry["high"])) if entry else DEFAULT_RAMP
+        lo = base[0] if low is None else low
+        hi = base[1] if high is None else high
+        source = "configured"
+    elif entry:
+        lo, hi, source = float(entry["low"]), float(entry["high"]), "calibrated"
+    else:
+        (lo, hi), source = DEFAULT_RAMP, "default"
+    if not 0.0 <= lo < hi <= 1.0:
+        raise InputError(f"{signal}: the contradiction ramp needs 0 <= low < high <= 1, got low={lo}, high={hi}")
+    return lo, hi, source
+
+
+def calibrated_direction(nli: object) -> str | None:
+    """The intra signal's direction rule from the model's calibration (``None`` without one)."""
+    calibration = getattr(nli, "signal_calibration", None)
+    entry = calibration.get("intra_consistency") if isinstance(calibration, Mapping) else None
+    direction = entry.get("direction") if isinstance(entry, Mapping) else None
+    return str(direction) if direction else None
+
+
+def threshold_for(clean_scores: Sequence[float], fpr: float) -> tuple[float, float]:
+    """``(low, high)`` for a false-alarm budget: ``low`` is the ``1 - fpr`` quantile of clean scores."""
+    if not clean_scores:
+        raise InputError("calibration needs at least one clean score")
+    if not 0.0 < fpr < 1.0:
+        raise InputError(f"fpr must be in (0, 1), got {fpr}")
+    low = float(np.quantile(np.asarray(clean_scores, dtype=np.float64), 1.0 - fpr))
+    low = min(round(low, 4), 0.98)
+    return low, round((low + 1.0) / 2.0, 4)
+
+
+def _rates(clean: Sequence[float], poisoned: Sequence[float], low: float) -> dict[str, float]:
+    c, p = np.asarray(clean), np.asarray(poisoned)
+    out = {"clean_above_low": round(float(np.mean(c > low)), 4) if len(c) else float("nan")}
+    out["poisoned_above_low"] = round(float(np.mean(p > low)), 4) if len(p) else float("nan")
+    if len(c) and len(p):
+        from sklearn.metrics import roc_auc_score
+
+        y = np.r_[np.zeros(len(c)), np.ones(len(p))]
+        out["roc_auc"] = round(float(roc_auc_score(y, np.r_[c, p])), 4)
+    return out
+
+
+@dataclass(frozen=True)
+class DevCorpus:
+    """Clean development documents and their poisoned twins (development attack families)."""
+
+    clean: tuple[Document, ...]
+    poisoned: tuple[Document, ...]
+    poisoned_index: frozenset[int]
+
+
+def dev_corpus(
+    documents: Sequence[Document], *, n: int, seed: int, attack: Callable[[Sequence[Document]], Any] | None = None
+) -> DevCorpus:
+    """A seeded sample of ``n`` documents, each poisoned with a development contradiction family."""
+    if len(documents) < 2:
+        raise InputError("calibration needs at least 2 development documents")
+    sample = random.Random(seed).sample(list(documents), min(n, len(documents)))
+    if attack is None:
+        from ragtrust.eval.attacks import AttackGenerator
+
+        attack = AttackGenerator(strategy="contradiction", rate=1.0, seed=seed, families="development").attack
+    result = attack(sample)
+    hit = frozenset(r.index for r in result.records)
+    return DevCorpus(clean=tuple(result.clean), poisoned=tuple(result.poisoned), poisoned_index=hit)
+
+
+def _as_retrieved(docs: Sequence[Document]) -> list[RetrievedDoc]:
+    return [RetrievedDoc(document=d, rank=i + 1) for i, d in enumerate(docs)]
+
+
+def _intra_max(nli: NLIModel, docs: Sequence[Document], direction: Literal["forward", "both"]) -> list[float | None]:
+    from ragtrust.screening.intra import IntraConsistencySignal
+
+    signal = IntraConsistencySignal(nli=nli, direction=direction)
+    out: list[float | None] = []
+    for r in signal.score_batch(_as_retrieved(docs)):
+        out.append(None if r.skipped else max(r.details["contradiction"].values()))
+    return out
+
+
+def calibrate_intra(nli: NLIModel, corpus: DevCorpus, *, fpr: float = 0.05) -> dict[str, Any]:
+    """The intra signal's direction rule and ramp for ``nli`` (see the module docstring).
+
+    Both direction rules are measured; the one with the higher true-positive rate at the
+    ``fpr`` threshold is chosen (``both`` on a tie: contradiction is symmetric).
+    """
+    report: dict[str, Any] = {"fpr": fpr, "directions": {}}
+    directions: tuple[Literal["forward", "both"], ...] = ("forward", "both")
+    for direction in directions:
+        clean = _intra_max(nli, corpus.clean, direction)
+        poisoned = _intra_max(nli, [corpus.poisoned[i] for i in sorted(corpus.poisoned_index)], direction)
+        c = [x for x in clean if x is not None]
+        p = [x for x in poisoned if x is not None]
+        low, high = threshold_for(c, fpr)
+        report["directions"][direction] = {"low": low, "high": high, "n_clean": len(c), "n_poisoned": len(p)}
+        report["directions"][direction].update(_rates(c, p, low))
+    fwd, both = report["directions"]["forward"], report["directions"]["both"]
+    chosen = "forward" if fwd["poisoned_above_low"] > both["poisoned_above_low"] else "both"
+    report.update(direction=chosen, low=report["directions"][chosen]["low"], high=report["directions"][chosen]["high"])
+    return report
+
+
+def _set_scores(nli: NLIModel, docs: Sequence[Document]) -> tuple[float, float] | None:
+    """(strongest related-pair contradiction of the set, strongest one involving ``docs[0]``)."""
+    from ragtrust.screening.cross import CrossConsistencySignal
+
+    signal = CrossConsistencySignal(nli=nli, low=0.0, high=1.0)
+    results = signal.score_batch(_as_retrieved(docs))
+    if not results or not results[0].details.get("pairs_scored"):
+        return None
+    per_doc = [[float(v) for v in (r.details.get("contradiction") or {}).values()] for r in results]
+    return max((max(v, default=0.0) for v in per_doc), default=0.0), max(per_doc[0], default=0.0)
+
+
+def calibrate_cross(
+    nli: NLIModel, embedder: Embedder, corpus: DevCorpus, *, k: int = 5, fpr: float = 0.05
+) -> dict[str, Any]:
+    """The cross signal's ramp for ``nli``: retrieved sets of ``k`` from the corpus itself.
+
+    ``low`` bounds the share of clean sets with any pair above it (set level: that is what
+    lowers C and can blame a clean document). The rates compare the first document's pairs
+    in the clean set with the same pairs after it is poisoned (``anchor_*``).
+    """
+    clean = list(corpus.clean)
+    vectors = np.asarray(embedder.embed([d.text for d in clean]), dtype=np.float32)
+    sims = vectors @ vectors.T
+    set_scores: list[float] = []
+    clean_anchor: list[float] = []
+    poisoned_anchor: list[float] = []
+    for i in range(len(clean)):
+        order = [int(j) for j in np.argsort(-sims[i]) if j != i][: k - 1]
+        members = [clean[i]] + [clean[j] for j in order]
+        scores = _set_scores(nli, members)
+        if scores is None:
+            continue
+        set_scores.append(scores[0])
+        if i in corpus.poisoned_index:
+            attacked = _set_scores(nli, [corpus.poisoned[i]] + members[1:])
+            if attacked is not None:
+                clean_anchor.append(scores[1])
+                poisoned_anchor.append(attacked[1])
+    low, high = threshold_for(set_scores, fpr)
+    report: dict[str, Any] = {"fpr": fpr, "k": k, "low": low, "high": high, "n_clean_sets": len(set_scores)}
+    report["clean_sets_above_low"] = round(float(np.mean(np.asarray(set_scores) > low)), 4)
+    report["n_anchor_pairs"] = len(poisoned_anchor)
+    report.update({f"anchor_{key}": v for key, v in _rates(clean_anchor, poisoned_anchor, low).items()})
+    return report
+
+
+__all__ = [
+    "DEFAULT_RAMP",
+    "DevCorpus",
+    "calibrate_cross",
+    "calibrate_intra",
+    "calibrated_direction",
+    "dev_corpus",
+    "resolve_ramp",
+    "threshold_for",
+]

@@ -1,0 +1,173 @@
+"""Per-model contradiction ramps: resolution order, the calibration procedure, direction rules."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from ragtrust.documents import Document
+from ragtrust.errors import ConfigError, InputError
+from ragtrust.models.nli import MANIFEST_FILE, OnnxNLI
+from ragtrust.screening.calibration import (
+    DEFAULT_RAMP,
+    calibrate_cross,
+    calibrate_intra,
+    dev_corpus,
+    resolve_ramp,
+    threshold_for,
+)
+from ragtrust.screening.cross import CrossConsistencySignal
+from ragtrust.screening.intra import IntraConsistencySignal
+from ragtrust.testing import HashingEmbedder, LexicalNLI, retrieved
+
+DOC = (
+    "Store passwords with a slow salted hash such as Argon2id. "
+    "A salt is a random value generated for every password and kept beside the hash. "
+    "Hashing passwords without any salt is weakness CWE-759 in the catalogue."
+)
+
+
+@dataclass
+class OneWayNLI:
+    """Calls a pair a contradiction only when the premise mentions 'salt' and the hypothesis 'without'."""
+
+    contradiction: float = 0.85
+    signal_calibration: dict[str, Any] | None = None
+    model_id: str = "one-way"
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
+        self.pairs.extend(pairs)
+        out = np.tile(np.array([0.1, 0.8, 0.1], dtype=np.float32), (len(pairs), 1))
+        for i, (p, h) in enumerate(pairs):
+            if "without" in h and "without" not in p:
+                c = self.contradiction
+                out[i] = [0.05, 0.95 - c, c]
+        return out
+
+
+def test_resolve_ramp_order() -> None:
+    calibrated = OneWayNLI(signal_calibration={"intra_consistency": {"low": 0.8, "high": 0.9}})
+    assert resolve_ramp(OneWayNLI(), "intra_consistency", None, None) == (*DEFAULT_RAMP, "default")
+    assert resolve_ramp(calibrated, "intra_consistency", None, None) == (0.8, 0.9, "calibrated")
+    assert resolve_ramp(calibrated, "cross_consistency", None, None) == (*DEFAULT_RAMP, "default")
+    assert resolve_ramp(calibrated, "intra_consistency", 0.6, None) == (0.6, 0.9, "configured")
+    assert resolve_ramp(OneWayNLI(), "intra_consistency", None, 0.95) == (0.4, 0.95, "configured")
+    with pytest.raises(InputError, match="low < high"):
+        resolve_ramp(calibrated, "intra_consistency", 0.95, None)
+
+
+def test_threshold_for_is_the_clean_quantile() -> None:
+    clean = [i / 100 for i in range(101)]
+    assert threshold_for(clean, 0.05) == (0.95, 0.975)
+    assert threshold_for([0.999] * 5, 0.05)[0] == 0.98  # capped: the ramp keeps a width
+    with pytest.raises(InputError):
+        threshold_for([], 0.05)
+    with pytest.raises(InputError):
+        threshold_for(clean, 0.0)
+
+
+def test_intra_both_directions_catch_a_one_sided_contradiction() -> None:
+    # the fake sees the contradiction only premise -> hypothesis with 'without' on the tail side
+    # (forward); reversed text puts 'without' first, so only 'both' reads the reverse pairs too
+    doc = retrieved([DOC])
+    forward = IntraConsistencySignal(nli=OneWayNLI(), direction="forward", check_tail=True).score_batch(doc)[0]
+    assert forward.score > 0.8
+    reversed_doc = retrieved(
+        [
+            "Hashing passwords without any salt is weakness CWE-759 in the catalogue. "
+            "Store passwords with a slow salted hash such as Argon2id. "
+            "A salt is a random value generated for every password and kept beside the hash."
+        ]
+    )
+    fwd = IntraConsistencySignal(nli=OneWayNLI(), direction="forward").score_batch(reversed_doc)[0]
+    both = IntraConsistencySignal(nli=OneWayNLI(), direction="both").score_batch(reversed_doc)[0]
+    assert fwd.score == 0.0
+    assert both.score > 0.8 and both.details["direction"] == "both"
+
+
+def test_intra_uses_the_model_calibration() -> None:
+    doc = retrieved([DOC])
+    plain = IntraConsistencySignal(nli=OneWayNLI(contradiction=0.7)).score_batch(doc)[0]
+    assert plain.score == pytest.approx((0.7 - 0.4) / 0.5, abs=1e-6)
+    assert plain.details["ramp_source"] == "default"
+    model = OneWayNLI(
+        contradiction=0.7,
+        signal_calibration={"intra_consistency": {"low": 0.75, "high": 0.875, "direction": "forward"}},
+    )
+    calibrated = IntraConsistencySignal(nli=model).score_batch(doc)[0]
+    assert calibrated.score == 0.0 and not calibrated.reasons
+    assert calibrated.details["ramp"] == [0.75, 0.875]
+    assert calibrated.details["direction"] == "forward"
+    assert all("without" not in p for p, _ in model.pairs)  # forward only: no reversed pairs sent
+    configured = IntraConsistencySignal(nli=model, low=0.5).score_batch(doc)[0]
+    assert configured.score > 0 and configured.details["ramp_source"] == "configured"
+
+
+def test_intra_rejects_an_unknown_direction() -> None:
+    with pytest.raises(ConfigError, match="direction"):
+        IntraConsistencySignal(nli=OneWayNLI(), direction="sideways").score_batch(retrieved([DOC]))  # type: ignore[arg-type]
+
+
+def test_cross_uses_the_model_calibration() -> None:
+    texts = ["MD5 is broken for password storage.", "MD5 is not broken for password storage."]
+
+    class Calibrated(LexicalNLI):
+        signal_calibration = {"cross_consistency": {"low": 0.9, "high": 0.95}}
+
+    plain = CrossConsistencySignal(nli=LexicalNLI()).score_batch(retrieved(texts))
+    assert max(r.score for r in plain) > 0
+    strict = CrossConsistencySignal(nli=Calibrated()).score_batch(retrieved(texts))
+    assert all(r.score == 0 for r in strict)
+    assert strict[0].details["ramp_source"] == "calibrated"
+    assert strict[0].details["consistency"] == 1.0
+
+
+def _corpus_docs() -> list[Document]:
+    topics = ["passwords", "sessions", "cookies", "tokens", "queries", "uploads", "headers", "secrets"]
+    return [
+        Document(
+            id=f"d{i}",
+            text=(
+                f"How should {t} be handled? Keep {t} under strict control in every service. "
+                f"Review {t} handling during every release cycle. Log changes to {t} for audits."
+            ),
+        )
+        for i, t in enumerate(topics)
+    ]
+
+
+def test_calibration_on_fakes_reports_thresholds_and_rates() -> None:
+    corpus = dev_corpus(_corpus_docs(), n=8, seed=0)
+    assert len(corpus.clean) == 8 and corpus.poisoned_index
+    for i in corpus.poisoned_index:
+        assert corpus.poisoned[i].text != corpus.clean[i].text
+    intra = calibrate_intra(LexicalNLI(), corpus, fpr=0.25)
+    assert intra["direction"] in ("forward", "both")
+    assert 0 <= intra["low"] < intra["high"] <= 1
+    for rule in intra["directions"].values():
+        assert {"clean_above_low", "poisoned_above_low", "n_clean"} <= set(rule)
+        assert rule["clean_above_low"] <= 0.25
+    cross = calibrate_cross(LexicalNLI(), HashingEmbedder(dim=64), corpus, k=3, fpr=0.25)
+    assert cross["n_clean_sets"] > 0 and 0 <= cross["low"] < cross["high"] <= 1
+    assert cross["clean_sets_above_low"] <= 0.25
+    assert {"anchor_clean_above_low", "anchor_poisoned_above_low"} <= set(cross)
+
+
+def test_manifest_calibration_is_keyed_to_the_model_file(tmp_path: Path) -> None:
+    manifest = json.loads(MANIFEST_FILE.read_text(encoding="utf-8"))
+    signals = {"intra_consistency": {"low": 0.7, "high": 0.85}}
+    manifest["signal_calibration"] = {"nli_sha256": manifest["sha256"], "signals": signals}
+    path = tmp_path / "nli_manifest.json"
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    assert OnnxNLI(manifest_path=str(path)).signal_calibration == signals
+    manifest["signal_calibration"]["nli_sha256"] = "0" * 64  # calibrated for another file: stale
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    assert OnnxNLI(manifest_path=str(path)).signal_calibration is None
