@@ -52,5 +52,5 @@ def test_shipped_model_carries_its_signal_calibration(model: OnnxNLI) -> None:
     assert calibration is not None
     for name in ("intra_consistency", "cross_consistency"):
         assert 0.4 <= calibration[name]["low"] < calibration[name]["high"] <= 1.0
-    assert calibration["intra_consistency"]["direction"] in ("forward", "both")
+    assert calibration["intra_consistency"]["direction"] in ("forward", "sentences", "both")
     assert default_nli().signal_calibration == calibration

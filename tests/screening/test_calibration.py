@@ -26,11 +26,12 @@ from ragtrust.screening.calibration import (
 from ragtrust.screening.cross import CrossConsistencySignal
 from ragtrust.screening.intra import IntraConsistencySignal
 from ragtrust.testing import HashingEmbedder, LexicalNLI, retrieved
+from ragtrust.text import assertions
 
 DOC = (
     "Store passwords with a slow salted hash such as Argon2id. "
     "A salt is a random value generated for every password and kept beside the hash. "
-    "Hashing passwords without any salt is weakness CWE-759 in the catalogue."
+    "Hashing every password without a random salt kept beside the hash is weakness CWE-759."
 )
 
 
@@ -93,6 +94,22 @@ def test_intra_both_directions_catch_a_one_sided_contradiction() -> None:
     assert both.score > 0.8 and both.details["direction"] == "both"
 
 
+def test_intra_sentences_reverses_only_sentence_pairs() -> None:
+    signal = IntraConsistencySignal(nli=OneWayNLI(), direction="sentences")
+    checks = signal._checks(0, assertions(DOC))
+    kinds = [c.kind for c in checks]
+    assert {"halves", "tail", "tail_sentence"} <= set(kinds)
+    result = signal.score_batch(retrieved([DOC]))[0]
+    assert result.details["direction"] == "sentences"
+    pairs = signal.nli.pairs  # type: ignore[attr-defined]
+    assert len(pairs) == len(checks) + kinds.count("tail_sentence")
+    tail = assertions(DOC)[-1].text
+    assert [p for p, _ in pairs[len(checks) :]] == [tail] * kinds.count("tail_sentence")
+    every = IntraConsistencySignal(nli=OneWayNLI(), direction="both")
+    every.score_batch(retrieved([DOC]))
+    assert len(every.nli.pairs) == 2 * len(checks)  # type: ignore[attr-defined]
+
+
 def test_intra_uses_the_model_calibration() -> None:
     doc = retrieved([DOC])
     plain = IntraConsistencySignal(nli=OneWayNLI(contradiction=0.7)).score_batch(doc)[0]
@@ -150,7 +167,8 @@ def test_calibration_on_fakes_reports_thresholds_and_rates() -> None:
     for i in corpus.poisoned_index:
         assert corpus.poisoned[i].text != corpus.clean[i].text
     intra = calibrate_intra(LexicalNLI(), corpus, fpr=0.25)
-    assert intra["direction"] in ("forward", "both")
+    assert intra["direction"] in ("forward", "sentences", "both")
+    assert set(intra["directions"]) == {"forward", "sentences", "both"}
     assert 0 <= intra["low"] < intra["high"] <= 1
     for rule in intra["directions"].values():
         assert {"clean_above_low", "poisoned_above_low", "n_clean"} <= set(rule)

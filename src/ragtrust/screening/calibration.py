@@ -45,7 +45,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -56,6 +56,8 @@ from ragtrust.models.base import Embedder, NLIModel
 #: the ramp of a model without a calibration: below 0.4 the model claims no contradiction,
 #: at 0.9 it is near-certain (the reference ignored ``c <= 0.5``)
 DEFAULT_RAMP: tuple[float, float] = (0.4, 0.9)
+#: a cheaper intra direction rule is chosen when its true-positive rate is this close to the best
+TPR_TOLERANCE = 0.02
 
 
 def resolve_ramp(nli: object, signal: str, low: float | None, high: float | None) -> tuple[float, float, str]:
@@ -136,10 +138,10 @@ def _as_retrieved(docs: Sequence[Document]) -> list[RetrievedDoc]:
     return [RetrievedDoc(document=d, rank=i + 1) for i, d in enumerate(docs)]
 
 
-def _intra_max(nli: NLIModel, docs: Sequence[Document], direction: Literal["forward", "both"]) -> list[float | None]:
+def _intra_max(nli: NLIModel, docs: Sequence[Document], direction: str) -> list[float | None]:
     from ragtrust.screening.intra import IntraConsistencySignal
 
-    signal = IntraConsistencySignal(nli=nli, direction=direction)
+    signal = IntraConsistencySignal(nli=nli, direction=direction)  # type: ignore[arg-type]
     out: list[float | None] = []
     for r in signal.score_batch(_as_retrieved(docs)):
         out.append(None if r.skipped else max(r.details["contradiction"].values()))
@@ -149,12 +151,13 @@ def _intra_max(nli: NLIModel, docs: Sequence[Document], direction: Literal["forw
 def calibrate_intra(nli: NLIModel, corpus: DevCorpus, *, fpr: float = 0.05) -> dict[str, Any]:
     """The intra signal's direction rule and ramp for ``nli`` (see the module docstring).
 
-    Both direction rules are measured; the one with the higher true-positive rate at the
-    ``fpr`` threshold is chosen (``both`` on a tie: contradiction is symmetric).
+    Every direction rule is measured at its own ``fpr`` threshold; the cheapest rule whose
+    true-positive rate is within ``TPR_TOLERANCE`` of the best one is chosen.
     """
+    from ragtrust.screening.intra import DIRECTIONS
+
     report: dict[str, Any] = {"fpr": fpr, "directions": {}}
-    directions: tuple[Literal["forward", "both"], ...] = ("forward", "both")
-    for direction in directions:
+    for direction in DIRECTIONS:
         clean = _intra_max(nli, corpus.clean, direction)
         poisoned = _intra_max(nli, [corpus.poisoned[i] for i in sorted(corpus.poisoned_index)], direction)
         c = [x for x in clean if x is not None]
@@ -162,8 +165,9 @@ def calibrate_intra(nli: NLIModel, corpus: DevCorpus, *, fpr: float = 0.05) -> d
         low, high = threshold_for(c, fpr)
         report["directions"][direction] = {"low": low, "high": high, "n_clean": len(c), "n_poisoned": len(p)}
         report["directions"][direction].update(_rates(c, p, low))
-    fwd, both = report["directions"]["forward"], report["directions"]["both"]
-    chosen = "forward" if fwd["poisoned_above_low"] > both["poisoned_above_low"] else "both"
+    rates = {d: report["directions"][d]["poisoned_above_low"] for d in DIRECTIONS}
+    best = max(rates.values())
+    chosen = next(d for d in DIRECTIONS if rates[d] >= best - TPR_TOLERANCE)
     report.update(direction=chosen, low=report["directions"][chosen]["low"], high=report["directions"][chosen]["high"])
     return report
 

@@ -14,13 +14,15 @@ in **one** ``nli.predict`` call:
   ``min_overlap``): NLI models are trained on short premises, and the claim an appended
   payload negates is usually one sentence.
 
-Each check is scored in **both directions** (``direction="both"``, the default unless the
-model's calibration chose otherwise): a
-contradiction is symmetric, and a small NLI model often sees it from one side only (on the
-development corpus of :mod:`ragtrust.screening.calibration` the larger of the two
-directions catches about twice as many appended contradictions at the same false-alarm
-rate as the forward direction alone). A check's contradiction ``c`` is the larger of the
-two; ``direction="forward"`` scores premise -> hypothesis only.
+The sentence-against-sentence checks are scored in **both directions** by default
+(``direction="sentences"``): a contradiction is symmetric, and a small NLI model often sees
+it from one side only. A check's contradiction ``c`` is then the larger of the two. On the
+development corpus of :mod:`ragtrust.screening.calibration` this catches about twice as
+many appended contradictions at the same false-alarm rate as the forward direction alone;
+reversing the halves and tail checks as well (``direction="both"``) adds almost nothing
+there (a long text is a poor hypothesis for a short premise) and costs the longest pairs
+again. ``direction="forward"`` scores premise -> hypothesis only. The model's calibration
+may choose the rule; otherwise it is ``sentences``.
 
 The contradiction ``c`` of the strongest check becomes the score through the ramp
 ``clip((c - low) / (high - low))``. ``low`` / ``high`` default to the NLI model's
@@ -58,6 +60,9 @@ from ragtrust.screening.base import Signal
 from ragtrust.screening.calibration import calibrated_direction, resolve_ramp
 from ragtrust.text import Sentence, assertions, words
 
+#: the direction rules, cheapest first
+DIRECTIONS: tuple[str, ...] = ("forward", "sentences", "both")
+
 
 def contradiction_ramp(c: float, low: float, high: float) -> float:
     """Map a contradiction probability to a score: 0 below ``low``, 1 above ``high``, linear between."""
@@ -90,8 +95,9 @@ class IntraConsistencySignal(Signal):
         nli: the NLI model (one ``predict`` call per batch).
         min_words: minimum words in each side of a check (reference: 5).
         low / high: the contradiction ramp; ``None`` = the model's calibration (see module docstring).
-        direction: ``both`` (each check scored both ways, the larger counts) or ``forward``;
-            ``None`` = the model's calibration, else ``both``.
+        direction: ``sentences`` (sentence-pair checks scored both ways, the larger counts),
+            ``both`` (every check both ways) or ``forward``; ``None`` = the model's
+            calibration, else ``sentences``.
         check_tail: also run the last-sentence checks.
         max_sentence_pairs: earlier sentences the tail is also compared with, one by one.
         min_overlap: word overlap coefficient an earlier sentence needs to be compared.
@@ -101,7 +107,7 @@ class IntraConsistencySignal(Signal):
     min_words: int = 5
     low: float | None = None
     high: float | None = None
-    direction: Literal["forward", "both"] | None = None
+    direction: Literal["forward", "sentences", "both"] | None = None
     check_tail: bool = True
     max_sentence_pairs: int = 3
     min_overlap: float = 0.3
@@ -165,25 +171,30 @@ class IntraConsistencySignal(Signal):
             start, end = s[rng[0]].start, s[rng[1] - 1].end
             return start, end, docs[i].document.text[start:end]
 
-        direction = self.direction or calibrated_direction(self.nli) or "both"
-        if direction not in ("forward", "both"):
-            raise ConfigError(f"intra_consistency: direction must be 'forward' or 'both', got {direction!r}")
+        direction = self.direction or calibrated_direction(self.nli) or "sentences"
+        if direction not in DIRECTIONS:
+            raise ConfigError(f"intra_consistency: direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
         low, high, ramp_source = resolve_ramp(self.nli, self.name, self.low, self.high)
         pairs = [(span_text(c.doc, c.premise)[2], span_text(c.doc, c.hypothesis)[2]) for c in checks]
-        if direction == "both":
-            pairs += [(h, p) for p, h in pairs]
+        # reversed checks: (index of the forward pair, index of its reversed pair)
+        both_ways = [
+            k
+            for k, c in enumerate(checks)
+            if direction == "both" or (direction == "sentences" and c.kind == "tail_sentence")
+        ]
+        reverse_of = {k: len(pairs) + m for m, k in enumerate(both_ways)}
+        pairs += [(pairs[k][1], pairs[k][0]) for k in both_ways]
         probs = self.nli.predict(pairs) if pairs else None
         best: dict[int, tuple[float, _Check]] = {}
         per_doc: dict[int, dict[str, float]] = {}
         if probs is not None and np.shape(probs) != (len(pairs), 3):
             raise ModelError(f"NLI model returned shape {np.shape(probs)}, expected ({len(pairs)}, 3)")
-        n_checks = len(checks)
         for k, check in enumerate(checks):
             c = 0.0
             if probs is not None:
                 c = float(probs[k, CONTRADICTION])
-                if direction == "both":
-                    c = max(c, float(probs[n_checks + k, CONTRADICTION]))
+                if k in reverse_of:
+                    c = max(c, float(probs[reverse_of[k], CONTRADICTION]))
             kinds = per_doc.setdefault(check.doc, {})
             kinds[check.kind] = max(kinds.get(check.kind, 0.0), round(c, 4))
             if check.doc not in best or c > best[check.doc][0]:
@@ -219,4 +230,4 @@ class IntraConsistencySignal(Signal):
         return [r if r is not None else self.skipped("no check") for r in results]
 
 
-__all__ = ["IntraConsistencySignal", "contradiction_ramp"]
+__all__ = ["DIRECTIONS", "IntraConsistencySignal", "contradiction_ramp"]
