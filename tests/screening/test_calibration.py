@@ -20,6 +20,7 @@ from ragtrust.screening.calibration import (
     calibrate_cross,
     calibrate_intra,
     dev_corpus,
+    neighbour_sets,
     resolve_ramp,
     threshold_for,
 )
@@ -166,14 +167,16 @@ def test_calibration_on_fakes_reports_thresholds_and_rates() -> None:
     assert len(corpus.clean) == 8 and corpus.poisoned_index
     for i in corpus.poisoned_index:
         assert corpus.poisoned[i].text != corpus.clean[i].text
-    intra = calibrate_intra(LexicalNLI(), corpus, fpr=0.25)
+    sets = neighbour_sets(HashingEmbedder(dim=64), corpus.clean, k=3)
+    assert all(len(m) == 3 and m[0] == i and i not in m[1:] for i, m in enumerate(sets))
+    intra = calibrate_intra(LexicalNLI(), corpus, sets, fpr=0.25)
     assert intra["direction"] in ("forward", "sentences", "both")
     assert set(intra["directions"]) == {"forward", "sentences", "both"}
     assert 0 <= intra["low"] < intra["high"] <= 1
     for rule in intra["directions"].values():
         assert {"clean_above_low", "poisoned_above_low", "n_clean"} <= set(rule)
-        assert rule["clean_above_low"] <= 0.25
-    cross = calibrate_cross(LexicalNLI(), HashingEmbedder(dim=64), corpus, k=3, fpr=0.25)
+        assert rule["clean_sets_above_low"] <= 0.25
+    cross = calibrate_cross(LexicalNLI(), corpus, sets, fpr=0.25)
     assert cross["n_clean_sets"] > 0 and 0 <= cross["low"] < cross["high"] <= 1
     assert cross["clean_sets_above_low"] <= 0.25
     assert {"anchor_clean_above_low", "anchor_poisoned_above_low"} <= set(cross)

@@ -7,21 +7,25 @@ contradictions (on OWASP cheat-sheet chunks the shipped model gives a contradict
 0.4 for about a third of clean chunks), so a fixed ``low = 0.4`` raises clean documents.
 So ``low`` is **calibrated per model** on a development corpus of clean documents:
 
-* **intra**: the document score is the strongest of the signal's checks (halves, tail,
-  tail against related sentences); ``low`` is its ``1 - fpr`` quantile over clean
-  documents, so at most ``fpr`` of clean documents get any intra score;
-* **cross**: retrieved sets are formed from the corpus itself (each sampled chunk and its
-  ``k - 1`` nearest chunks by embedding); the set score is the strongest related-pair
-  contradiction in it, and ``low`` is its ``1 - fpr`` quantile over clean sets, so at most
-  ``fpr`` of clean retrieved sets see any cross-document contradiction;
+* retrieved sets are formed from the corpus itself: each development document and its
+  ``k - 1`` nearest neighbours by embedding (:func:`neighbour_sets`). The false-alarm
+  budget is per **retrieved set**, the unit a user sees (one query): at ``fpr = 0.05`` at
+  most 5% of clean sets of 5 get any score from the signal;
+* **intra**: a document's score is the strongest of the signal's checks (halves, tail,
+  tail against related sentences); ``low`` is the ``1 - fpr`` quantile over clean sets of
+  the strongest document score in the set;
+* **cross**: ``low`` is the ``1 - fpr`` quantile over clean sets of the strongest
+  related-pair contradiction in the set;
 * ``high = (low + 1) / 2`` in both: the score reaches 1 half-way between the threshold and
   certainty.
 
-The development corpus is a seeded sample of chunks of the OWASP cheat sheets; the
-evaluation suites (TruthfulQA, FEVER, the bundled knowledge base) are never used. The
-same chunks, poisoned with the **development** attack families, give the true-positive
-rates reported beside the thresholds (and choose the intra signal's direction rule), but
-the thresholds themselves come from clean text only.
+The development corpus (``scripts/calibrate_signals.py``) is a seeded sample of chunks of
+the OWASP cheat sheets plus the documents of the TruthfulQA and FEVER **calibration
+splits** (the items after the evaluation queries in each benchmark's seeded order); no
+evaluated query's document and no knowledge-base rule is used. The same documents,
+poisoned with the **development** attack families, give the true-positive rates reported
+beside the thresholds (and choose the intra signal's direction rule), but the thresholds
+themselves come from clean text only.
 
 The shipped model carries its calibration in its manifest (``signal_calibration``, written
 by ``scripts/calibrate_signals.py``, keyed to the ONNX file's sha256); a signal uses it
@@ -148,23 +152,37 @@ def _intra_max(nli: NLIModel, docs: Sequence[Document], direction: str) -> list[
     return out
 
 
-def calibrate_intra(nli: NLIModel, corpus: DevCorpus, *, fpr: float = 0.05) -> dict[str, Any]:
+def neighbour_sets(embedder: Embedder, docs: Sequence[Document], k: int = 5) -> list[list[int]]:
+    """Retrieved sets formed from the corpus itself: each document and its ``k - 1`` nearest."""
+    vectors = np.asarray(embedder.embed([d.text for d in docs]), dtype=np.float32)
+    sims = vectors @ vectors.T
+    return [[i] + [int(j) for j in np.argsort(-sims[i]) if j != i][: k - 1] for i in range(len(docs))]
+
+
+def calibrate_intra(
+    nli: NLIModel, corpus: DevCorpus, sets: Sequence[Sequence[int]], *, fpr: float = 0.05
+) -> dict[str, Any]:
     """The intra signal's direction rule and ramp for ``nli`` (see the module docstring).
 
-    Every direction rule is measured at its own ``fpr`` threshold; the cheapest rule whose
-    true-positive rate is within ``TPR_TOLERANCE`` of the best one is chosen.
+    ``sets`` are retrieved sets of clean documents (indices, :func:`neighbour_sets`): ``low``
+    is the ``1 - fpr`` quantile of the strongest document score per set. Every direction
+    rule is measured at its own threshold; the cheapest rule whose true-positive rate (share
+    of poisoned documents above ``low``) is within ``TPR_TOLERANCE`` of the best is chosen.
     """
     from ragtrust.screening.intra import DIRECTIONS
 
-    report: dict[str, Any] = {"fpr": fpr, "directions": {}}
+    report: dict[str, Any] = {"fpr": fpr, "level": "retrieved set", "n_sets": len(sets), "directions": {}}
     for direction in DIRECTIONS:
         clean = _intra_max(nli, corpus.clean, direction)
         poisoned = _intra_max(nli, [corpus.poisoned[i] for i in sorted(corpus.poisoned_index)], direction)
+        set_scores = [max((clean[j] or 0.0 for j in members), default=0.0) for members in sets]
         c = [x for x in clean if x is not None]
         p = [x for x in poisoned if x is not None]
-        low, high = threshold_for(c, fpr)
-        report["directions"][direction] = {"low": low, "high": high, "n_clean": len(c), "n_poisoned": len(p)}
-        report["directions"][direction].update(_rates(c, p, low))
+        low, high = threshold_for(set_scores, fpr)
+        row: dict[str, Any] = {"low": low, "high": high, "n_clean": len(c), "n_poisoned": len(p)}
+        row["clean_sets_above_low"] = round(float(np.mean(np.asarray(set_scores) > low)), 4)
+        row.update(_rates(c, p, low))
+        report["directions"][direction] = row
     rates = {d: report["directions"][d]["poisoned_above_low"] for d in DIRECTIONS}
     best = max(rates.values())
     chosen = next(d for d in DIRECTIONS if rates[d] >= best - TPR_TOLERANCE)
@@ -185,23 +203,21 @@ def _set_scores(nli: NLIModel, docs: Sequence[Document]) -> tuple[float, float] 
 
 
 def calibrate_cross(
-    nli: NLIModel, embedder: Embedder, corpus: DevCorpus, *, k: int = 5, fpr: float = 0.05
+    nli: NLIModel, corpus: DevCorpus, sets: Sequence[Sequence[int]], *, fpr: float = 0.05
 ) -> dict[str, Any]:
-    """The cross signal's ramp for ``nli``: retrieved sets of ``k`` from the corpus itself.
+    """The cross signal's ramp for ``nli`` on retrieved sets of clean documents (:func:`neighbour_sets`).
 
-    ``low`` bounds the share of clean sets with any pair above it (set level: that is what
-    lowers C and can blame a clean document). The rates compare the first document's pairs
-    in the clean set with the same pairs after it is poisoned (``anchor_*``).
+    ``low`` bounds the share of clean sets with any pair above it (that is what lowers C
+    and can blame a clean document). The rates compare the first document's pairs in the
+    clean set with the same pairs after it is poisoned (``anchor_*``).
     """
     clean = list(corpus.clean)
-    vectors = np.asarray(embedder.embed([d.text for d in clean]), dtype=np.float32)
-    sims = vectors @ vectors.T
     set_scores: list[float] = []
     clean_anchor: list[float] = []
     poisoned_anchor: list[float] = []
-    for i in range(len(clean)):
-        order = [int(j) for j in np.argsort(-sims[i]) if j != i][: k - 1]
-        members = [clean[i]] + [clean[j] for j in order]
+    for members_idx in sets:
+        i = members_idx[0]
+        members = [clean[j] for j in members_idx]
         scores = _set_scores(nli, members)
         if scores is None:
             continue
@@ -212,7 +228,7 @@ def calibrate_cross(
                 clean_anchor.append(scores[1])
                 poisoned_anchor.append(attacked[1])
     low, high = threshold_for(set_scores, fpr)
-    report: dict[str, Any] = {"fpr": fpr, "k": k, "low": low, "high": high, "n_clean_sets": len(set_scores)}
+    report: dict[str, Any] = {"fpr": fpr, "low": low, "high": high, "n_clean_sets": len(set_scores)}
     report["clean_sets_above_low"] = round(float(np.mean(np.asarray(set_scores) > low)), 4)
     report["n_anchor_pairs"] = len(poisoned_anchor)
     report.update({f"anchor_{key}": v for key, v in _rates(clean_anchor, poisoned_anchor, low).items()})
@@ -226,6 +242,7 @@ __all__ = [
     "calibrate_intra",
     "calibrated_direction",
     "dev_corpus",
+    "neighbour_sets",
     "resolve_ramp",
     "threshold_for",
 ]
