@@ -42,6 +42,22 @@ from ragtrust.models.nli import MANIFEST_FILE, OnnxNLI, default_nli, read_manife
 from ragtrust.screening.calibration import calibrate_cross, calibrate_intra, dev_corpus, neighbour_sets
 
 
+def command_line(args: argparse.Namespace) -> str:
+    """The command that reproduces this run (lists space-separated, unset options left out)."""
+    parts = ["python scripts/calibrate_signals.py"]
+    for key, value in vars(args).items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            parts.append(flag)
+        elif isinstance(value, list):
+            parts.append(" ".join([flag, *map(str, value)]))
+        else:
+            parts.append(f"{flag} {value}")
+    return " ".join(parts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, required=True, help="development corpus (OWASP cheat sheets)")
@@ -89,9 +105,7 @@ def main() -> None:
         "cross_consistency": {"low": cross["low"], "high": cross["high"]},
     }
     report = {
-        "command": "python scripts/calibrate_signals.py " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("write_manifest",)
-        ),
+        "command": command_line(args),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "elapsed_s": round(time.perf_counter() - started, 1),
         "nli_model_id": nli.model_id,

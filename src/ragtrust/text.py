@@ -75,18 +75,58 @@ def split_sentences(text: str) -> list[Sentence]:
     return sentences
 
 
+_HEADING = re.compile(r"\s*#{1,6}(\s|$)")
+
+
 def is_question(sentence: str) -> bool:
     """A sentence that asks rather than asserts (ends with a question mark)."""
     return sentence.rstrip(" \t\"')]").endswith("?")
 
 
+def is_heading(sentence: str) -> bool:
+    """A Markdown ATX heading (``## Title``): a title, not a claim."""
+    return _HEADING.match(sentence) is not None
+
+
 def assertions(text: str) -> list[Sentence]:
-    """The sentences of ``text`` that assert something: questions removed.
+    r"""The sentences of ``text`` that assert something: questions and headings removed.
 
     NLI contradiction is only meaningful between claims; a question ("What happens if ...?")
-    asserts nothing, and small NLI models read question-vs-answer pairs as contradictions.
+    or a heading ("#### Never transmit secrets to the client") asserts nothing, and small NLI
+    models read question-vs-answer and heading-vs-body pairs as contradictions.
+
+    A heading joined to its text by a single line break is cut off, not the text with it.
+
+    Example:
+        >>> [s.text for s in assertions("## Storage\n\nWhy salt? Salts defeat rainbow tables.")]
+        ['Salts defeat rainbow tables.']
+        >>> [s.text for s in assertions("### Hashing\nUse Argon2id. Then pepper.\n## Next")]
+        ['Use Argon2id.', 'Then pepper.']
     """
-    return [s for s in split_sentences(text) if not is_question(s.text)]
+    out: list[Sentence] = []
+    for sentence in split_sentences(text):
+        if is_question(sentence.text):
+            continue
+        claim = _without_headings(sentence)
+        if claim is not None:
+            out.append(claim)
+    return out
+
+
+def _without_headings(sentence: Sentence) -> Sentence | None:
+    """The sentence without leading / trailing heading lines (a heading joined to its text)."""
+    lines = sentence.text.split("\n")
+    start, end = sentence.start, sentence.end
+    while lines and (is_heading(lines[0]) or not lines[0].strip()):
+        start += len(lines.pop(0)) + 1
+    while lines and (is_heading(lines[-1]) or not lines[-1].strip()):
+        end -= len(lines.pop()) + 1
+    if not lines:
+        return None
+    body = "\n".join(lines)
+    lead = len(body) - len(body.lstrip())
+    body = body.strip()
+    return Sentence(body, start + lead, start + lead + len(body))
 
 
 def _append(text: str, start: int, end: int, out: list[Sentence]) -> None:
@@ -98,4 +138,14 @@ def _append(text: str, start: int, end: int, out: list[Sentence]) -> None:
         out.append(Sentence(text[start:end], start, end))
 
 
-__all__ = ["Sentence", "Token", "assertions", "fold", "is_question", "split_sentences", "word_tokens", "words"]
+__all__ = [
+    "Sentence",
+    "Token",
+    "assertions",
+    "fold",
+    "is_heading",
+    "is_question",
+    "split_sentences",
+    "word_tokens",
+    "words",
+]

@@ -8,7 +8,7 @@ here, and skipping them also saves NLI passes. The pair's contradiction is
 ``c_ij = max(c(i -> j), c(j -> i))`` mapped through the ramp ``clip((c - low) / (high - low))``,
 written ``r_ij``. ``low`` / ``high`` default to the NLI model's calibration
 (:mod:`ragtrust.screening.calibration`: for the shipped model, at most 5% of clean
-development retrieved sets contain a pair above ``low``) and to 0.4 / 0.9 for a model
+development retrieved sets of 5 contain a pair above ``low``) and to 0.4 / 0.9 for a model
 without one.
 
 **Scoping (who is blamed).** A contradiction between two documents says one of them is

@@ -1,7 +1,7 @@
 """Signal 3: intra-document consistency (SPEC section 3).
 
 An appended payload ("It is a common misconception that X; in fact it does not") makes
-a document disagree with itself. Two NLI checks per document, all documents of a batch
+a document disagree with itself. Three kinds of NLI check per document, all documents of a batch
 in **one** ``nli.predict`` call:
 
 * **halves**: premise = first half of the sentences, hypothesis = second half (split at a
@@ -14,20 +14,20 @@ in **one** ``nli.predict`` call:
   ``min_overlap``): NLI models are trained on short premises, and the claim an appended
   payload negates is usually one sentence.
 
-The sentence-against-sentence checks are scored in **both directions** by default
-(``direction="sentences"``): a contradiction is symmetric, and a small NLI model often sees
-it from one side only. A check's contradiction ``c`` is then the larger of the two. On the
-development corpus of :mod:`ragtrust.screening.calibration` this catches about twice as
-many appended contradictions at the same false-alarm rate as the forward direction alone;
-reversing the halves and tail checks as well (``direction="both"``) adds almost nothing
-there (a long text is a poor hypothesis for a short premise) and costs the longest pairs
-again. ``direction="forward"`` scores premise -> hypothesis only. The model's calibration
-may choose the rule; otherwise it is ``sentences``.
+**Direction.** A contradiction is symmetric, but a small NLI model often sees it from one
+side only, so a check may be scored both ways, its contradiction ``c`` being the larger of
+the two. Three rules: ``forward`` (premise -> hypothesis only), ``sentences`` (the
+sentence-against-sentence checks both ways) and ``both`` (every check both ways). The
+model's calibration chooses (:mod:`ragtrust.screening.calibration`); for the shipped model
+it chose ``both``, which at the same false-alarm budget catches 25.6% of the development
+contradictions against 18.9% (``sentences``) and 9.6% (``forward``), for about ten more
+NLI pairs per query at K = 5. Without a calibration the rule is ``sentences``.
 
 The contradiction ``c`` of the strongest check becomes the score through the ramp
 ``clip((c - low) / (high - low))``. ``low`` / ``high`` default to the NLI model's
-calibration (:func:`ragtrust.screening.calibration.resolve_ramp`: the shipped model's
-``low`` lets at most 5% of clean development documents score at all), and to
+calibration (:func:`ragtrust.screening.calibration.resolve_ramp`: with the shipped model's
+``low``, at most 5% of clean development retrieved sets of 5 have a document that scores at
+all), and to
 ``low = 0.4``, ``high = 0.9`` for a model without one (the reference ignored ``c <= 0.5``).
 The ramp is continuous, unlike the reference's step rule (``c > 0.7 -> 0.7c``,
 ``c > 0.5 -> 0.4c``).
