@@ -19,8 +19,8 @@ side only, so a check may be scored both ways, its contradiction ``c`` being the
 the two. Three rules: ``forward`` (premise -> hypothesis only), ``sentences`` (the
 sentence-against-sentence checks both ways) and ``both`` (every check both ways). The
 model's calibration chooses (:mod:`ragtrust.screening.calibration`); for the shipped model
-it chose ``both``, which at the same false-alarm budget catches 25.6% of the development
-contradictions against 18.9% (``sentences``) and 9.6% (``forward``), for about ten more
+it chose ``both``, which at the same false-alarm budget catches 25.2% of the development
+contradictions against 18.7% (``sentences``) and 9.9% (``forward``), for about ten more
 NLI pairs per query at K = 5. Without a calibration the rule is ``sentences``.
 
 The contradiction ``c`` of the strongest check becomes the score through the ramp
