@@ -68,8 +68,9 @@ KNOWN_WEAKNESSES = (
     "## Screening thresholds (signal calibration)",
     "The intra- and cross-document signals' contradiction thresholds for this model are stored in",
     "`nli_manifest.json` (`signal_calibration`, keyed to the ONNX file's sha256) by",
-    "`python scripts/calibrate_signals.py --data ../shared/data/owasp-cheatsheets --write-manifest`,",
-    "which must be rerun after every release (`scripts/reproduce.sh model` does). Procedure and",
+    "`ragtrust nli calibrate --data ../shared/data/owasp-cheatsheets --write-manifest`",
+    "`--out docs/results/signal_calibration.json`, which must be rerun after every release",
+    "(`scripts/reproduce.sh model` does). Procedure and",
     "figures: docs/architecture.md and docs/results/signal_calibration.json.",
 )
 DERIVED = ("derived_unrelated", "derived_negation", "derived_clause", "derived_exception")

@@ -19,7 +19,7 @@ case "${1:-}" in
   model)
     python scripts/nli_release.py --run "$2" --data-dir "$DATA/nli" --out src/ragtrust/models/assets --limit 2000
     # the intra/cross contradiction ramps belong to the model: recalibrate on the dev corpus
-    python scripts/calibrate_signals.py --data "$DATA/owasp-cheatsheets" --write-manifest
+    ragtrust nli calibrate --data "$DATA/owasp-cheatsheets" --bench-data "$DATA" --out docs/results/signal_calibration.json --write-manifest
     ;;
   results)
     ragtrust eval run --suite paper --out runs/paper --data-dir "$DATA"

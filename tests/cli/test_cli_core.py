@@ -372,7 +372,7 @@ def test_help_lists_the_core_commands() -> None:
 def test_nli_help() -> None:
     result = runner.invoke(app, ["nli", "--help"])
     assert result.exit_code == 0, result.output
-    for sub in ("predict", "eval", "train", "export"):
+    for sub in ("predict", "eval", "train", "export", "calibrate"):
         assert sub in result.stdout
 
 
@@ -399,3 +399,39 @@ def test_demo_json_compares_clean_and_poisoned(tmp_path: Path) -> None:
     assert flagged, "a poisoned rule must flag at least one demo question"
     for q in flagged:
         assert dirty[q]["trust_score"] < clean[q]["trust_score"]
+
+
+def _dev_docs(folder: Path) -> Path:
+    folder.mkdir()
+    topics = ["passwords", "sessions", "cookies", "tokens", "queries", "uploads"]
+    for t in topics:
+        (folder / f"{t}.md").write_text(
+            f"# {t.title()}\n\nKeep {t} under strict control in every service. Review {t} handling in every "
+            f"release. Log every change to {t} for the audit trail.\n",
+            encoding="utf-8",
+        )
+    return folder
+
+
+def test_nli_calibrate_json_and_report(tmp_path: Path) -> None:
+    data = _dev_docs(tmp_path / "dev")
+    out = tmp_path / "calibration.json"
+    args = ["nli", "calibrate", "--data", str(data), "--no-benchmarks", "--n", "6", "--k", "3", "--fpr", "0.2"]
+    result = runner.invoke(app, [*args, "--json", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report == json.loads(out.read_text())
+    assert report["corpus"]["sources"] == {"chunks": 6}
+    assert report["nli_model_id"] == "lexical-nli" and report["nli_sha256"] is None
+    assert set(report["signals"]) == {"intra_consistency", "cross_consistency"}
+    assert report["suggested_spec"][0]["type"] == "intra_consistency"
+    assert 0 <= report["signals"]["intra_consistency"]["low"] < report["signals"]["intra_consistency"]["high"] <= 1
+
+
+def test_nli_calibrate_refuses_bad_input(tmp_path: Path) -> None:
+    missing = runner.invoke(app, ["nli", "calibrate", "--data", str(tmp_path / "nowhere"), "--no-benchmarks"])
+    assert missing.exit_code != 0 and "does not exist" in missing.output
+    data = _dev_docs(tmp_path / "dev")
+    # the fake model has no ONNX manifest to write into
+    no_manifest = runner.invoke(app, ["nli", "calibrate", "--data", str(data), "--no-benchmarks", "--write-manifest"])
+    assert no_manifest.exit_code != 0 and "manifest" in no_manifest.output

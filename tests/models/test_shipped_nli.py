@@ -44,7 +44,7 @@ def test_default_engine_uses_shipped_model() -> None:
 
 
 def test_shipped_model_carries_its_signal_calibration(model: OnnxNLI) -> None:
-    # scripts/calibrate_signals.py --write-manifest: keyed to this ONNX file, so a re-released
+    # ragtrust nli calibrate --write-manifest: keyed to this ONNX file, so a re-released
     # model without a fresh calibration fails here instead of using stale thresholds
     manifest = json.loads(MANIFEST_FILE.read_text())
     assert manifest["signal_calibration"]["nli_sha256"] == manifest["sha256"]

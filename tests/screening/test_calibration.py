@@ -19,10 +19,12 @@ from ragtrust.screening.calibration import (
     DEFAULT_RAMP,
     calibrate_cross,
     calibrate_intra,
+    calibrate_model,
     dev_corpus,
     neighbour_sets,
     resolve_ramp,
     threshold_for,
+    write_to_manifest,
 )
 from ragtrust.screening.cross import CrossConsistencySignal
 from ragtrust.screening.intra import IntraConsistencySignal
@@ -192,3 +194,19 @@ def test_manifest_calibration_is_keyed_to_the_model_file(tmp_path: Path) -> None
     manifest["signal_calibration"]["nli_sha256"] = "0" * 64  # calibrated for another file: stale
     path.write_text(json.dumps(manifest), encoding="utf-8")
     assert OnnxNLI(manifest_path=str(path)).signal_calibration is None
+
+
+def test_calibrate_model_report_goes_into_a_manifest(tmp_path: Path) -> None:
+    data = tmp_path / "dev"
+    data.mkdir()
+    for doc in _corpus_docs():
+        (data / f"{doc.id}.md").write_text(doc.text, encoding="utf-8")
+    report = calibrate_model(LexicalNLI(), HashingEmbedder(dim=64), data, benchmarks=(), n=8, fpr=0.25, k=3)
+    assert report["corpus"]["sampled"] == 8 and report["fpr_level"] == "retrieved set of 3 documents"
+    assert report["suggested_spec"] == [{"type": name, **v} for name, v in report["signals"].items()]
+    manifest = tmp_path / "nli_manifest.json"
+    manifest.write_text(MANIFEST_FILE.read_text(encoding="utf-8"), encoding="utf-8")
+    write_to_manifest(manifest, report, "report.json")
+    stored = json.loads(manifest.read_text(encoding="utf-8"))["signal_calibration"]
+    assert stored["nli_sha256"] == json.loads(MANIFEST_FILE.read_text())["sha256"] and stored["report"] == "report.json"
+    assert OnnxNLI(manifest_path=str(manifest)).signal_calibration == report["signals"]

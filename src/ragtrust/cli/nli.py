@@ -1,4 +1,4 @@
-"""``ragtrust nli PREMISE HYPOTHESIS`` plus ``nli eval``, ``nli train`` and ``nli export``."""
+"""``ragtrust nli PREMISE HYPOTHESIS`` plus ``nli eval``, ``train``, ``export`` and ``calibrate``."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class _PredictByDefault(TyperGroup):
 
 nli_app = typer.Typer(
     cls=_PredictByDefault,
-    help="NLI model: predict a pair, evaluate on labelled data, train, export.",
+    help="NLI model: predict a pair, evaluate on labelled data, train, export, calibrate screening thresholds.",
     no_args_is_help=True,
 )
 
@@ -189,6 +189,115 @@ def export_cmd(
         temperature = float(json.loads(report.read_text())["temperature"]) if report.exists() else 1.0
     manifest = package_model(hf_dir, out, temperature=temperature, quantize=not no_quantize)
     console.print(f"wrote {manifest}")
+
+
+@nli_app.command("calibrate")
+@handle_errors
+def calibrate_cmd(
+    data: Path = typer.Option(..., "--data", help="Development documents (e.g. ../shared/data/owasp-cheatsheets)."),
+    model: str | None = typer.Option(None, "--model", help="'builtin', an exported ONNX folder, or an HF id / path."),
+    benchmarks: list[str] = typer.Option(
+        ["truthfulqa", "fever"], "--benchmark", help="Benchmark whose calibration split joins the corpus (repeat)."
+    ),
+    no_benchmarks: bool = typer.Option(False, "--no-benchmarks", help="Use the --data documents only."),
+    bench_data: Path | None = typer.Option(None, "--bench-data", help="Benchmark data folder (default: resolved)."),
+    bench_calib: int = typer.Option(200, "--bench-calib", min=1, help="Calibration-split documents per benchmark."),
+    n: int = typer.Option(240, "--n", min=2, help="Development chunks sampled from --data."),
+    seed: int = typer.Option(0, "--seed"),
+    fpr: float = typer.Option(0.05, "--fpr", min=0.001, max=0.5, help="False-alarm budget per retrieved set."),
+    k: int = typer.Option(5, "--k", min=2, help="Retrieved-set size."),
+    out: Path | None = typer.Option(None, "--out", help="Write the full report (JSON) here."),
+    write_manifest: bool = typer.Option(
+        False, "--write-manifest", help="Store the thresholds in the ONNX model's manifest (keyed to its sha256)."
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+    config: Path | None = ConfigOption,
+) -> None:
+    """Calibrate the intra/cross-document signals' contradiction thresholds for an NLI model.
+
+    See ragtrust.screening.calibration: a false-alarm budget per retrieved set on clean
+    development text; the direction rule is chosen on the development attack families.
+    """
+    import json
+    import platform
+    import shlex
+    import sys
+
+    import numpy as np
+    import onnxruntime
+
+    from ragtrust import __version__
+    from ragtrust.io import atomic_write_text
+    from ragtrust.models.embedder import default_embedder
+    from ragtrust.models.nli import MANIFEST_FILE, OnnxNLI, read_manifest
+    from ragtrust.screening.calibration import calibrate_model, write_to_manifest
+
+    if not data.exists():
+        raise InputError(f"--data {data} does not exist")
+    engine = _model(model, config)
+    model_obj = getattr(engine, "model", engine)
+    manifest_file = None
+    if isinstance(model_obj, OnnxNLI):
+        manifest_file = Path(model_obj.manifest_path) if model_obj.manifest_path else MANIFEST_FILE
+    if write_manifest and manifest_file is None:
+        raise InputError("--write-manifest needs an ONNX model with a manifest; use the report's suggested_spec")
+    core = calibrate_model(
+        engine,
+        default_embedder(settings_from(config, None)),
+        data,
+        benchmarks=[] if no_benchmarks else benchmarks,
+        bench_data=bench_data,
+        bench_calib=bench_calib,
+        n=n,
+        seed=seed,
+        fpr=fpr,
+        k=k,
+    )
+    report = {
+        "command": "ragtrust " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "nli_sha256": read_manifest(manifest_file)["sha256"] if manifest_file else None,
+        **core,
+        "versions": {
+            "ragtrust": __version__,
+            "onnxruntime": onnxruntime.__version__,
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+        },
+    }
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out, json.dumps(report, indent=2) + "\n")
+    if write_manifest and manifest_file is not None:
+        write_to_manifest(manifest_file, report, str(out) if out else None)
+    if as_json:
+        print_json(report)
+        return
+    table = Table(title=f"Signal calibration ({engine.model_id}, budget {fpr:.0%} of clean retrieved sets)")
+    for col in ("signal", "low", "high", "direction", "clean sets > low", "dev contradictions > low"):
+        table.add_column(col)
+    intra, cross = report["intra_consistency"], report["cross_consistency"]
+    chosen = intra["directions"][intra["direction"]]
+    table.add_row(
+        "intra_consistency",
+        f"{intra['low']:.3f}",
+        f"{intra['high']:.3f}",
+        intra["direction"],
+        f"{chosen['clean_sets_above_low']:.1%}",
+        f"{chosen['poisoned_above_low']:.1%}",
+    )
+    table.add_row(
+        "cross_consistency",
+        f"{cross['low']:.3f}",
+        f"{cross['high']:.3f}",
+        "-",
+        f"{cross['clean_sets_above_low']:.1%}",
+        f"{cross['anchor_poisoned_above_low']:.1%}",
+    )
+    console.print(table)
+    if write_manifest:
+        console.print(f"wrote the thresholds into {manifest_file}")
+    else:
+        console.print(f"screening.signals entries: {json.dumps(report['suggested_spec'])}")
 
 
 def register(app: typer.Typer) -> None:

@@ -140,7 +140,7 @@ class OnnxNLI(ReloadsAfterPickle):
 
         ``None`` when the manifest has none, or when it was calibrated for another ONNX file
         (its ``nli_sha256`` differs from the manifest's ``sha256``): a re-released model
-        must be recalibrated (``scripts/calibrate_signals.py``), not use stale thresholds.
+        must be recalibrated (``ragtrust nli calibrate``), not use stale thresholds.
         """
         manifest = read_manifest(Path(self.manifest_path) if self.manifest_path else MANIFEST_FILE)
         calibration = manifest.get("signal_calibration")

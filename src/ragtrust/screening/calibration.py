@@ -19,7 +19,7 @@ So ``low`` is **calibrated per model** on a development corpus of clean document
 * ``high = (low + 1) / 2`` in both: the score reaches 1 half-way between the threshold and
   certainty.
 
-The development corpus (``scripts/calibrate_signals.py``) is a seeded sample of chunks of
+The development corpus (``ragtrust nli calibrate``) is a seeded sample of chunks of
 the OWASP cheat sheets plus the documents of the TruthfulQA and FEVER **calibration
 splits** (the items after the evaluation queries in each benchmark's seeded order); no
 evaluated query's document and no knowledge-base rule is used. The same documents,
@@ -28,7 +28,7 @@ beside the thresholds (and choose the intra signal's direction rule), but the th
 themselves come from clean text only.
 
 The shipped model carries its calibration in its manifest (``signal_calibration``, written
-by ``scripts/calibrate_signals.py``, keyed to the ONNX file's sha256); a signal uses it
+by ``ragtrust nli calibrate``, keyed to the ONNX file's sha256); a signal uses it
 when its own ``low`` / ``high`` are not set. Models without a calibration (a Hugging Face
 checkpoint) use :data:`DEFAULT_RAMP` unless the signal is configured with explicit
 values, for example the ``suggested_spec`` printed by the script.
@@ -46,9 +46,13 @@ Example:
 
 from __future__ import annotations
 
+import json
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -235,14 +239,101 @@ def calibrate_cross(
     return report
 
 
+def calibrate_model(
+    nli: NLIModel,
+    embedder: Embedder,
+    data: Path,
+    *,
+    benchmarks: Sequence[str] = ("truthfulqa", "fever"),
+    bench_data: Path | None = None,
+    bench_calib: int = 200,
+    n: int = 240,
+    seed: int = 0,
+    fpr: float = 0.05,
+    k: int = 5,
+) -> dict[str, Any]:
+    """The whole calibration of ``nli`` (``ragtrust nli calibrate``): a JSON-ready report.
+
+    The development corpus is a seeded sample of ``n`` chunks of the documents under
+    ``data`` plus the documents of each benchmark's calibration split
+    (``load_benchmark(name, n=50, n_calib=bench_calib, seed=42)``: the items after the 50
+    evaluation queries in its seeded order). ``report["signals"]`` holds the thresholds;
+    ``report["suggested_spec"]`` the matching ``screening.signals`` entries.
+    """
+    from ragtrust.eval.datasets import load_benchmark
+    from ragtrust.ingest.chunker import chunk_documents
+    from ragtrust.ingest.loaders import load_paths
+
+    started = time.perf_counter()
+    chunks = chunk_documents(load_paths([data]).documents, tokenizer=getattr(embedder, "tokenizer", None))
+    pool = random.Random(seed).sample(chunks, min(n, len(chunks)))
+    sources = {"chunks": len(pool)}
+    for name in benchmarks:
+        bench = load_benchmark(name, bench_data, n=50, n_calib=bench_calib, seed=42)
+        calib = [bench.documents[q.doc_index] for q in bench.calib_queries]
+        pool += calib
+        sources[f"{bench.name}_calibration_split"] = len(calib)
+    corpus = dev_corpus(pool, n=len(pool), seed=seed)
+    sets = neighbour_sets(embedder, corpus.clean, k=k)
+    intra = calibrate_intra(nli, corpus, sets, fpr=fpr)
+    cross = calibrate_cross(nli, corpus, sets, fpr=fpr)
+    signals = {
+        "intra_consistency": {"low": intra["low"], "high": intra["high"], "direction": intra["direction"]},
+        "cross_consistency": {"low": cross["low"], "high": cross["high"]},
+    }
+    return {
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "elapsed_s": round(time.perf_counter() - started, 1),
+        "nli_model_id": getattr(nli, "model_id", type(nli).__name__),
+        "embedder": getattr(embedder, "model_id", type(embedder).__name__),
+        "corpus": {
+            "path": str(data),
+            "chunks": len(chunks),
+            "sampled": len(corpus.clean),
+            "sources": sources,
+            "poisoned": len(corpus.poisoned_index),
+            "attack_families": "development/contradiction",
+        },
+        "seed": seed,
+        "fpr": fpr,
+        "fpr_level": f"retrieved set of {k} documents",
+        "signals": signals,
+        "intra_consistency": intra,
+        "cross_consistency": cross,
+        "suggested_spec": [{"type": name, **values} for name, values in signals.items()],
+    }
+
+
+def write_to_manifest(manifest_file: Path, report: Mapping[str, Any], report_path: str | None = None) -> None:
+    """Store a calibration report's thresholds in an ONNX model's manifest (atomic write).
+
+    The entry is keyed to the manifest's ``sha256``: :attr:`OnnxNLI.signal_calibration`
+    ignores it once the ONNX file is replaced.
+    """
+    from ragtrust.io import atomic_write_text
+    from ragtrust.models.nli import read_manifest
+
+    manifest = read_manifest(manifest_file)
+    manifest["signal_calibration"] = {
+        "nli_sha256": manifest["sha256"],
+        "signals": dict(report["signals"]),
+        "fpr": report.get("fpr"),
+        "seed": report.get("seed"),
+        "report": report_path,
+    }
+    atomic_write_text(manifest_file, json.dumps(manifest, indent=2) + "\n")
+
+
 __all__ = [
     "DEFAULT_RAMP",
     "DevCorpus",
     "calibrate_cross",
     "calibrate_intra",
+    "calibrate_model",
     "calibrated_direction",
     "dev_corpus",
     "neighbour_sets",
     "resolve_ramp",
     "threshold_for",
+    "write_to_manifest",
 ]
