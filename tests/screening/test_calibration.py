@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pytest
 
 from ragtrust.documents import Document
-from ragtrust.errors import ConfigError, InputError
+from ragtrust.errors import ConfigError, InputError, ModelError
 from ragtrust.models.nli import MANIFEST_FILE, OnnxNLI
 from ragtrust.screening.calibration import (
     DEFAULT_RAMP,
@@ -210,3 +210,18 @@ def test_calibrate_model_report_goes_into_a_manifest(tmp_path: Path) -> None:
     stored = json.loads(manifest.read_text(encoding="utf-8"))["signal_calibration"]
     assert stored["nli_sha256"] == json.loads(MANIFEST_FILE.read_text())["sha256"] and stored["report"] == "report.json"
     assert OnnxNLI(manifest_path=str(manifest)).signal_calibration == report["signals"]
+
+
+@pytest.mark.parametrize("entry", [{"low": 0.8}, {"low": "high", "high": 0.9}, [0.8, 0.9]])
+def test_a_malformed_calibration_fails_the_signal_with_a_clear_error(entry: object) -> None:
+    model = OneWayNLI(signal_calibration={"intra_consistency": entry})  # type: ignore[dict-item]
+    with pytest.raises(ModelError, match="calibration is malformed"):
+        IntraConsistencySignal(nli=model).score_batch(retrieved([DOC]))
+
+
+def test_a_malformed_calibration_fails_the_screen_closed() -> None:
+    from ragtrust.screening.aggregate import Screener
+
+    model = OneWayNLI(signal_calibration={"intra_consistency": {"low": None, "high": 0.9}})
+    report = Screener([IntraConsistencySignal(nli=model)]).screen(retrieved([DOC, DOC + " More."]))
+    assert report.errors and "calibration is malformed" in " ".join(map(str, report.errors))

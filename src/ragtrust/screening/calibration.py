@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from ragtrust.documents import Document, RetrievedDoc
-from ragtrust.errors import InputError
+from ragtrust.errors import InputError, ModelError
 from ragtrust.models.base import Embedder, NLIModel
 
 #: the ramp of a model without a calibration: below 0.4 the model claims no contradiction,
@@ -68,17 +68,38 @@ DEFAULT_RAMP: tuple[float, float] = (0.4, 0.9)
 TPR_TOLERANCE = 0.02
 
 
+def _calibrated(entry: object, signal: str) -> tuple[float, float] | None:
+    if entry is None:
+        return None
+    try:
+        if not isinstance(entry, Mapping):
+            raise TypeError(f"expected a mapping, got {type(entry).__name__}")
+        lo, hi = float(entry["low"]), float(entry["high"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelError(
+            f"{signal}: the NLI model's signal calibration is malformed ({entry!r}); "
+            "rerun `ragtrust nli calibrate --write-manifest` or set low/high in screening.signals"
+        ) from exc
+    return lo, hi
+
+
 def resolve_ramp(nli: object, signal: str, low: float | None, high: float | None) -> tuple[float, float, str]:
-    """``(low, high, source)``: explicit values win, then the model's calibration, then the default."""
+    """``(low, high, source)``: explicit values win, then the model's calibration, then the default.
+
+    Raises:
+        InputError: the resulting ramp is not ``0 <= low < high <= 1``.
+        ModelError: the model's calibration entry for ``signal`` is malformed (the signal
+            fails, so the verdict fails closed).
+    """
     calibration = getattr(nli, "signal_calibration", None)
-    entry = calibration.get(signal) if isinstance(calibration, Mapping) else None
+    entry = _calibrated(calibration.get(signal) if isinstance(calibration, Mapping) else None, signal)
     if low is not None or high is not None:
-        base = (float(entry["low"]), float(entry["high"])) if entry else DEFAULT_RAMP
+        base = entry or DEFAULT_RAMP
         lo = base[0] if low is None else low
         hi = base[1] if high is None else high
         source = "configured"
     elif entry:
-        lo, hi, source = float(entry["low"]), float(entry["high"]), "calibrated"
+        (lo, hi), source = entry, "calibrated"
     else:
         (lo, hi), source = DEFAULT_RAMP, "default"
     if not 0.0 <= lo < hi <= 1.0:
