@@ -149,3 +149,21 @@ def test_actor_thread_limit_reaches_wrapped_models() -> None:
     for model in (signal, embedder):
         _limit_threads(model, 1)
     assert engine.model.threads == 1 and embedder.threads == 1  # type: ignore[attr-defined]
+
+
+def test_witness_score_uses_the_model_calibration() -> None:
+    class Calibrated(LexicalNLI):
+        signal_calibration = {"witness": {"low": 0.95, "high": 0.99}}
+
+    plain = {r.id: r for r in _scan("local").rows}
+    strict = {
+        r.id: r
+        for r in scan_corpus(_corpus(), signals=[], embedder=HashingEmbedder(), nli=Calibrated(), witnesses=2).rows
+    }
+    # the bcrypt-rounds contradiction: the default ramp (0.4 / 0.9) scores it, a calibrated
+    # low above its mutual contradiction does not, and the witness evidence is still reported
+    witness = next(s for s in plain["doc-6"].signals if s.name == "witness")
+    assert witness.score > 0.8 and witness.details["ramp"] == [0.4, 0.9]
+    strict_witness = next(s for s in strict["doc-6"].signals if s.name == "witness")
+    assert strict_witness.score == 0.0 and not strict_witness.reasons
+    assert strict["doc-6"].witnesses[0].contradiction == pytest.approx(plain["doc-6"].witnesses[0].contradiction)

@@ -10,7 +10,10 @@ top-K:
    with its ``witnesses`` nearest neighbours in the *whole* corpus (FAISS cosine; chunks
    of the same parent document and neighbours below ``min_similarity`` do not count). Each
    pair is judged by NLI in both directions; the ``witness`` result of a document is the
-   strongest mutual contradiction ``(c(d -> n) + c(n -> d)) / 2`` over its witnesses;
+   strongest mutual contradiction ``(c(d -> n) + c(n -> d)) / 2`` over its witnesses,
+   through the contradiction ramp of the NLI model's calibration
+   (:mod:`ragtrust.screening.calibration`: for the shipped model at most 5% of clean
+   development documents have a witness above ``low``; 0.4 / 0.9 without a calibration);
 3. per-document poison probability P = the aggregator's noisy-OR fusion
    (:func:`ragtrust.screening.aggregate.fuse`; the witness evidence weighs
    :data:`WITNESS_WEIGHT`, since a contradiction says that one of two documents is wrong,
@@ -231,8 +234,14 @@ def witness_result(
     near: Sequence[tuple[int, float]],
     judged: Mapping[tuple[int, int], tuple[float, float, float, float]],
     ids: Sequence[str],
+    ramp: tuple[float, float] = (0.0, 1.0),
 ) -> tuple[SignalResult, tuple[Witness, ...]]:
-    """Build the ``witness`` result of one document and its witnesses."""
+    """Build the ``witness`` result of one document and its witnesses.
+
+    The score is the strongest mutual contradiction through the contradiction ramp
+    ``ramp = (low, high)`` (the NLI model's calibration for ``witness``,
+    :func:`ragtrust.screening.calibration.resolve_ramp`; ``(0, 1)`` keeps it raw).
+    """
     if not near:
         return SignalResult("witness", skipped=True, skip_reason="no near neighbour in the corpus"), ()
     witnesses: list[Witness] = []
@@ -247,8 +256,11 @@ def witness_result(
         for w in sorted(witnesses, key=lambda w: -w.contradiction)
         if w.contradiction >= WITNESS_REASON_THRESHOLD
     )
-    score = float(min(1.0, max(0.0, worst.contradiction)))
-    return SignalResult("witness", score, reasons=reasons, details={"witnesses": len(witnesses)}), tuple(witnesses)
+    from ragtrust.screening.intra import contradiction_ramp
+
+    score = contradiction_ramp(worst.contradiction, *ramp)
+    details = {"witnesses": len(witnesses), "strongest": worst.contradiction, "ramp": list(ramp)}
+    return SignalResult("witness", score, reasons=reasons if score > 0 else (), details=details), tuple(witnesses)
 
 
 def _row(
@@ -350,8 +362,11 @@ def scan_corpus(
                 judged.update(nli_pairs(nli, texts, pairs[start : start + batch_size]))
                 if progress is not None:
                     progress("witnesses", min(start + batch_size, len(pairs)), len(pairs))
+        from ragtrust.screening.calibration import resolve_ramp
+
+        low, high, _ = resolve_ramp(nli, "witness", None, None)
         for i in range(len(docs)):
-            result, found = witness_result(i, near[i], judged, ids)
+            result, found = witness_result(i, near[i], judged, ids, (low, high))
             results[i].append(result)
             witness_rows[i] = found
     rows = [_row(d, results[i], witness_rows[i], threshold, fuse_weights) for i, d in enumerate(docs)]

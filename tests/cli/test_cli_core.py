@@ -423,9 +423,12 @@ def test_nli_calibrate_json_and_report(tmp_path: Path) -> None:
     assert report == json.loads(out.read_text())
     assert report["corpus"]["sources"] == {"chunks": 6}
     assert report["nli_model_id"] == "lexical-nli" and report["nli_sha256"] is None
-    assert set(report["signals"]) == {"intra_consistency", "cross_consistency"}
+    assert set(report["signals"]) == {"intra_consistency", "cross_consistency", "witness"}
     assert report["suggested_spec"][0]["type"] == "intra_consistency"
     assert 0 <= report["signals"]["intra_consistency"]["low"] < report["signals"]["intra_consistency"]["high"] <= 1
+    table = runner.invoke(app, args)
+    assert table.exit_code == 0, table.output
+    assert "witness (scan)" in table.stdout and "screening.signals entries" in table.stdout
 
 
 def test_nli_calibrate_refuses_bad_input(tmp_path: Path) -> None:

@@ -203,7 +203,12 @@ def test_calibrate_model_report_goes_into_a_manifest(tmp_path: Path) -> None:
         (data / f"{doc.id}.md").write_text(doc.text, encoding="utf-8")
     report = calibrate_model(LexicalNLI(), HashingEmbedder(dim=64), data, benchmarks=(), n=8, fpr=0.25, k=3)
     assert report["corpus"]["sampled"] == 8 and report["fpr_level"] == "retrieved set of 3 documents"
-    assert report["suggested_spec"] == [{"type": name, **v} for name, v in report["signals"].items()]
+    assert set(report["signals"]) == {"intra_consistency", "cross_consistency", "witness"}
+    # the scan's witness is not a screening.signals entry: it reads the manifest only
+    assert report["suggested_spec"] == [
+        {"type": name, **v} for name, v in report["signals"].items() if name != "witness"
+    ]
+    assert report["witness"]["n_clean"] > 0
     manifest = tmp_path / "nli_manifest.json"
     manifest.write_text(MANIFEST_FILE.read_text(encoding="utf-8"), encoding="utf-8")
     write_to_manifest(manifest, report, "report.json")

@@ -293,6 +293,15 @@ def calibrate_cmd(
         f"{cross['clean_sets_above_low']:.1%}",
         f"{cross['anchor_poisoned_above_low']:.1%}",
     )
+    witness = report["witness"]
+    table.add_row(
+        "witness (scan)",
+        f"{witness['low']:.3f}",
+        f"{witness['high']:.3f}",
+        "-",
+        f"{witness['clean_above_low']:.1%} of documents",
+        f"{witness['poisoned_above_low']:.1%}",
+    )
     console.print(table)
     if write_manifest:
         console.print(f"wrote the thresholds into {manifest_file}")

@@ -260,6 +260,46 @@ def calibrate_cross(
     return report
 
 
+def calibrate_witness(
+    nli: NLIModel, embedder: Embedder, corpus: DevCorpus, *, witnesses: int = 3, fpr: float = 0.05
+) -> dict[str, Any]:
+    """The corpus scan's witness ramp for ``nli`` (:mod:`ragtrust.scan`'s own statistic).
+
+    Each clean development document's witnesses are its ``witnesses`` nearest neighbours
+    (cosine >= the scan's minimum, other parents only); ``low`` is the ``1 - fpr``
+    quantile over clean documents of the strongest mutual contradiction. The rates compare
+    each poisoned document's witness statistic with its clean twin's.
+    """
+    from ragtrust.scan import neighbours, nli_pairs, witness_pairs, witness_result
+
+    def strongest(docs: Sequence[Document], near: Sequence[Sequence[tuple[int, float]]]) -> list[float | None]:
+        judged = nli_pairs(nli, [d.text for d in docs], witness_pairs(near))
+        ids = [d.id for d in docs]
+        out: list[float | None] = []
+        for i in range(len(docs)):
+            result, _ = witness_result(i, near[i], judged, ids)
+            out.append(None if result.skipped else result.score)
+        return out
+
+    clean = list(corpus.clean)
+    vectors = np.asarray(embedder.embed([d.text for d in clean]), dtype=np.float32)
+    groups = [str(d.metadata.get("parent_id") or d.id) for d in clean]
+    near = neighbours(vectors, groups, witnesses)
+    clean_scores = strongest(clean, near)
+    # the poisoned twin keeps the clean document's neighbours (its embedding barely moves)
+    poisoned = list(clean)
+    for i in corpus.poisoned_index:
+        poisoned[i] = corpus.poisoned[i]
+    poisoned_scores = strongest(poisoned, near)
+    c = [x for x in clean_scores if x is not None]
+    p = [poisoned_scores[i] for i in sorted(corpus.poisoned_index) if poisoned_scores[i] is not None]
+    low, high = threshold_for(c, fpr)
+    report: dict[str, Any] = {"fpr": fpr, "level": "document", "witnesses": witnesses, "low": low, "high": high}
+    report.update(n_clean=len(c), n_poisoned=len(p))
+    report.update(_rates(c, [x for x in p if x is not None], low))
+    return report
+
+
 def calibrate_model(
     nli: NLIModel,
     embedder: Embedder,
@@ -298,9 +338,11 @@ def calibrate_model(
     sets = neighbour_sets(embedder, corpus.clean, k=k)
     intra = calibrate_intra(nli, corpus, sets, fpr=fpr)
     cross = calibrate_cross(nli, corpus, sets, fpr=fpr)
+    witness = calibrate_witness(nli, embedder, corpus, fpr=fpr)
     signals = {
         "intra_consistency": {"low": intra["low"], "high": intra["high"], "direction": intra["direction"]},
         "cross_consistency": {"low": cross["low"], "high": cross["high"]},
+        "witness": {"low": witness["low"], "high": witness["high"]},
     }
     return {
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -321,7 +363,8 @@ def calibrate_model(
         "signals": signals,
         "intra_consistency": intra,
         "cross_consistency": cross,
-        "suggested_spec": [{"type": name, **values} for name, values in signals.items()],
+        "witness": witness,
+        "suggested_spec": [{"type": name, **values} for name, values in signals.items() if name != "witness"],
     }
 
 
@@ -351,6 +394,7 @@ __all__ = [
     "calibrate_cross",
     "calibrate_intra",
     "calibrate_model",
+    "calibrate_witness",
     "calibrated_direction",
     "dev_corpus",
     "neighbour_sets",
