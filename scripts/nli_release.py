@@ -66,7 +66,7 @@ KNOWN_WEAKNESSES = (
     "  far below the calibrated intra-consistency threshold.",
     "",
     "## Screening thresholds (signal calibration)",
-    "The intra- and cross-document signals' contradiction thresholds for this model are stored in",
+    "The contradiction thresholds of the intra/cross-document signals and the scan's witnesses are in",
     "`nli_manifest.json` (`signal_calibration`, keyed to the ONNX file's sha256) by",
     "`ragtrust nli calibrate --data ../shared/data/owasp-cheatsheets --write-manifest`",
     "`--out docs/results/signal_calibration.json`, which must be rerun after every release",
