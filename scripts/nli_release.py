@@ -57,7 +57,7 @@ KNOWN_WEAKNESSES = (
     "  0.58 (contradiction 0.39), and the restated password rule is entailed at 0.75.",
     '- A negation cue still pushes clean text towards contradiction: "Hashing without a salt is',
     '  CWE-759." against "A salt is a random value generated separately for every password ..."',
-    "  gets contradiction 0.69. About a third of clean OWASP chunks reach 0.4 on some",
+    "  gets contradiction 0.69. 22% of clean development documents reach 0.4 on some forward",
     "  intra-consistency check, which is why the screening thresholds are calibrated per model (next",
     "  section); with them this false positive no longer raises the rule.",
     '- Contradictions without a shared surface cue are missed: "It is a common misconception that',

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,7 +177,7 @@ def test_calibration_on_fakes_reports_thresholds_and_rates() -> None:
     assert set(intra["directions"]) == {"forward", "sentences", "both"}
     assert 0 <= intra["low"] < intra["high"] <= 1
     for rule in intra["directions"].values():
-        assert {"clean_above_low", "poisoned_above_low", "n_clean"} <= set(rule)
+        assert {"clean_above_low", "poisoned_above_low", "n_clean", "clean_above_default_low"} <= set(rule)
         assert rule["clean_sets_above_low"] <= 0.25
     cross = calibrate_cross(LexicalNLI(), corpus, sets, fpr=0.25)
     assert cross["n_clean_sets"] > 0 and 0 <= cross["low"] < cross["high"] <= 1
@@ -190,9 +191,14 @@ def test_manifest_calibration_is_keyed_to_the_model_file(tmp_path: Path) -> None
     manifest["signal_calibration"] = {"nli_sha256": manifest["sha256"], "signals": signals}
     path = tmp_path / "nli_manifest.json"
     path.write_text(json.dumps(manifest), encoding="utf-8")
-    assert OnnxNLI(manifest_path=str(path)).signal_calibration == signals
+    model = OnnxNLI(manifest_path=str(path))
+    assert model.signal_calibration == signals
     manifest["signal_calibration"]["nli_sha256"] = "0" * 64  # calibrated for another file: stale
     path.write_text(json.dumps(manifest), encoding="utf-8")
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    # read once per manifest version: the rewritten manifest is noticed by the same instance
+    assert model.signal_calibration is None
     assert OnnxNLI(manifest_path=str(path)).signal_calibration is None
 
 

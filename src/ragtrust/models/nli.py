@@ -111,6 +111,7 @@ class OnnxNLI(ReloadsAfterPickle):
     _perm: list[int] = field(default_factory=lambda: [0, 1, 2], init=False, repr=False)
     _transient: ClassVar[dict[str, Callable[[], Any]]] = {"_session": lambda: None, "_tokenizer": lambda: None}
     _temperature: float = field(default=1.0, init=False, repr=False)
+    _calibration: tuple[tuple[str, int], dict[str, Any] | None] | None = field(default=None, init=False, repr=False)
 
     def warm_up(self) -> None:
         """Read the manifest, verify the checksum and open the ONNX session (idempotent)."""
@@ -142,12 +143,19 @@ class OnnxNLI(ReloadsAfterPickle):
         (its ``nli_sha256`` differs from the manifest's ``sha256``): a re-released model
         must be recalibrated (``ragtrust nli calibrate``), not use stale thresholds.
         """
-        manifest = read_manifest(Path(self.manifest_path) if self.manifest_path else MANIFEST_FILE)
+        path = Path(self.manifest_path) if self.manifest_path else MANIFEST_FILE
+        # read once per manifest version: the signals ask on every query
+        stamp = (str(path), path.stat().st_mtime_ns if path.exists() else -1)
+        if self._calibration is not None and self._calibration[0] == stamp:
+            return self._calibration[1]
+        manifest = read_manifest(path)
         calibration = manifest.get("signal_calibration")
-        if not isinstance(calibration, dict) or calibration.get("nli_sha256") != manifest.get("sha256"):
-            return None
-        signals = calibration.get("signals")
-        return dict(signals) if isinstance(signals, dict) else None
+        signals = None
+        if isinstance(calibration, dict) and calibration.get("nli_sha256") == manifest.get("sha256"):
+            found = calibration.get("signals")
+            signals = found if isinstance(found, dict) else None
+        self._calibration = (stamp, dict(signals) if signals is not None else None)
+        return self._calibration[1]
 
     def count_tokens(self, text: str) -> int:
         """Word-piece tokens of ``text`` (without special tokens)."""

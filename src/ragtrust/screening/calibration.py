@@ -1,10 +1,11 @@
-"""Per-model thresholds for the two NLI signals, set to a false-alarm budget on clean text.
+"""Per-model thresholds for the NLI contradiction signals, set to a false-alarm budget on clean text.
 
 The intra- and cross-document signals turn an NLI contradiction probability ``c`` into a
 score with the ramp ``clip((c - low) / (high - low))``. Where ``low`` belongs depends on
 the model: a small NLI model reads many honest pairs of sentences from one document as
-contradictions (on OWASP cheat-sheet chunks the shipped model gives a contradiction above
-0.4 for about a third of clean chunks), so a fixed ``low = 0.4`` raises clean documents.
+contradictions (on the development corpus below, 22% of clean documents reach 0.4 on some
+forward intra check with the shipped model: ``clean_above_default_low`` in the report), so a
+fixed ``low = 0.4`` raises clean documents.
 So ``low`` is **calibrated per model** on a development corpus of clean documents:
 
 * retrieved sets are formed from the corpus itself: each development document and its
@@ -16,8 +17,11 @@ So ``low`` is **calibrated per model** on a development corpus of clean document
   the strongest document score in the set;
 * **cross**: ``low`` is the ``1 - fpr`` quantile over clean sets of the strongest
   related-pair contradiction in the set;
-* ``high = (low + 1) / 2`` in both: the score reaches 1 half-way between the threshold and
-  certainty.
+* **witness** (the corpus scan's, :mod:`ragtrust.scan`): the scan judges documents, not
+  retrieved sets, so ``low`` is the ``1 - fpr`` quantile over clean documents of the scan's
+  own statistic, the strongest mutual contradiction with a witness;
+* ``high = (low + 1) / 2`` in all three: the score reaches 1 half-way between the threshold
+  and certainty.
 
 The development corpus (``ragtrust nli calibrate``) is a seeded sample of chunks of
 the OWASP cheat sheets plus the documents of the TruthfulQA and FEVER **calibration
@@ -31,7 +35,7 @@ The shipped model carries its calibration in its manifest (``signal_calibration`
 by ``ragtrust nli calibrate``, keyed to the ONNX file's sha256); a signal uses it
 when its own ``low`` / ``high`` are not set. Models without a calibration (a Hugging Face
 checkpoint) use :data:`DEFAULT_RAMP` unless the signal is configured with explicit
-values, for example the ``suggested_spec`` printed by the script.
+values, for example the ``suggested_spec`` printed by ``ragtrust nli calibrate``.
 
 Example:
     >>> resolve_ramp(object(), "intra_consistency", None, None)
@@ -206,6 +210,8 @@ def calibrate_intra(
         low, high = threshold_for(set_scores, fpr)
         row: dict[str, Any] = {"low": low, "high": high, "n_clean": len(c), "n_poisoned": len(p)}
         row["clean_sets_above_low"] = round(float(np.mean(np.asarray(set_scores) > low)), 4)
+        # what the uncalibrated default ramp would do to the same clean documents
+        row["clean_above_default_low"] = round(float(np.mean(np.asarray(c) > DEFAULT_RAMP[0])), 4) if c else None
         row.update(_rates(c, p, low))
         report["directions"][direction] = row
     rates = {d: report["directions"][d]["poisoned_above_low"] for d in DIRECTIONS}
@@ -292,11 +298,11 @@ def calibrate_witness(
         poisoned[i] = corpus.poisoned[i]
     poisoned_scores = strongest(poisoned, near)
     c = [x for x in clean_scores if x is not None]
-    p = [poisoned_scores[i] for i in sorted(corpus.poisoned_index) if poisoned_scores[i] is not None]
+    p = [x for x in (poisoned_scores[i] for i in sorted(corpus.poisoned_index)) if x is not None]
     low, high = threshold_for(c, fpr)
     report: dict[str, Any] = {"fpr": fpr, "level": "document", "witnesses": witnesses, "low": low, "high": high}
     report.update(n_clean=len(c), n_poisoned=len(p))
-    report.update(_rates(c, [x for x in p if x is not None], low))
+    report.update(_rates(c, p, low))
     return report
 
 
