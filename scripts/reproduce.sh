@@ -3,6 +3,7 @@
 # paper suite, the OWASP evidence report and the speed benchmarks.
 #
 #   scripts/reproduce.sh model RUN_DIR   # package a trained NLI run (ragtrust nli train --out RUN_DIR)
+#   scripts/reproduce.sh injection RUN_DIR  # package a trained injection run, calibrate, evaluate
 #   scripts/reproduce.sh results         # paper suite + evidence report  -> docs/results/
 #   scripts/reproduce.sh acceptance      # issue-4 screen check + demo    -> docs/results/
 #   scripts/reproduce.sh bench           # speed benchmarks               -> runs/bench/*.json
@@ -20,6 +21,13 @@ case "${1:-}" in
     python scripts/nli_release.py --run "$2" --data-dir "$DATA/nli" --out src/ragtrust/models/assets --limit 2000
     # the intra/cross contradiction ramps belong to the model: recalibrate on the dev corpus
     ragtrust nli calibrate --data "$DATA/owasp-cheatsheets" --bench-data "$DATA" --out docs/results/signal_calibration.json --write-manifest
+    ;;
+  injection)
+    # the training / evaluation data packages (see src/ragtrust/models/injection_data.py)
+    make injection-data
+    ragtrust injection export "$2/final" --out src/ragtrust/models/assets
+    ragtrust injection calibrate --data-dir "$DATA" --fpr 0.01 --out docs/results/injection_calibration.json --write-manifest
+    ragtrust injection eval --data-dir "$DATA" --out docs/results/injection_eval.json
     ;;
   results)
     ragtrust eval run --suite paper --out runs/paper --data-dir "$DATA"
@@ -47,6 +55,7 @@ PY
     ;;
   bench)
     python bench/bench_pipeline.py --n 40 --out runs/bench/pipeline.json
+    python bench/bench_injection.py --data "$DATA/owasp-cheatsheets" --limit 120 > runs/bench/injection.json
     python bench/bench_nli.py --real "$DATA/nli/test/snli_test.jsonl" > runs/bench/nli.json
     python bench/bench_embedder.py > runs/bench/embedder.json
     python bench/bench_align.py > runs/bench/align.txt

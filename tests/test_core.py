@@ -53,6 +53,16 @@ def test_document_hash_ignores_whitespace_and_roundtrips() -> None:
         Document.from_dict({"id": "x", "text": "y", "bogus": 1})
 
 
+def test_document_with_an_unpaired_surrogate_is_an_input_error(tmp_path: Path) -> None:
+    # JSON may carry "\ud800", which decodes to a lone surrogate: one clear line, not a crash
+    with pytest.raises(InputError, match="unpaired surrogate at offset 4"):
+        Document(id="d", text="abc \ud800 def")
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"id": "d", "text": "abc \\ud800 def"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="unpaired surrogate"):
+        read_documents_jsonl(path)
+
+
 def test_verdict_json_roundtrip_keeps_nested_types() -> None:
     span = Span(doc_id="d1", start=0, end=3, text="Use")
     verdict = Verdict(

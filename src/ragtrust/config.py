@@ -68,6 +68,7 @@ class ScreeningConfig(_Section):
     drop_threshold: float = Field(0.7, ge=0, le=1, description="drop-suspicious drops P_i above this")
     fail_closed: bool = True
     signals: tuple[str, ...] = (
+        "injection",
         "linguistic",
         "structural",
         "intra_consistency",

@@ -144,6 +144,12 @@ class Document(_JsonMixin):
             raise InputError("Document.id must be a non-empty string")
         if not isinstance(self.text, str):
             raise InputError(f"Document {self.id!r}: text must be a string, got {type(self.text).__name__}")
+        try:
+            self.text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InputError(
+                f"Document {self.id!r}: text is not valid Unicode (an unpaired surrogate at offset {exc.start})"
+            ) from exc
         if not self.content_hash:
             object.__setattr__(self, "content_hash", content_hash(self.text))
 

@@ -106,6 +106,29 @@ class RaisingNLI:
 
 
 @dataclass
+class KeywordInjectionModel:
+    """An injection classifier that flags text addressing an assistant, model or AI by word.
+
+    P(injection) is 0.95 when a text names ``assistant``, ``model``, ``AI`` or ``system``
+    *and* uses an override verb (``ignore``, ``disregard``, ``forget``, ``reveal``), 0.05
+    otherwise: enough to test windowing, caching, spans and policies without a model file.
+    """
+
+    model_id: str = "keyword-injection"
+    calls: list[int] = field(default_factory=list)
+
+    def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One probability per text; records the batch size in ``calls``."""
+        self.calls.append(len(texts))
+        out = np.full(len(texts), 0.05, dtype=np.float32)
+        for i, text in enumerate(texts):
+            found = set(_WORD.findall(text.lower()))
+            if found & {"assistant", "model", "ai", "system"} and found & {"ignore", "disregard", "forget", "reveal"}:
+                out[i] = 0.95
+        return out
+
+
+@dataclass
 class StaticRetriever:
     """Returns a fixed document list, scored by word overlap with the query (cosine-like)."""
 
@@ -158,6 +181,7 @@ def retrieved(texts: Sequence[str], scores: Sequence[float] | None = None, prefi
 
 __all__ = [
     "HashingEmbedder",
+    "KeywordInjectionModel",
     "LexicalNLI",
     "RaisingNLI",
     "ScriptedGenerator",

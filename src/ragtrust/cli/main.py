@@ -13,6 +13,7 @@ import typer
 COMMAND_MODULES = (
     "ragtrust.cli.core",  # ask, screen, verify, demo
     "ragtrust.cli.nli",  # nli (predict, eval, train, export, calibrate)
+    "ragtrust.cli.injection",  # injection (predict, train, export, calibrate, eval)
     "ragtrust.cli.evidence",  # align
     "ragtrust.cli.store",  # ingest, scan, vet, quarantine, delete, ledger
     "ragtrust.cli.evaluation",  # attack, eval run / report / calibrate

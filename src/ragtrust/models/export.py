@@ -234,8 +234,9 @@ def write_manifest(
     max_length: int,
     model_id: str,
     extra: dict[str, Any] | None = None,
+    name: str = "nli_manifest.json",
 ) -> Path:
-    """Write ``nli_manifest.json`` beside the ONNX file."""
+    """Write the manifest (``nli_manifest.json`` by default) beside the ONNX file."""
     manifest = {
         "model_id": model_id,
         "onnx_file": onnx_file.name,
@@ -247,7 +248,7 @@ def write_manifest(
         "max_length": max_length,
         **(extra or {}),
     }
-    path = onnx_file.parent / "nli_manifest.json"
+    path = onnx_file.parent / name
     atomic_write_text(path, json.dumps(manifest, indent=2) + "\n")
     return path
 
@@ -262,28 +263,35 @@ def package_model(
     quantize: bool = True,
     optimize: bool = True,
     extra: dict[str, Any] | None = None,
+    prefix: str = "nli",
 ) -> Path:
-    """Export + fuse + (optionally) quantise + manifest: a directory :class:`OnnxNLI` can load."""
+    """Export + fuse + (optionally) quantise + manifest: a directory :class:`OnnxNLI` can load.
+
+    ``prefix`` names the files (``{prefix}-int8.onnx``, ``{prefix}_tokenizer.json``,
+    ``{prefix}_manifest.json``): ``injection`` packages the injection classifier, which
+    :class:`~ragtrust.models.injection.OnnxInjection` loads.
+    """
     hf = Path(hf_dir)
     out = Path(out_dir)
-    config, fp32 = _export_fused(hf, out, "nli-fp32.onnx", optimize=optimize)
+    config, fp32 = _export_fused(hf, out, f"{prefix}-fp32.onnx", optimize=optimize)
     id2label = {int(k): v for k, v in config["id2label"].items()}
-    final = out / "nli-int8.onnx" if quantize else fp32
+    final = out / f"{prefix}-int8.onnx" if quantize else fp32
     if quantize:
         quantize_int8(fp32, final)
         fp32.unlink()
     tokenizer = hf / "tokenizer.json"
     if not tokenizer.exists():
         raise ModelError(f"{hf} has no tokenizer.json (a fast tokenizer is required)")
-    shutil.copyfile(tokenizer, out / "nli_tokenizer.json")
+    shutil.copyfile(tokenizer, out / f"{prefix}_tokenizer.json")
     return write_manifest(
         final,
-        out / "nli_tokenizer.json",
+        out / f"{prefix}_tokenizer.json",
         id2label=id2label,
         temperature=temperature,
         max_length=max_length,
         model_id=model_id,
         extra=extra,
+        name=f"{prefix}_manifest.json",
     )
 
 

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ragtrust.errors import InputError
 
@@ -400,7 +400,14 @@ def length_bucketed_batches(
     return batches
 
 
-def _epoch_stream(lengths: list[int], cfg: TrainConfig) -> Iterator[list[int]]:
+class _BatchPlan(Protocol):
+    """What the batch order depends on (the NLI and injection training configs both have it)."""
+
+    seed: int
+    batch_size: int
+
+
+def _epoch_stream(lengths: list[int], cfg: _BatchPlan) -> Iterator[list[int]]:
     epoch = 0
     while True:
         rng = random.Random(cfg.seed * 1000 + epoch)

@@ -5,6 +5,7 @@ One module per signal, each registered under its name in :mod:`ragtrust.registry
 =====================  ==============================================  =====================
 name                   class                                           needs
 =====================  ==============================================  =====================
+``injection``          :class:`~.injection.InjectionSignal`            the injection classifier
 ``linguistic``         :class:`~.linguistic.LinguisticSignal`          text only
 ``structural``         :class:`~.structural.StructuralSignal`          text only
 ``intra_consistency``  :class:`~.intra.IntraConsistencySignal`         ``nli``
@@ -36,6 +37,7 @@ from ragtrust.screening.aggregate import (
 )
 from ragtrust.screening.base import Signal
 from ragtrust.screening.cross import CrossConsistencySignal, consistency_from
+from ragtrust.screening.injection import InjectionSignal
 from ragtrust.screening.intra import IntraConsistencySignal
 from ragtrust.screening.linguistic import LinguisticSignal
 from ragtrust.screening.outlier import SemanticOutlierSignal
@@ -44,6 +46,7 @@ from ragtrust.screening.structural import StructuralSignal
 __all__ = [
     "DEFAULT_SIGNAL_WEIGHTS",
     "CrossConsistencySignal",
+    "InjectionSignal",
     "IntraConsistencySignal",
     "LinguisticSignal",
     "Screener",

