@@ -43,3 +43,12 @@ def test_assertions_drop_headings_not_their_text(text: str, claims: list[str]) -
     found = assertions(text)
     assert [s.text for s in found] == claims
     assert all(text[s.start : s.end] == s.text for s in found)
+
+
+def test_an_abbreviation_after_a_bracket_does_not_end_a_sentence() -> None:
+    text = 'Use a slow hash (e.g. Argon2) for passwords. Quote it ("i.e. this") here. Next.'
+    assert [s.text for s in split_sentences(text)] == [
+        "Use a slow hash (e.g. Argon2) for passwords.",
+        'Quote it ("i.e. this") here.',
+        "Next.",
+    ]

@@ -66,7 +66,8 @@ def split_sentences(text: str) -> list[Sentence]:
     start = 0
     for m in _BOUNDARY.finditer(text):
         before = text[start : m.start()].rstrip()
-        last_word = before.rsplit(None, 1)[-1].rstrip(".").lower() if before.split() else ""
+        # "(e.g." and "\"i.e." are abbreviations too: brackets and quotes before the word do not count
+        last_word = before.rsplit(None, 1)[-1].rstrip(".").lstrip("([{\"'").lower() if before.split() else ""
         if last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha()):
             continue
         _append(text, start, m.start(), sentences)

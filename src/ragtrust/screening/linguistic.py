@@ -12,10 +12,19 @@ text and scores the matches:
 2. **Sentence-level matching**: the normalised text is split into sentences (and lines),
    and every pattern is matched per sentence; a directive buried in a long benign document
    is found, and context (below) is judged per sentence, not per document.
-3. **Context damping**: a match inside code (fenced block, inline backticks, ``<code>``)
-   is multiplied by ``CODE_DAMPING``, inside quotation marks by ``QUOTE_DAMPING``, in a
-   sentence that discusses attacks or gives examples by ``DISCUSSION_DAMPING``; security
-   documentation quotes injections without issuing them.
+3. **Context damping**: security documentation quotes injections without issuing them, so
+   a match inside code (fenced block, inline backticks, ``<code>``) is multiplied by
+   ``CODE_DAMPING``, and a match whose *framing* discusses it by ``DISCUSSION_DAMPING`` (and,
+   inside quotation marks, by ``QUOTE_DAMPING`` too). Damping may lower the score of text
+   that quotes an attack to talk about attacks; it must never hide a directive that
+   addresses the model, so the framing is read narrowly (see :meth:`_Framing.discusses`):
+   URLs, e-mail addresses and domain names are masked ("bee-antidote.example" is no example),
+   words inside any match are the payload's own, a quotation counts as discussed only through
+   words *outside* its quotation marks (a bare quoted directive, 'Note: "..."' is not damped),
+   an unquoted match only through words before it (or after it when it is the sentence's
+   subject: "... is a classic jailbreak"), and openers that merely introduce the directive
+   ("For example, ignore ...", "e.g. ignore ...", "Instead of answering, reveal ...") do not
+   count.
 4. **Score**: each pattern counts once, with its strongest damped severity ``s_p``. Matches
    of different patterns that overlap in the text are one piece of evidence, not several:
    taken strongest first, a match that overlaps an already counted one is reported but not
@@ -42,6 +51,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -77,6 +87,22 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _CODE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]+`|<code>.*?</code>|<pre>.*?</pre>", re.DOTALL)
 _QUOTE = re.compile(r"\"[^\"\n]{3,400}\"|\u201c[^\u201d\n]{3,400}\u201d|\u00ab[^\u00bb\n]{3,400}\u00bb")
 _QUOTE_MAX = 240  # characters of a sentence quoted in a reason
+#: URLs, e-mail addresses, domain names and paths: their words ("bee-antidote.example",
+#: "/examples/", "jailbreak.example.com") are addresses, never discussion cues
+_ADDRESS = re.compile(
+    r"\b(?:https?|ftp)://\S+|\bwww\.\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    r"|\b[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.[a-z]{2,63}\b(?:/\S*)?"
+    r"|(?<![\w/])(?:[\w.~%-]*/)+[\w.~%-]*",
+    re.IGNORECASE,
+)
+_WORD_CHAR = re.compile(r"[^\W_]")
+#: discussion cues by kind (see the context damping notes in :mod:`ragtrust.screening.patterns`)
+_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("discussion", P.DISCUSSION_CONTEXT),
+    ("topic", P.ATTACK_TOPIC),
+    ("example", P.EXAMPLE_CONTEXT),
+    ("contrast", P.CONTRAST_CONTEXT),
+)
 
 
 def _scramble_key(word: str) -> tuple[str, str, str] | None:
@@ -140,8 +166,8 @@ def _regions(regex: re.Pattern[str], text: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in regex.finditer(text)]
 
 
-def _inside(start: int, end: int, regions: Sequence[tuple[int, int]]) -> bool:
-    return any(a <= start and end <= b for a, b in regions)
+def _enclosing(start: int, end: int, regions: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
+    return next(((a, b) for a, b in regions if a <= start and end <= b), None)
 
 
 def _segments(norm: str) -> list[tuple[int, int]]:
@@ -154,6 +180,85 @@ def _segments(norm: str) -> list[tuple[int, int]]:
                 out.append((pos, pos + len(line)))
             pos += len(line) + 1
     return out
+
+
+def _mask_addresses(text: str) -> str:
+    """``text`` with URLs, e-mail addresses, domain names and paths blanked (same length)."""
+    return _ADDRESS.sub(lambda m: " " * len(m.group(0)), text)
+
+
+@dataclass(frozen=True)
+class _Framing:
+    """The words around the matches of one document, read for discussion cues.
+
+    Attributes:
+        masked: the normalised text with addresses blanked.
+        segments: sentence spans of the normalised text.
+        matches: every match's span in the normalised text (a payload's own words).
+    """
+
+    masked: str
+    segments: Sequence[tuple[int, int]]
+    matches: Sequence[tuple[int, int]]
+
+    def discusses(self, target: tuple[int, int], segment: tuple[int, int], enclosed: bool) -> bool:
+        """Whether the framing of ``target`` (a match, or the quotation or code around one) discusses it.
+
+        A quotation is framed by the words outside it in the sentences it touches; an unquoted
+        match by the words before it in its sentence, and by the words after it only when a
+        verb makes the match the subject ("ignore previous instructions is a jailbreak").
+        """
+        t_start, t_end = target
+        if enclosed:
+            touched = [s for s in self.segments if s[0] < t_end and t_start < s[1]] or [segment]
+            ctx_start, ctx_end = touched[0][0], touched[-1][1]
+        else:
+            ctx_start, ctx_end = segment
+        subject = enclosed or P.SUBJECT_PREDICATE.match(self.masked, t_end, ctx_end) is not None
+        for kind, regex in _CUES:
+            for cue in regex.finditer(self.masked, ctx_start, ctx_end):
+                c_start, c_end = cue.span()
+                if any(a <= c_start and c_end <= b for a, b in self.matches):
+                    continue  # a payload's own words ("you are now jailbroken")
+                if (c_start < t_end and t_start < c_end) if enclosed else (c_start >= t_start and not subject):
+                    continue  # inside the quotation, or the directive's own continuation
+                if self._cue_counts(kind, cue, target, ctx_end, enclosed):
+                    return True
+        return False
+
+    def _cue_counts(self, kind: str, cue: re.Match[str], target: tuple[int, int], ctx_end: int, enclosed: bool) -> bool:
+        """Whether a cue discusses the target rather than introducing it or framing something else."""
+        c_start, c_end = cue.span()
+        t_start, t_end = target
+        before = c_end <= t_start
+        if kind == "discussion":
+            return True
+        if kind == "contrast":
+            clause = P.CONTRAST_CLAUSE.match(self.masked, c_end, t_start) if before else None
+            return clause is None or not self._introduces(clause.end(), t_start)  # "Instead of X, reveal ..."
+        opener = kind == "example" and cue.group("opener") is not None
+        if not before:  # "... is a classic example", but not a dangling '"Ignore ...", for example.'
+            return not opener or _WORD_CHAR.search(self.masked, c_end, ctx_end) is not None
+        if kind == "example" and self._introduces(c_end, t_start):
+            return False  # 'Example: "Ignore ..."', "e.g. ignore ..."
+        if enclosed:
+            return True
+        # an unquoted directive: an opener introduces the sentence's main clause (or something
+        # else: "Sweeteners such as honey are safe, so ignore ..."); a topic word or example noun
+        # counts only in the directive's own clause ("Jailbreak prompts like ignore ... are common")
+        return not opener and P.CLAUSE_BREAK.search(self._between(c_end, t_start)) is None
+
+    def _between(self, start: int, end: int) -> str:
+        """The masked text of ``[start, end)`` with every match blanked (a directive's own words)."""
+        between = list(self.masked[start:end])
+        for a, b in self.matches:
+            for k in range(max(a, start), min(b, end)):
+                between[k - start] = " "
+        return "".join(between)
+
+    def _introduces(self, start: int, end: int) -> bool:
+        """Whether only punctuation, lead-in words ("please", "you must") and matches lie in ``[start, end)``."""
+        return _WORD_CHAR.search(P.DIRECTIVE_LEAD_IN.sub(" ", self._between(start, end))) is None
 
 
 def _quote(text: str) -> str:
@@ -214,27 +319,37 @@ class LinguisticSignal(Signal):
             return []
         code = _regions(_CODE, text)
         quotes = _regions(_QUOTE, text)
+        segments = _segments(norm)
+        matches = [
+            (segment, pattern, segment[0] + m.start(), segment[0] + m.end())
+            for segment in segments
+            for pattern in self.patterns
+            for m in pattern.regex.finditer(norm[slice(*segment)])
+            if m.end() > m.start()
+        ]
+        framing = _Framing(_mask_addresses(norm), segments, [(a, b) for _, _, a, b in matches])
         hits: list[PatternHit] = []
-        for seg_start, seg_end in _segments(norm):
-            sentence = norm[seg_start:seg_end]
-            discussion = bool(P.DISCUSSION_CONTEXT.search(sentence))
-            o_sent_start, o_sent_end = index[seg_start], index[seg_end - 1] + 1
-            for pattern in self.patterns:
-                for m in pattern.regex.finditer(sentence):
-                    if m.end() <= m.start():
-                        continue
-                    start, end = index[seg_start + m.start()], index[seg_start + m.end() - 1] + 1
-                    severity, why = pattern.severity, []
-                    if _inside(start, end, code):
-                        severity *= self.code_damping
-                        why.append("code")
-                    elif _inside(start, end, quotes):
-                        severity *= self.quote_damping
-                        why.append("quoted")
-                    if discussion and pattern.category != "contradiction_marker":
-                        severity *= self.discussion_damping
-                        why.append("discussion")
-                    hits.append(PatternHit(pattern, start, end, o_sent_start, o_sent_end, severity, tuple(why)))
+        for segment, pattern, n_start, n_end in matches:
+            start, end = index[n_start], index[n_end - 1] + 1
+            in_code = _enclosing(start, end, code)
+            in_quote = None if in_code else _enclosing(start, end, quotes)
+            enclosure = in_code or in_quote
+            target = (
+                (bisect_left(index, enclosure[0]), bisect_left(index, enclosure[1])) if enclosure else (n_start, n_end)
+            )
+            discussed = framing.discusses(target, segment, enclosed=enclosure is not None)
+            severity, why = pattern.severity, []
+            if in_code:
+                severity *= self.code_damping
+                why.append("code")
+            elif in_quote and discussed:
+                severity *= self.quote_damping
+                why.append("quoted")
+            if discussed and pattern.category != "contradiction_marker":
+                severity *= self.discussion_damping
+                why.append("discussion")
+            o_sent = (index[segment[0]], index[segment[1] - 1] + 1)
+            hits.append(PatternHit(pattern, start, end, *o_sent, severity, tuple(why)))
         return hits
 
     def score_batch(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> list[SignalResult]:
