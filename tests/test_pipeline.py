@@ -73,8 +73,13 @@ def poisoned_kb(kb: list[Document]) -> list[Document]:
     ]
 
 
+#: Stage 1 without the learned ``injection`` classifier: these tests wire the pipeline with
+#: the deterministic fakes (LexicalNLI, HashingEmbedder); the classifier has its own tests.
+SIGNALS = ["linguistic", "structural", "intra_consistency", "cross_consistency", "semantic_outlier", "provenance"]
+
+
 def settings(**screening: Any) -> Settings:
-    return load_settings(env={}, overrides={"screening": screening} if screening else None)
+    return load_settings(env={}, overrides={"screening": {"signals": SIGNALS, **screening}})
 
 
 def gate_for(docs: Sequence[Document], cfg: Settings | None = None, **kwargs: Any) -> TrustGate:
@@ -259,7 +264,7 @@ def test_block_is_flagged_even_when_the_batch_poison_score_is_low(
 ) -> None:
     # A moderately suspicious, low-relevance neighbour above a strict drop threshold blocks
     # the answer while P_overall stays low: a blocked verdict must still not be "trusted".
-    cfg = load_settings(env={}, overrides={"screening": {"policy": "block", "drop_threshold": 0.4}})
+    cfg = settings(policy="block", drop_threshold=0.4)
     gate = with_extra_signal(gate_for(kb, cfg), MarkingSignal(target="kb-26"))
     verdict = gate.ask(questions["kb-02"])
     assert {d.doc_id: d.action for d in verdict.documents}["kb-26"] == "dropped"
@@ -440,3 +445,260 @@ def test_gate_follows_store_writes(tmp_path) -> None:  # type: ignore[no-untyped
     store.add([Document(id="b", text="Zebra stripes confuse biting flies on the savanna.")])
     ids = [d.id for d in gate.retrieve("zebra stripes savanna")[0]]
     assert ids[0] == "b#0"
+
+
+# --------------------------------------------------------------------------- the decision on evidence
+
+NEIGHBOUR_ID = "kb-26"  # retrieved 5th for the password-storage question: the extractor skips it
+
+
+def assert_decision_is_consistent(verdict: Verdict) -> None:
+    """``trusted`` iff no failed condition, and a flagged verdict never reads above LOW."""
+    assert verdict.trusted is (verdict.decision_reasons == ())
+    assert verdict.decision == ("trusted" if verdict.trusted else "flagged")
+    if not verdict.trusted:
+        assert verdict.trust_level in {"LOW", "VERY LOW"}
+
+
+def test_the_default_policy_is_drop_suspicious(kb: list[Document]) -> None:
+    from ragtrust.config import ScreeningConfig
+
+    assert ScreeningConfig().policy == "drop-suspicious"
+    assert load_settings(env={}).screening.policy == "drop-suspicious"
+    gate = TrustGate.from_documents(kb[:3], nli=LexicalNLI(), embedder=HashingEmbedder())
+    assert gate.settings.screening.policy == "drop-suspicious"
+
+
+@pytest.mark.parametrize(
+    ("policy", "action", "trusted", "answered", "reason"),
+    [
+        # T alone would trust this verdict: only the decision on evidence flags it
+        ("flag", "flagged", False, True, "a suspicious document (kb-26, P = {p:.2f}) was used in the context"),
+        ("drop-suspicious", "dropped", True, True, None),
+        (
+            "block",
+            "dropped",
+            False,
+            False,
+            "the answer was blocked: policy 'block' and suspicious document(s) were retrieved (kb-26)",
+        ),
+    ],
+    ids=["flag", "drop-suspicious", "block"],
+)
+def test_one_suspicious_document_among_clean_ones_under_each_policy(
+    kb: list[Document],
+    questions: dict[str, str],
+    policy: str,
+    action: str,
+    trusted: bool,
+    answered: bool,
+    reason: str | None,
+) -> None:
+    docs = [
+        Document(id=d.id, text=d.text + PAYLOAD, url=d.url, metadata=d.metadata) if d.id == NEIGHBOUR_ID else d
+        for d in kb
+    ]
+    cfg = settings(policy=policy)
+    spy = spy_generator(cfg)
+    verdict = gate_for(docs, cfg, generator=spy).ask(questions[POISONED_ID])
+
+    by_id = {d.doc_id: d for d in verdict.documents}
+    poisoned = by_id[NEIGHBOUR_ID]
+    assert poisoned.suspicious and poisoned.action == action
+    assert all(d.action == "kept" for i, d in by_id.items() if i != NEIGHBOUR_ID)
+    assert verdict.trusted is trusted
+    assert_decision_is_consistent(verdict)
+    # the paper's Trust Index is the same number whatever the policy: the poisoned neighbour
+    # is weakly related, so P stays moderate and T clears tau once there is an answer
+    assert verdict.dampener == 1.0
+    if answered:
+        assert spy.calls == 1 and verdict.answer and verdict.trust_score >= verdict.tau
+    else:
+        assert spy.calls == 0 and verdict.answer == "" and verdict.sentences == ()
+    if policy != "flag":
+        assert NEIGHBOUR_ID not in {p.doc_id for p in spy.seen}
+    if reason is None:
+        assert verdict.decision_reasons == () and verdict.trust_level in {"HIGH", "MEDIUM"}
+        assert any("withheld from the generator" in w and NEIGHBOUR_ID in w for w in verdict.warnings)
+    else:
+        assert reason.format(p=poisoned.poison_probability) in verdict.decision_reasons
+    if policy == "flag":
+        assert verdict.decision_reasons == (reason.format(p=poisoned.poison_probability),)  # type: ignore[union-attr]
+        assert verdict.trust_level == "LOW"  # capped: T alone reads HIGH
+        assert any(w.startswith("Suspicious text was in the context") and NEIGHBOUR_ID in w for w in verdict.warnings)
+
+
+def test_suspicious_text_written_into_the_answer_is_never_trusted_under_flag(
+    kb: list[Document], questions: dict[str, str]
+) -> None:
+    # The measured problem: the top document at P_i = 0.9 fed to the generator, T = 0.53 >= tau,
+    # used to read TRUSTED MEDIUM with that document's text as the answer.
+    cfg = settings(policy="flag")
+    spy = spy_generator(cfg)
+    gate = with_extra_signal(gate_for(kb, cfg, generator=spy), MarkingSignal(target=POISONED_ID, value=0.9))
+    verdict = gate.ask(questions[POISONED_ID])
+
+    assert POISONED_ID in {p.doc_id for p in spy.seen}
+    assert POISONED_ID in {s.doc_id for sentence in verdict.sentences for s in sentence.spans}
+    assert verdict.trust_score >= verdict.tau  # T is unchanged ...
+    assert not verdict.trusted and verdict.trust_level == "LOW"  # ... the decision is not
+    assert verdict.decision_reasons == ("a suspicious document (kb-02, P = 0.90) was used to write the answer",)
+    assert any(
+        w.startswith("Suspicious text was used to write this answer") and "kb-02 (P = 0.90)" in w
+        for w in verdict.warnings
+    )
+    assert_decision_is_consistent(verdict)
+
+
+@pytest.mark.parametrize(
+    ("stage", "policy", "trusted", "reason"),
+    [
+        ("screen", "flag", False, "a suspicious document (kb-02, P = {p:.2f}) would be used in the context"),
+        ("screen", "drop-suspicious", True, None),
+        ("screen", "block", False, "an answer would be blocked: policy 'block'"),
+        ("verify", "flag", False, "a suspicious document (kb-02, P = {p:.2f}) was used as evidence"),
+        ("verify", "drop-suspicious", True, None),
+        ("verify", "block", False, "policy 'block': the answer's documents include suspicious ones (kb-02)"),
+    ],
+    ids=[f"{stage}-{policy}" for stage in ("screen", "verify") for policy in ("flag", "drop-suspicious", "block")],
+)
+def test_stand_alone_stages_decide_on_the_same_evidence(
+    kb: list[Document], poisoned_kb: list[Document], stage: str, policy: str, trusted: bool, reason: str | None
+) -> None:
+    clean = next(d for d in kb if d.id == "kb-01")
+    poisoned = next(d for d in poisoned_kb if d.id == POISONED_ID)
+    docs = _retrieved([clean, poisoned], [0.8, 0.3])  # a weakly related poisoned document
+    answer = clean.text.split("? ", 1)[1].split(". ")[0] + "."
+    gate = gate_for(kb, settings(policy=policy))
+    if stage == "screen":
+        verdict = gate.screen(docs, "How do I prevent SQL injection?")
+    else:
+        verdict = gate.verify(answer, docs, "How do I prevent SQL injection?")
+
+    by_id = {d.doc_id: d for d in verdict.documents}
+    assert by_id[POISONED_ID].action == ("flagged" if policy == "flag" else "dropped")
+    assert verdict.trusted is trusted
+    assert_decision_is_consistent(verdict)
+    if reason is None:
+        assert verdict.decision_reasons == ()
+    else:
+        expected = reason.format(p=by_id[POISONED_ID].poison_probability)
+        assert any(r.startswith(expected) for r in verdict.decision_reasons), verdict.decision_reasons
+    if stage == "verify":
+        # the answer is checked against the evidence the gate kept: never a withheld document
+        assert verdict.sentences[0].supported and verdict.sentences[0].best_doc_id == "kb-01"
+
+
+def test_verdict_json_round_trips_the_decision_reasons(kb: list[Document], questions: dict[str, str]) -> None:
+    gate = with_extra_signal(gate_for(kb, settings(policy="flag")), MarkingSignal(target=POISONED_ID, value=0.9))
+    verdict = gate.ask(questions[POISONED_ID])
+    assert verdict.decision_reasons
+
+    data = json.loads(verdict.to_json())
+    assert data["decision_reasons"] == list(verdict.decision_reasons)
+    back = Verdict.from_dict(data)
+    assert back == verdict and back.decision_reasons == verdict.decision_reasons
+    # a verdict written before the field existed still loads (no reasons recorded)
+    del data["decision_reasons"]
+    assert Verdict.from_dict(data).decision_reasons == ()
+
+
+def test_an_empty_retrieval_lists_its_reasons(kb: list[Document]) -> None:
+    from ragtrust.testing import StaticRetriever
+
+    gate = TrustGate.from_settings(
+        settings(), retriever=StaticRetriever([]), nli=LexicalNLI(), embedder=HashingEmbedder()
+    )
+    verdict = gate.ask("How should passwords be stored?")
+    assert not verdict.trusted
+    assert verdict.decision_reasons[0] == "nothing was retrieved: there is no evidence to answer from"
+    assert verdict.decision_reasons[1].startswith("T = ") and "< tau 0.5" in verdict.decision_reasons[1]
+
+
+# --------------------------------------------------------------------------- quarantine
+
+
+@pytest.fixture
+def quarantined_store(tmp_path: Path, kb: list[Document]) -> Any:
+    """The knowledge base in a store, vetted, with the password-storage rule quarantined."""
+    from ragtrust.ingest.store import Store
+
+    store = Store.open(tmp_path / "store", HashingEmbedder(), create=True)
+    store.add(kb, tier="vetted", source="kb")
+    store.ledger.set_tier(POISONED_ID, "quarantined", "manual review")
+    yield store
+    store.close()
+
+
+QUARANTINED_CHUNK = f"{POISONED_ID}#0"
+NO_PROVENANCE = [s for s in SIGNALS if s != "provenance"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "signals"),
+    [
+        ("flag", SIGNALS),
+        ("drop-suspicious", SIGNALS),
+        ("block", SIGNALS),
+        # without the provenance signal the gate asks the ledger itself
+        ("flag", NO_PROVENANCE),
+        ("drop-suspicious", NO_PROVENANCE),
+    ],
+    ids=["flag", "drop-suspicious", "block", "flag-ledger-only", "drop-suspicious-ledger-only"],
+)
+def test_a_quarantined_document_never_reaches_the_generator(
+    quarantined_store: Any, questions: dict[str, str], policy: str, signals: list[str]
+) -> None:
+    cfg = settings(policy=policy, signals=signals)
+    spy = spy_generator(cfg)
+    gate = TrustGate.from_settings(
+        cfg, store=quarantined_store, nli=LexicalNLI(), embedder=HashingEmbedder(), generator=spy
+    )
+    verdict = gate.ask(questions[POISONED_ID])
+
+    by_id = {d.doc_id: d for d in verdict.documents}
+    assert by_id[QUARANTINED_CHUNK].action == "dropped"  # it is the top-ranked document
+    assert verdict.documents[0].doc_id == QUARANTINED_CHUNK
+    assert QUARANTINED_CHUNK not in {p.doc_id for p in spy.seen}
+    assert QUARANTINED_CHUNK not in {s.doc_id for sentence in verdict.sentences for s in sentence.spans}
+    assert any(
+        w.startswith(f"Document {QUARANTINED_CHUNK} is quarantined (quarantined on ")
+        and "manual review" in w
+        and "withheld from the generator" in w
+        for w in verdict.warnings
+    )
+    assert not any("was used" in r for r in verdict.decision_reasons)
+    assert_decision_is_consistent(verdict)
+    if policy == "block":  # quarantined at P_i = 0.95: suspicious, so 'block' gives no answer
+        assert spy.calls == 0 and verdict.answer == "" and not verdict.trusted
+    else:
+        assert spy.calls == 1 and verdict.answer and spy.seen
+
+
+def test_a_quarantined_document_is_withheld_by_screen_and_verify(
+    quarantined_store: Any, questions: dict[str, str]
+) -> None:
+    cfg = settings(policy="flag")
+    gate = TrustGate.from_settings(cfg, store=quarantined_store, nli=LexicalNLI(), embedder=HashingEmbedder())
+    docs = [
+        RetrievedDoc(quarantined_store.get(i), s, r)
+        for r, (i, s) in enumerate([(QUARANTINED_CHUNK, 0.8), ("kb-01#0", 0.4)], start=1)
+    ]
+
+    screened = gate.screen(docs, questions[POISONED_ID])
+    assert {d.doc_id: d.action for d in screened.documents}[QUARANTINED_CHUNK] == "dropped"
+    assert any(
+        f"Document {QUARANTINED_CHUNK} is quarantined" in w and "must not be used" in w for w in screened.warnings
+    )
+
+    # an answer copied from the quarantined document finds no support in what remains
+    answer = docs[0].document.text.split("? ", 1)[1].split(". ")[0] + "."
+    verified = gate.verify(answer, docs, questions[POISONED_ID])
+    assert {d.doc_id: d.action for d in verified.documents}[QUARANTINED_CHUNK] == "dropped"
+    assert any(
+        f"Document {QUARANTINED_CHUNK} is quarantined" in w and "not used as evidence" in w for w in verified.warnings
+    )
+    assert verified.sentences and verified.sentences[0].best_doc_id != QUARANTINED_CHUNK
+    assert not verified.trusted
+    assert "no sentence of the answer is supported by the documents" in verified.decision_reasons
+    assert_decision_is_consistent(verified)

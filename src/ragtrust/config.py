@@ -62,7 +62,11 @@ class TrustConfig(_Section):
 class ScreeningConfig(_Section):
     """Stage 1 (SPEC section 3) and the pre-generation gate."""
 
-    policy: Literal["flag", "drop-suspicious", "block"] = "flag"
+    #: the pre-generation gate. ``drop-suspicious`` (default) withholds documents above
+    #: ``drop_threshold`` from the generator; ``flag`` keeps them (the verdict is then never
+    #: trusted); ``block`` gives no answer when any is retrieved. A quarantined document is
+    #: withheld under every policy.
+    policy: Literal["flag", "drop-suspicious", "block"] = "drop-suspicious"
     suspicious_threshold: float = Field(0.7, ge=0, le=1, description="P_i above which a document is suspicious")
     high_risk_threshold: float = Field(0.8, ge=0, le=1)
     drop_threshold: float = Field(0.7, ge=0, le=1, description="drop-suspicious drops P_i above this")

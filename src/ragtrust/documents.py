@@ -297,13 +297,18 @@ class Verdict(_JsonMixin):
 
     Attributes:
         trust_score: T_final in [0, 1] after dampener and low-retrieval modifier.
-        trust_level: HIGH / MEDIUM / LOW / VERY LOW.
-        trusted: binary decision ``trust_score >= tau`` (and no internal failure).
+        trust_level: HIGH / MEDIUM / LOW / VERY LOW (never above LOW when not trusted).
+        trusted: ragtrust's decision: ``trust_score >= tau`` (the paper's Trust Index) *and*
+            no internal failure, an answer was given, some sentence of it is grounded, and
+            no suspicious document was used in its context (see :mod:`ragtrust.trust`).
         factuality / consistency / poison_probability: F, C, P.
         documents: per-document poison probabilities with the signal values behind them.
         sentences: the answer's sentences with citations and verified spans.
         warnings: plain-language warnings for a person.
         errors: internal failures (any makes ``trusted`` false: fail closed).
+        decision_reasons: the conditions of the decision that failed, in words (e.g.
+            ``"T = 0.412 < tau 0.5"``, ``"a suspicious document (kb-3, P = 0.91) was used in
+            the context"``); empty exactly when ``trusted``.
     """
 
     query: str
@@ -324,6 +329,7 @@ class Verdict(_JsonMixin):
     passages: tuple[Passage, ...] = ()
     warnings: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
+    decision_reasons: tuple[str, ...] = ()
     stage: str = "full"  # full | screen | verify
     timings_s: Mapping[str, float] = field(default_factory=dict, hash=False, compare=False)
     models: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)

@@ -12,6 +12,15 @@ Every stage is a small component with its own contract (``screening.Screener``,
 usable on its own through :meth:`TrustGate.screen`, :meth:`TrustGate.verify` and
 :meth:`TrustGate.align`. Construction is cheap; :meth:`TrustGate.warm_up` loads models.
 
+The gate (``screening.policy``): ``drop-suspicious`` (default) withholds documents above
+``drop_threshold`` from the generator and from the evidence; ``flag`` keeps them, and a
+verdict whose context held one is never trusted; ``block`` gives no answer when any is
+retrieved. A document quarantined in the store's ledger is withheld under every policy.
+
+The decision (see :mod:`ragtrust.trust`): ``Verdict.trusted`` needs ``T >= tau`` *and* no
+internal failure, an answer, a grounded sentence and no suspicious document in the
+context; ``Verdict.decision_reasons`` lists the conditions that failed.
+
 Failure policy (fail closed): an exception inside a signal, the NLI model or the verifier
 is recorded in ``Verdict.errors`` with a warning naming it, and such a verdict is never
 trusted. Retrieval or generation failures raise :class:`~ragtrust.errors.BackendError`:
@@ -87,6 +96,47 @@ class _Stopwatch:
             yield
         finally:
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class _Gated:
+    """What the pre-generation gate decided for one retrieved set.
+
+    Attributes:
+        documents: the screenings with their ``action`` (kept / flagged / dropped).
+        kept: the documents not dropped, in retrieval order.
+        quarantined: id -> why, for documents the ledger has quarantined (always dropped).
+        suspicious: ids above the drop threshold or suspicious (quarantined or not).
+        blocked: policy ``block`` and at least one suspicious document: no answer.
+        errors: quarantine lookups that failed (fail closed).
+    """
+
+    documents: tuple[DocumentScreening, ...]
+    kept: tuple[RetrievedDoc, ...]
+    quarantined: Mapping[str, str]
+    suspicious: tuple[str, ...]
+    blocked: bool
+    errors: tuple[str, ...] = ()
+
+    @property
+    def context(self) -> list[RetrievedDoc]:
+        """What may reach the generator: nothing when blocked, else the kept documents."""
+        return [] if self.blocked else list(self.kept)
+
+    @property
+    def withheld_suspicious(self) -> list[str]:
+        """Ids dropped for their screening alone (quarantined ones are named separately)."""
+        return sorted(d.doc_id for d in self.documents if d.action == "dropped" and d.doc_id not in self.quarantined)
+
+    def quarantine_warnings(self, consequence: str) -> list[str]:
+        """One warning per quarantined document, naming it and what happened to it."""
+        return [
+            f"Document {doc_id} is quarantined ({why}) and {consequence}." for doc_id, why in self.quarantined.items()
+        ]
+
+
+def _uses(documents: Sequence[DocumentScreening]) -> str:
+    return ", ".join(f"{d.doc_id} (P = {d.poison_probability:.2f})" for d in documents)
 
 
 @dataclass
@@ -261,19 +311,29 @@ class TrustGate:
         watch = _Stopwatch()
         with watch.stage("screen"):
             report = self.screener.screen(docs, query)
-        documents = self._gate(report.documents)
+        gated = self._gate(report.documents, docs)
+        warnings = [*report.warnings, *gated.quarantine_warnings("must not be used to answer")]
+        refusal = None
+        if gated.blocked:
+            refusal = (
+                "an answer would be blocked: policy 'block' and suspicious document(s) were retrieved "
+                f"({', '.join(gated.suspicious)})"
+            )
+        elif not gated.kept:
+            refusal = "every document would be withheld (suspicious or quarantined): no answer could be given"
         return self._verdict(
             query=query or "",
             docs=docs,
             report=report,
-            documents=documents,
+            gated=gated,
             factuality=0.5,
             factuality_errors=(),
             grounded=None,
             passages=(),
-            warnings=list(report.warnings),
+            warnings=warnings,
             watch=watch,
             stage="screen",
+            refusal=refusal,
         )
 
     def verify(self, answer: str, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
@@ -285,8 +345,23 @@ class TrustGate:
         watch = _Stopwatch()
         with watch.stage("screen"):
             report = self.screener.screen(docs, query)
+        gated = self._gate(report.documents, docs)
+        warnings = [*report.warnings, *gated.quarantine_warnings("was not used as evidence")]
+        if gated.withheld_suspicious:
+            warnings.append(
+                f"{len(gated.withheld_suspicious)} suspicious document(s) were set aside and not used as evidence: "
+                f"{', '.join(gated.withheld_suspicious)}."
+            )
+        refusal = None
+        if gated.blocked:
+            refusal = f"policy 'block': the answer's documents include suspicious ones ({', '.join(gated.suspicious)})"
+            warnings.append("Answer not trusted: its documents include suspicious ones (policy 'block').")
+        elif not gated.kept:
+            refusal = "every document was withheld (suspicious or quarantined): nothing to check the answer against"
+            warnings.append("Every document was withheld as suspicious or quarantined: the answer cannot be checked.")
         with watch.stage("verify"):
-            fact = self._factuality(answer, docs)
+            # a withheld document is not evidence: verify against what the gate kept
+            fact = self._factuality(answer, gated.kept) if gated.kept else _no_evidence()
         sentences = tuple(
             AnswerSentence(
                 text=s.text,
@@ -300,16 +375,17 @@ class TrustGate:
             query=query or "",
             docs=docs,
             report=report,
-            documents=report.documents,
+            gated=gated,
             factuality=fact.factuality,
             factuality_errors=fact.errors,
             grounded=None,
             passages=(),
-            warnings=list(report.warnings),
+            warnings=warnings,
             watch=watch,
             stage="verify",
             answer=answer,
             sentences=sentences,
+            refusal=refusal,
         )
 
     def align(self, passages: Sequence[Passage], docs: Sequence[RetrievedDoc]) -> Any:
@@ -346,16 +422,49 @@ class TrustGate:
             )
         return report
 
-    def _gate(self, screenings: Sequence[DocumentScreening]) -> tuple[DocumentScreening, ...]:
+    def _gate(self, screenings: Sequence[DocumentScreening], docs: Sequence[RetrievedDoc]) -> _Gated:
+        """Apply the policy; a quarantined document is dropped under every policy.
+
+        Quarantine is read from the provenance finding's structured flag; when the
+        provenance signal gave none (not configured, or it failed) and the gate has a
+        store, the ledger is asked directly.
+        """
+        from ragtrust.screening.provenance import PROVENANCE, ledger_quarantine_note, quarantine_note
+
         policy = self.settings.screening.policy
         threshold = self.settings.screening.drop_threshold
-        out = []
-        for s in screenings:
+        ledger = getattr(self.store, "ledger", None) if self.store is not None else None
+        out: list[DocumentScreening] = []
+        quarantined: dict[str, str] = {}
+        suspicious: list[str] = []
+        errors: list[str] = []
+        for s, doc in zip(screenings, docs, strict=True):
+            note = quarantine_note(s.signals)
+            ran = any(r.name == PROVENANCE and not r.skipped for r in s.signals)
+            if note is None and ledger is not None and not ran:
+                try:
+                    note = ledger_quarantine_note(ledger, doc)
+                except Exception as exc:  # noqa: BLE001 - fail closed: recorded, verdict not trusted
+                    errors.append(f"quarantine lookup failed for {s.doc_id}: {type(exc).__name__}: {exc}")
+            is_suspicious = s.poison_probability > threshold or s.suspicious
+            if is_suspicious:
+                suspicious.append(s.doc_id)
             action = "kept"
-            if s.poison_probability > threshold or s.suspicious:
+            if note is not None:
+                quarantined[s.doc_id] = note
+                action = "dropped"
+            elif is_suspicious:
                 action = "dropped" if policy in ("drop-suspicious", "block") else "flagged"
             out.append(DocumentScreening(**{**_fields(s), "action": action}))
-        return tuple(out)
+        dropped = {d.doc_id for d in out if d.action == "dropped"}
+        return _Gated(
+            documents=tuple(out),
+            kept=tuple(d for d in docs if d.id not in dropped),
+            quarantined=quarantined,
+            suspicious=tuple(suspicious),
+            blocked=policy == "block" and bool(suspicious),
+            errors=tuple(errors),
+        )
 
     def _answer(self, question: str, docs: list[RetrievedDoc], watch: _Stopwatch, warnings: list[str]) -> Verdict:
         from ragtrust.generation.postprocess import evidence_answers_question, postprocess
@@ -366,24 +475,31 @@ class TrustGate:
         with watch.stage("screen"):
             report = self.screener.screen(docs, question)
         warnings.extend(report.warnings)
-        documents = self._gate(report.documents)
-        policy = self.settings.screening.policy
-        dropped = {d.doc_id for d in documents if d.action == "dropped"}
-        blocked = policy == "block" and bool(dropped)
-        context = [d for d in docs if d.id not in dropped]
-        if dropped and not blocked:
+        gated = self._gate(report.documents, docs)
+        warnings.extend(gated.quarantine_warnings("was withheld from the generator"))
+        withheld = gated.withheld_suspicious
+        context = gated.context
+        if withheld and not gated.blocked:
             warnings.append(
-                f"{len(dropped)} suspicious document(s) were withheld from the generator: {', '.join(sorted(dropped))}."
+                f"{len(withheld)} suspicious document(s) were withheld from the generator: {', '.join(withheld)}."
             )
+        refusal = None
         grounded = None
         passages: tuple[Passage, ...] = ()
         answer = ""
         sentences: tuple[AnswerSentence, ...] = ()
         factuality, fact_errors = 0.5, ()
-        if blocked:
+        if gated.blocked:
             warnings.append("Answer blocked: the retrieved context contains suspicious documents (policy 'block').")
+            refusal = (
+                "the answer was blocked: policy 'block' and suspicious document(s) were retrieved "
+                f"({', '.join(gated.suspicious)})"
+            )
         elif not context:
-            warnings.append("Every retrieved document was withheld as suspicious: no answer was generated.")
+            warnings.append(
+                "Every retrieved document was withheld as suspicious or quarantined: no answer was generated."
+            )
+            refusal = "every retrieved document was withheld (suspicious or quarantined): no answer was given"
         else:
             with watch.stage("extract"):
                 extracted = self.extractor.extract(question, context)
@@ -431,7 +547,7 @@ class TrustGate:
             query=question,
             docs=docs,
             report=report,
-            documents=documents,
+            gated=gated,
             factuality=factuality,
             factuality_errors=fact_errors,
             grounded=grounded,
@@ -441,7 +557,7 @@ class TrustGate:
             stage="full",
             answer=answer,
             sentences=sentences,
-            refused=blocked or not context,
+            refusal=refusal,
         )
 
     def _models(self) -> dict[str, str]:
@@ -457,7 +573,7 @@ class TrustGate:
         query: str,
         docs: Sequence[RetrievedDoc],
         report: Any,
-        documents: Sequence[DocumentScreening],
+        gated: _Gated,
         factuality: float,
         factuality_errors: Sequence[str],
         grounded: Any,
@@ -467,18 +583,32 @@ class TrustGate:
         stage: str,
         answer: str = "",
         sentences: Sequence[AnswerSentence] = (),
-        refused: bool = False,
+        refusal: str | None = None,
     ) -> Verdict:
+        """Fuse T and decide: trusted iff T >= tau and no other condition failed (see ``trust``)."""
         from ragtrust.trust import compute_trust
 
-        errors = list(report.errors) + list(factuality_errors)
+        errors = list(report.errors) + list(gated.errors) + list(factuality_errors)
         scores = [d.score for d in docs if d.score is not None]
         s_max = max(scores) if scores else None
+        # the conditions of the decision besides T >= tau, each failed one in words
+        reasons = [f"screening failed: {e}" for e in report.errors] + [*gated.errors, *factuality_errors]
+        if refusal is not None:
+            reasons.append(refusal)
+        # Under policy 'flag' a suspicious document stays in the context: T may still clear tau
+        # (a relevance-weighted P moves little), but the answer is then written from, or checked
+        # against, suspicious text, and is never trusted.
+        used = [d for d in gated.documents if d.action == "flagged"]
+        if used:
+            used_reasons, used_warnings = _suspicious_use(stage, used, passages)
+            reasons.extend(used_reasons)
+            warnings.extend(used_warnings)
         # An answer none of whose sentences is grounded (no verified span, no NLI entailment)
         # is not trusted: SPEC's F = 0.5 "inconclusive" must not let it pass on C and P alone.
         ungrounded = stage != "screen" and bool(sentences) and not any(s.supported for s in sentences)
         if ungrounded:
             warnings.append("No sentence of the answer is supported by the documents: the answer is not trusted.")
+            reasons.append("no sentence of the answer is supported by the documents")
         with watch.stage("trust"):
             result = compute_trust(
                 factuality,
@@ -486,9 +616,11 @@ class TrustGate:
                 report.poison_probability,
                 s_max,
                 self.settings.trust,
-                # a blocked / fully withheld answer is never "trusted", whatever T says
-                failed=bool(errors) or refused or ungrounded,
+                # any failed condition besides the score: never trusted, level at most LOW
+                failed=bool(reasons),
             )
+        if result.trust_score < self.settings.trust.tau:
+            reasons.append(_score_reason(result.trust_score, self.settings.trust.tau))
         for err in errors:
             warnings.append(f"Internal failure, verdict not trusted: {err}")
         if s_max is not None and s_max < self.settings.trust.low_retrieval_threshold:
@@ -516,10 +648,11 @@ class TrustGate:
             max_similarity=s_max,
             answer=answer,
             sentences=tuple(sentences),
-            documents=tuple(documents),
+            documents=gated.documents,
             passages=tuple(passages),
             warnings=tuple(dict.fromkeys(warnings)),
             errors=tuple(errors),
+            decision_reasons=tuple(dict.fromkeys(reasons)),
             stage=stage,
             timings_s=dict(watch.timings),
             models=self._models(),
@@ -544,9 +677,62 @@ class TrustGate:
             max_similarity=None,
             warnings=tuple(warnings),
             errors=("no documents retrieved",),
+            decision_reasons=(
+                "nothing was retrieved: there is no evidence to answer from",
+                _score_reason(result.trust_score, self.settings.trust.tau),
+            ),
             timings_s=dict(watch.timings),
             models=self._models(),
         )
+
+
+def _suspicious_use(
+    stage: str, used: Sequence[DocumentScreening], passages: Sequence[Passage]
+) -> tuple[list[str], list[str]]:
+    """Decision reasons and warnings for suspicious documents kept in the context (policy ``flag``)."""
+
+    def reason(d: DocumentScreening, how: str) -> str:
+        return f"a suspicious document ({d.doc_id}, P = {d.poison_probability:.2f}) {how}"
+
+    keeps = "(policy 'flag' keeps suspicious documents)"
+    if stage == "verify":
+        return [reason(d, "was used as evidence") for d in used], [
+            f"The answer was checked against suspicious text: {_uses(used)} stayed in the evidence {keeps}. "
+            "Do not rely on the answer."
+        ]
+    if stage != "full":
+        return [reason(d, "would be used in the context (policy 'flag')") for d in used], [
+            f"Suspicious text would be used to write an answer: {_uses(used)} would stay in the context {keeps}."
+        ]
+    # the generator saw passages of some; the others sat in the context the answer was drawn
+    # from and checked against
+    fed = {p.doc_id for p in passages}
+    written = [d for d in used if d.doc_id in fed]
+    nearby = [d for d in used if d.doc_id not in fed]
+    reasons = [reason(d, "was used to write the answer") for d in written]
+    reasons += [reason(d, "was used in the context") for d in nearby]
+    warnings = []
+    if written:
+        warnings.append(
+            f"Suspicious text was used to write this answer: passages of {_uses(written)} went to the generator "
+            f"{keeps}. Do not rely on the answer."
+        )
+    if nearby:
+        warnings.append(
+            f"Suspicious text was in the context used to write and check this answer: {_uses(nearby)} {keeps}. "
+            "Do not rely on the answer."
+        )
+    return reasons, warnings
+
+
+def _score_reason(trust_score: float, tau: float) -> str:
+    return f"T = {trust_score:.3f} < tau {tau:g}"
+
+
+def _no_evidence() -> Any:
+    from ragtrust.verification import FactualityReport
+
+    return FactualityReport(factuality=0.5, sentences=(), inconclusive=True)
 
 
 def _fields(obj: Any) -> dict[str, Any]:

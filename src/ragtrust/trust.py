@@ -23,6 +23,20 @@ boundary, never comfortably trusted. It is only meaningful for cosine similariti
 so every trusted verdict (T >= tau) is MEDIUM or HIGH and every flagged one LOW or
 VERY LOW; the reference made T = 0.5 both "LOW" and trusted.
 
+**The paper's Trust Index vs ragtrust's decision.** T, F, C, P and the levels above are
+the paper's, unchanged. ragtrust's *decision* (``Verdict.trusted``) asks more than
+``T >= tau``: the verdict is trusted only when, in addition, no internal check failed
+(fail closed), an answer was given (not blocked, not every document withheld), some
+sentence of it is grounded (a verified span or NLI entailment), and **no suspicious
+document was used in its context** (possible only under the ``flag`` policy, which keeps
+suspicious documents; ``drop-suspicious`` and ``block`` never let one through, and a
+quarantined document is withheld under every policy). T alone cannot guarantee the last
+one: a document at P_i = 0.9 among clean, relevant neighbours moves the relevance-weighted
+P little, and T can stay above tau with the poisoned text in the answer. When any of these
+conditions fails, ``compute_trust(..., failed=True)`` keeps T as it is but makes the
+verdict flagged and caps its level at LOW (VERY LOW stays VERY LOW), and
+``Verdict.decision_reasons`` names each failed condition in words.
+
 Example (SPEC worked example):
     >>> round(0.59 * dampener(0.9), 4)
     0.4327
@@ -135,7 +149,9 @@ def compute_trust(
         poison: P in [0, 1].
         max_similarity: best cosine retrieval similarity, ``None`` when unknown.
         config: weights, dampener, modifier, levels and tau.
-        failed: an internal error happened: the verdict is never trusted (fail closed).
+        failed: a condition of ragtrust's decision failed besides the score (an internal
+            error, a refused or ungrounded answer, suspicious text used): the verdict is
+            never trusted and its level is at most LOW; T itself is unchanged.
 
     Raises:
         InputError: a component outside [0, 1] or not a number.
@@ -157,8 +173,8 @@ def compute_trust(
         dampener=d,
         retrieval_modifier=m,
         trust_score=score,
-        # A failed verdict (internal error, refused or unsupported answer) is never trusted
-        # and never reads above LOW, whatever its score.
+        # A failed verdict (internal error, refused or unsupported answer, suspicious text
+        # used) is never trusted and never reads above LOW, whatever its score.
         level=trust_level(min(score, _below(config.tau)) if failed else score, config),
         trusted=(score >= config.tau) and not failed,
     )
@@ -189,7 +205,11 @@ def trust_warnings(
     out: list[str] = []
     if not result.trusted:
         if result.trust_score >= config.tau:
-            out.append("Flagged: an internal error occurred, so the answer is not trusted.")
+            out.append(
+                f"Flagged although the trust score {result.trust_score:.2f} reaches the threshold "
+                f"{config.tau:.2f}: another condition of the decision failed (an internal error, a refused "
+                "or ungrounded answer, or suspicious text used to write it)."
+            )
         else:
             score, tau = result.trust_score, config.tau
             out.append(f"Flagged: trust score {score:.2f} is below the threshold {tau:.2f} ({result.level}).")

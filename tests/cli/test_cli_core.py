@@ -49,6 +49,7 @@ VERDICT_KEYS = {
     "passages",
     "warnings",
     "errors",
+    "decision_reasons",
     "stage",
     "timings_s",
     "models",
@@ -146,6 +147,7 @@ def test_screen_human_output_is_a_readable_panel(tmp_path: Path, kb: list[Docume
     result = runner.invoke(app, ["screen", "--docs", str(file)])
     assert result.exit_code == 3
     assert "FLAGGED" in result.stdout and "Stage 1 screening" in result.stdout
+    assert "Flagged because: " in result.stdout  # the decision's failed conditions, in words
     assert "kb-02" in result.stdout and "Warnings" in result.stdout
     assert not result.stdout.lstrip().startswith("{")
 

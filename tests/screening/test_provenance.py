@@ -92,3 +92,26 @@ def test_registered_and_built_with_a_ledger(tmp_path: Path) -> None:
     assert "provenance" in registry.registered("signal")
     built = registry.build("signal", "provenance", ledger=ledger, nli=None)
     assert isinstance(built, ProvenanceSignal) and built.ledger is ledger and built.document_level
+
+
+def test_quarantine_is_a_structured_flag_that_the_pipeline_can_read(tmp_path: Path) -> None:
+    from ragtrust.screening.provenance import ledger_quarantine_note, quarantine_note
+
+    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger.record(Document(id="q", text="quarantined text"), "q.md", tier="vetted")
+    ledger.set_tier("q", "quarantined", "scan: P=0.91 on q#0")
+    ledger.record(Document(id="v", text="vetted text"), "v.md", tier="vetted")
+    quarantined = RetrievedDoc(Document(id="q#0", text="quarantined text"))
+    vetted = RetrievedDoc(Document(id="v", text="vetted text"))
+    q, v = ProvenanceSignal(ledger).score_batch([quarantined, vetted])
+
+    assert q.details["tier"] == "quarantined" and q.details["quarantined"] is True
+    assert "quarantined" not in v.details and v.details["tier"] == "vetted"
+    assert quarantine_note([q]) == q.reasons[0] and "scan: P=0.91 on q#0" in q.reasons[0]
+    assert quarantine_note([v]) is None
+    # the flag is read from the provenance finding only, and only when it ran
+    assert quarantine_note([ProvenanceSignal(None).skipped("no ledger")]) is None
+    # asked of the ledger directly (provenance signal not configured), with the same words
+    assert ledger_quarantine_note(ledger, quarantined) == q.reasons[0]
+    assert ledger_quarantine_note(ledger, vetted) is None
+    assert ledger_quarantine_note(ledger, RetrievedDoc(Document(id="zz", text="unknown"))) is None

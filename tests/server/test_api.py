@@ -163,6 +163,24 @@ async def test_verdict_schema_covers_every_verdict_field() -> None:
     assert domain <= set(S.VerdictOut.model_fields), domain - set(S.VerdictOut.model_fields)
 
 
+async def test_verdict_schema_keeps_the_decision_reasons() -> None:
+    reason = "a suspicious document (kb-2, P = 0.90) was used to write the answer"
+    verdict = Verdict(
+        query="q",
+        trust_score=0.55,
+        trust_level="LOW",
+        trusted=False,
+        tau=0.5,
+        factuality=1.0,
+        consistency=1.0,
+        poison_probability=0.9,
+        decision_reasons=(reason,),
+    )
+    out = S.VerdictOut.model_validate({**verdict.to_dict(), "decision": verdict.decision})
+    assert out.decision == "flagged" and out.decision_reasons == [reason]
+    assert Verdict.from_dict(out.model_dump(exclude={"decision"})) == verdict
+
+
 # --------------------------------------------------------------------------- errors
 
 

@@ -27,6 +27,9 @@ def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = 
         f" retrieval x{verdict.retrieval_modifier:.2f})"
     )
     parts: list[Any] = [head]
+    if verdict.decision_reasons:
+        # the conditions of ragtrust's decision that failed (T, F, C, P are the paper's)
+        parts.append(Text("Flagged because: " + "; ".join(verdict.decision_reasons), style="red"))
     if verdict.answer:
         parts.append(Text("\nAnswer", style="bold"))
         parts.append(Text(verdict.answer))

@@ -219,4 +219,19 @@ def train(  # noqa: C901 - one loop, as in nli_training
     return report
 
 
-__all__ = ["LABELS", "InjectionTrainConfig", "split_validation", "train"]
+def checkpoint_to_hf(checkpoint: str | Path, base_model: str, dest: str | Path) -> Path:
+    """Write a resumable checkpoint's weights as a Hugging Face model folder (to export a run early)."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(
+        base_model, num_labels=2, id2label=dict(enumerate(LABELS)), label2id={n: i for i, n in enumerate(LABELS)}
+    )
+    model.load_state_dict(torch.load(str(checkpoint), map_location="cpu", weights_only=False)["model"])
+    out = Path(dest)
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(base_model).save_pretrained(out)
+    return out
+
+
+__all__ = ["LABELS", "InjectionTrainConfig", "checkpoint_to_hf", "split_validation", "train"]

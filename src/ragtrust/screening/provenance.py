@@ -18,6 +18,12 @@ no tier recorded                                           0.0           — (no
 not in the ledger / no ledger                              skipped       reason given
 =========================================================  ============  ==================
 
+Every finding carries the ledger's tier in ``details["tier"]`` and a quarantined document
+also ``details["quarantined"] = True``: the pipeline reads that structured flag
+(:func:`quarantine_note`) and withholds a quarantined document from the generator under
+every policy, whatever its score (a score can be re-weighted; quarantine is a decision a
+person or a scan already made).
+
 The chunk comparison is on normalised text (:func:`ragtrust.documents.normalize_text`):
 a chunk is unchanged when it occurs verbatim in the vetted version of its parent, so
 chunk boundaries that moved do not matter and only the edited passage is flagged. The
@@ -50,6 +56,10 @@ from ragtrust.screening.base import Signal
 from ragtrust.text import word_tokens
 
 _MAX_SPANS = 5
+#: the signal's name (its results are looked up by it)
+PROVENANCE = "provenance"
+#: the ledger tier that withholds a document from every answer
+QUARANTINED = "quarantined"
 
 
 def parent_id_of(doc: RetrievedDoc, ledger: Ledger | None = None) -> str:
@@ -72,7 +82,7 @@ def _day(timestamp: str | None) -> str:
     return (timestamp or "an unknown date")[:10]
 
 
-@register("signal", "provenance")
+@register("signal", PROVENANCE)
 @dataclass
 class ProvenanceSignal(Signal):
     """Scores documents from their provenance record (see the module docstring).
@@ -90,7 +100,7 @@ class ProvenanceSignal(Signal):
     quarantined_score: float = 0.95
     unvetted_score: float = 0.4
     drifted_score: float = 0.15
-    name: ClassVar[str] = "provenance"
+    name: ClassVar[str] = PROVENANCE
     document_level: ClassVar[bool] = True
     _vetted_text: dict[tuple[str, str], str | None] = field(default_factory=dict, init=False, repr=False)
 
@@ -113,13 +123,12 @@ class ProvenanceSignal(Signal):
         if record is None:
             return self.skipped(f"{parent!r} is not in the provenance ledger")
         details: dict[str, Any] = {"parent_id": parent, "tier": record.tier, "content_hash": record.content_hash}
-        if record.tier == "quarantined":
-            why = f": {record.tier_reason}" if record.tier_reason else ""
+        if record.tier == QUARANTINED:
             return SignalResult(
                 self.name,
                 self.quarantined_score,
-                reasons=(f"quarantined on {_day(record.tier_changed_at)}{why}",),
-                details=details,
+                reasons=(_quarantine_reason(record),),
+                details={**details, "quarantined": True},
             )
         if record.tier == "unvetted":
             vetted_before = f", last vetted on {_day(record.vetted_at)}" if record.vetted_at else ", never vetted"
@@ -173,6 +182,46 @@ class ProvenanceSignal(Signal):
         return self._vetted_text[key]
 
 
+def _quarantine_reason(record: ProvenanceRecord) -> str:
+    why = f": {record.tier_reason}" if record.tier_reason else ""
+    return f"quarantined on {_day(record.tier_changed_at)}{why}"
+
+
+def quarantine_note(results: Sequence[SignalResult]) -> str | None:
+    """Why a document is quarantined, read from its provenance finding; ``None`` if it is not.
+
+    Looks for a ``provenance`` result that ran (not skipped) and carries the structured
+    flag ``details["quarantined"]`` (or ``details["tier"] == "quarantined"``, as written by
+    older versions); the note is that result's first reason.
+
+    Example:
+        >>> quarantine_note([SignalResult("provenance", 0.95, reasons=("quarantined on 2026-08-17: scan",),
+        ...     details={"tier": "quarantined", "quarantined": True})])
+        'quarantined on 2026-08-17: scan'
+        >>> quarantine_note([SignalResult("provenance", 0.0, details={"tier": "vetted"})]) is None
+        True
+    """
+    for r in results:
+        if r.name != PROVENANCE or r.skipped:
+            continue
+        if r.details.get("quarantined") is True or r.details.get("tier") == QUARANTINED:
+            return r.reasons[0] if r.reasons else QUARANTINED
+    return None
+
+
+def ledger_quarantine_note(ledger: Ledger, doc: RetrievedDoc) -> str | None:
+    """Why ``doc`` (or its parent document) is quarantined, asked of the ledger directly.
+
+    For when the provenance signal gave no finding (not configured, or it failed): the
+    pipeline still withholds a quarantined document. ``None`` when the ledger does not know
+    the document or its tier is not ``quarantined``.
+    """
+    record = ledger.get(parent_id_of(doc, ledger))
+    if record is None or record.tier != QUARANTINED:
+        return None
+    return _quarantine_reason(record)
+
+
 def _changed_spans(doc_id: str, text: str, vetted: str) -> list[Span]:
     """Spans of ``text`` whose words do not line up with the vetted text (word-level diff)."""
     mine = word_tokens(text)
@@ -188,4 +237,4 @@ def _changed_spans(doc_id: str, text: str, vetted: str) -> list[Span]:
     return spans
 
 
-__all__ = ["ProvenanceSignal", "parent_id_of"]
+__all__ = ["PROVENANCE", "QUARANTINED", "ProvenanceSignal", "ledger_quarantine_note", "parent_id_of", "quarantine_note"]

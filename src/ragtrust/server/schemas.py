@@ -224,6 +224,9 @@ class VerdictOut(_Response):
     passages: list[PassageOut] = []
     warnings: list[str] = []
     errors: list[str] = []
+    decision_reasons: list[str] = Field(
+        default=[], description="the conditions of the decision that failed, in words; empty when trusted"
+    )
     stage: str = "full"
     timings_s: dict[str, float] = {}
     models: dict[str, str] = {}

@@ -218,12 +218,17 @@
     const decision = $("decision");
     decision.textContent = v.trusted ? "Trusted" : "Flagged";
     decision.className = "decision " + (v.trusted ? "trusted" : "flagged");
+    // the conditions of the decision that failed, in words (empty when trusted)
+    decision.title = (v.decision_reasons || []).join("; ");
     $("level-explain").textContent = LEVEL_TEXT[v.trust_level] || "";
     $("f-value").textContent = fmt(v.factuality);
     $("c-value").textContent = fmt(v.consistency);
     $("p-value").textContent = fmt(v.poison_probability);
     const list = $("warnings");
     list.replaceChildren();
+    if (!v.trusted && (v.decision_reasons || []).length) {
+      list.append(el("li", { className: "error", text: "Flagged because " + v.decision_reasons.join("; ") + "." }));
+    }
     for (const w of v.warnings || []) list.append(el("li", { text: w }));
     for (const e of v.errors || []) {
       list.append(el("li", { className: "error", text: "A check failed, so the answer is not trusted: " + e }));
