@@ -60,14 +60,21 @@ def main() -> None:
         "model_file_mb": round((MANIFEST_FILE.parent / "injection-int8.onnx").stat().st_size / 2**20, 2),
         "threads": a.threads,
     }
+    single = [
+        r.details.get("windows", 0) for r in InjectionSignal(model=warm.model, window_overlap=False).score_batch(docs)
+    ]
+    result["windows_per_chunk_without_overlap"] = {"mean": statistics.mean(single), "max": max(single)}
     for batch in a.batch:
-        model_ms, regex_ms = [], []
+        model_ms, single_ms, regex_ms = [], [], []
         for _ in range(a.passes):
             signal = InjectionSignal(model=warm.model, cache_size=0)
             model_ms.append(1000 * timed(signal, docs, batch) / len(docs))
+            signal = InjectionSignal(model=warm.model, cache_size=0, window_overlap=False)
+            single_ms.append(1000 * timed(signal, docs, batch) / len(docs))
             regex_ms.append(1000 * timed(LinguisticSignal(), docs, batch) / len(docs))
         result[f"batch_{batch}"] = {
             "injection_ms_per_chunk": round(statistics.median(model_ms), 2),
+            "injection_ms_per_chunk_without_overlap": round(statistics.median(single_ms), 2),
             "regex_ms_per_chunk": round(statistics.median(regex_ms), 2),
             "ratio_injection_to_regex": round(statistics.median(model_ms) / statistics.median(regex_ms), 2),
         }

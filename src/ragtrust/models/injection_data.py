@@ -554,6 +554,14 @@ class DataConfig:
     owasp_windows_max: int = 9000
     hard_negative_repeats: int = 6
     seed: int = 13
+    #: stage 2 (0 = off, the stage-1 recipe): single sentences / lines of OWASP training
+    #: chunks as extra negatives (short windows at chunk ends, imperatives to the reader)
+    owasp_segments: int = 0
+    #: stage 2: injections glued to OWASP training windows (code, tables, headings) with no
+    #: sentence break, before or after them
+    owasp_glued: int = 0
+    #: stage 2: development families appended to OWASP training chunks
+    dev_family_owasp_chunks: int = 0
 
 
 def build_training_set(cfg: DataConfig, log: Any = print) -> list[Example]:  # noqa: C901 - one recipe
@@ -603,9 +611,45 @@ def build_training_set(cfg: DataConfig, log: Any = print) -> list[Example]:  # n
         for a, b in sentence_windows(poisoned, cfg.max_words):
             if a < record.span[1] and record.span[0] < b:
                 positives.append(Example(poisoned[a:b], 1, f"dev_family_{record.family}"))
+    positives += _stage_two(cfg, data, raw, positives, negatives, rng)
     examples = positives + negatives
     rng.shuffle(examples)
     return examples
+
+
+def _stage_two(
+    cfg: DataConfig, data: Path, raw: list[Example], positives: list[Example], negatives: list[Example], rng: random.Random
+) -> list[Example]:
+    """The stage-2 additions (see :class:`DataConfig`); extra negatives go into ``negatives``."""
+    if not (cfg.owasp_segments or cfg.owasp_glued or cfg.dev_family_owasp_chunks):
+        return []
+    from ragtrust.eval.attacks import AttackGenerator
+
+    chunks = owasp_chunks(data, "train")
+    segments = [d.text[a:b] for d in chunks for a, b in sentence_windows(d.text, 24)]
+    rng.shuffle(segments)
+    negatives += [Example(t, 0, "owasp_segment") for t in segments[: cfg.owasp_segments]]
+    windows = [e.text for e in owasp_windows(data, "train", cfg.max_words // 2)]
+    added: list[Example] = []
+    for _ in range(cfg.owasp_glued if windows else 0):
+        injection = rng.choice(raw).text
+        context = rng.choice(windows)
+        joiner = rng.choice((" ", "", "\n", ". "))
+        text = context + joiner + injection if rng.random() < 0.7 else injection + joiner + context
+        added.append(Example(text, 1, "owasp_glued"))
+    sample = rng.sample(chunks, min(cfg.dev_family_owasp_chunks, len(chunks)))
+    attacked = AttackGenerator(strategy="instruction_injection", rate=1.0, seed=cfg.seed + 1, families="development")
+    records = []
+    for chunk in sample:  # one at a time: a chunk with no claim to negate is skipped
+        try:
+            records += attacked.attack([chunk]).records
+        except InputError:
+            continue
+    for record in records:
+        for a, b in sentence_windows(record.poisoned, cfg.max_words):
+            if a < record.span[1] and record.span[0] < b:
+                added.append(Example(record.poisoned[a:b], 1, f"dev_family_owasp_{record.family}"))
+    return added
 
 
 __all__ = [

@@ -53,6 +53,8 @@ class InjectionTrainConfig:
     threads: int = 2
     device: str = "cpu"
     log_every: int = 50
+    #: warm start: an HF model folder of an earlier run (fresh optimiser and schedule)
+    init_from: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -96,7 +98,10 @@ def train(  # noqa: C901 - one loop, as in nli_training
     log(f"train examples: {len(train_set)}; validation: {len(val_set)}; {counts}")
     tokenizer = AutoTokenizer.from_pretrained(cfg.base_model)
     model = AutoModelForSequenceClassification.from_pretrained(
-        cfg.base_model, num_labels=2, id2label=dict(enumerate(LABELS)), label2id={n: i for i, n in enumerate(LABELS)}
+        cfg.init_from or cfg.base_model,
+        num_labels=2,
+        id2label=dict(enumerate(LABELS)),
+        label2id={n: i for i, n in enumerate(LABELS)},
     ).to(device)
 
     def encode(batch: list[Example]) -> dict[str, Any]:

@@ -51,10 +51,12 @@ def _word_runs(text: str, start: int, end: int, max_words: int) -> list[tuple[in
     return runs
 
 
-def sentence_windows(text: str, max_words: int = 80) -> list[tuple[int, int]]:
+def sentence_windows(text: str, max_words: int = 80, *, overlap: bool = True) -> list[tuple[int, int]]:
     """``(start, end)`` character spans of the windows of ``text`` (see module docstring).
 
-    Empty or blank text has no windows.
+    Empty or blank text has no windows. ``overlap=False`` packs each segment into exactly
+    one window (about half the windows of a long document, at the price of reading a
+    sentence only with the neighbours on one side when it ends a window).
     """
     if max_words < 1:
         raise ValueError(f"max_words must be >= 1, got {max_words}")
@@ -77,7 +79,7 @@ def sentence_windows(text: str, max_words: int = 80) -> list[tuple[int, int]]:
             break
         # the next window starts at this window's last segment (shared boundary), unless
         # this window is that one segment alone
-        i = j if j > i else j + 1
+        i = j if overlap and j > i else j + 1
     return windows
 
 

@@ -114,6 +114,8 @@ class InjectionSignal(Signal):
         threshold: window probability at which a document is flagged; ``None`` reads the
             model's calibration (or :data:`DEFAULT_THRESHOLD` without one).
         max_words: words per window (the shipped model reads 128 word-pieces).
+        window_overlap: consecutive windows share their boundary sentence (about twice the
+            windows of a long document; see ``docs/benchmarks.md`` for the cost).
         max_windows: documents with more windows are refused (split them into chunks).
         cache_size: window results kept (LRU by content hash).
     """
@@ -122,6 +124,7 @@ class InjectionSignal(Signal):
     model_name: str = "builtin"
     threshold: float | None = None
     max_words: int = 80
+    window_overlap: bool = True
     max_windows: int = 2000
     cache_size: int = 50_000
     _cache: OrderedDict[str, float] = field(default_factory=OrderedDict, init=False, repr=False)
@@ -215,7 +218,7 @@ class InjectionSignal(Signal):
                 plans.append(None)
                 continue
             norm, index = normalize_for_model(text)
-            spans = sentence_windows(norm, self.max_words)
+            spans = sentence_windows(norm, self.max_words, overlap=self.window_overlap)
             if len(spans) > self.max_windows:
                 raise InputError(
                     f"document {doc.id} has {len(spans)} sentence windows, more than the injection signal's "
