@@ -611,14 +611,14 @@ def build_training_set(cfg: DataConfig, log: Any = print) -> list[Example]:  # n
         for a, b in sentence_windows(poisoned, cfg.max_words):
             if a < record.span[1] and record.span[0] < b:
                 positives.append(Example(poisoned[a:b], 1, f"dev_family_{record.family}"))
-    positives += _stage_two(cfg, data, raw, positives, negatives, rng)
+    positives += _stage_two(cfg, data, raw, negatives, rng)
     examples = positives + negatives
     rng.shuffle(examples)
     return examples
 
 
 def _stage_two(
-    cfg: DataConfig, data: Path, raw: list[Example], positives: list[Example], negatives: list[Example], rng: random.Random
+    cfg: DataConfig, data: Path, raw: list[Example], negatives: list[Example], rng: random.Random
 ) -> list[Example]:
     """The stage-2 additions (see :class:`DataConfig`); extra negatives go into ``negatives``."""
     if not (cfg.owasp_segments or cfg.owasp_glued or cfg.dev_family_owasp_chunks):
@@ -639,7 +639,7 @@ def _stage_two(
         added.append(Example(text, 1, "owasp_glued"))
     sample = rng.sample(chunks, min(cfg.dev_family_owasp_chunks, len(chunks)))
     attacked = AttackGenerator(strategy="instruction_injection", rate=1.0, seed=cfg.seed + 1, families="development")
-    records = []
+    records: list[Any] = []
     for chunk in sample:  # one at a time: a chunk with no claim to negate is skipped
         try:
             records += attacked.attack([chunk]).records
