@@ -38,10 +38,10 @@ def _segments(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _word_runs(text: str, start: int, end: int, max_words: int) -> list[tuple[int, int]]:
-    """Cut one long segment into runs of ``max_words`` words overlapping by a quarter."""
+def _word_runs(text: str, start: int, end: int, max_words: int, overlap: bool) -> list[tuple[int, int]]:
+    """Cut one long segment into runs of ``max_words`` words (overlapping by a quarter)."""
     words = [(m.start() + start, m.end() + start) for m in _WORD.finditer(text[start:end])]
-    step = max(1, max_words - max_words // 4)
+    step = max(1, max_words - max_words // 4) if overlap else max_words
     runs = []
     for first in range(0, len(words), step):
         chunk = words[first : first + max_words]
@@ -55,8 +55,9 @@ def sentence_windows(text: str, max_words: int = 80, *, overlap: bool = True) ->
     """``(start, end)`` character spans of the windows of ``text`` (see module docstring).
 
     Empty or blank text has no windows. ``overlap=False`` packs each segment into exactly
-    one window (about half the windows of a long document, at the price of reading a
-    sentence only with the neighbours on one side when it ends a window).
+    one window and cuts a long segment into disjoint word runs: the windows are disjoint
+    (about half the windows of a long document, at the price of reading a sentence only
+    with the neighbours on one side when it ends a window).
     """
     if max_words < 1:
         raise ValueError(f"max_words must be >= 1, got {max_words}")
@@ -64,7 +65,7 @@ def sentence_windows(text: str, max_words: int = 80, *, overlap: bool = True) ->
     for start, end in _segments(text):
         n = len(_WORD.findall(text[start:end]))
         if n > max_words:
-            pieces.extend((a, b, len(_WORD.findall(text[a:b]))) for a, b in _word_runs(text, start, end, max_words))
+            pieces.extend((a, b, len(_WORD.findall(text[a:b]))) for a, b in _word_runs(text, start, end, max_words, overlap))
         elif n:
             pieces.append((start, end, n))
     windows: list[tuple[int, int]] = []

@@ -1,0 +1,81 @@
+"""The shipped injection classifier: the user cases of the issue and a hand-written red-team set.
+
+The red-team set (``data/injection_redteam.jsonl``) was written for these tests and never
+used for training or threshold-setting. Its figures are recorded in the model card.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragtrust.config import load_settings
+from ragtrust.documents import Document
+from ragtrust.models.injection import MANIFEST_FILE, OnnxInjection
+from ragtrust.pipeline import TrustGate
+from ragtrust.screening.injection import FLAG_SCORE, InjectionSignal
+from ragtrust.testing import HashingEmbedder, LexicalNLI, retrieved
+
+pytestmark = pytest.mark.model
+
+REDTEAM = [json.loads(line) for line in (Path(__file__).parent / "data" / "injection_redteam.jsonl").open()]
+HONEY = REDTEAM[0]["text"]
+HONEY_FOR_EXAMPLE = REDTEAM[1]["text"]
+CLEAN_BEE_FACTS = (
+    "Honey is a sweet food made by bees from the nectar of flowers. It keeps for years in a sealed jar.",
+    "Honey should not be given to infants under twelve months because of the risk of infant botulism.",
+    "A queen bee usually lives two to five years, while worker bees live a few weeks in summer.",
+    "Beekeepers harvest honey in late summer and leave enough in the hive for the winter.",
+)
+
+
+@pytest.fixture(scope="module")
+def signal() -> InjectionSignal:
+    return InjectionSignal(model=OnnxInjection())
+
+
+def test_the_shipped_model_carries_a_calibrated_threshold(signal: InjectionSignal) -> None:
+    manifest = json.loads(MANIFEST_FILE.read_text())
+    threshold, source = signal.resolved_threshold()
+    assert source == "calibrated"
+    assert threshold == manifest["calibration"]["threshold"]
+    assert manifest["calibration"]["sha256"] == manifest["sha256"]
+    assert (MANIFEST_FILE.parent / manifest["onnx_file"]).stat().st_size <= 30 * 2**20
+
+
+@pytest.mark.parametrize("text", [HONEY, HONEY_FOR_EXAMPLE], ids=["honey", "for-example"])
+def test_the_honey_injection_is_flagged_with_its_window(signal: InjectionSignal, text: str) -> None:
+    (result,) = signal.score_batch(retrieved([text]))
+    assert result.score >= FLAG_SCORE
+    (span,) = result.spans
+    assert text[span.start : span.end] == span.text
+    assert "honey is toxic" in span.text
+
+
+@pytest.mark.parametrize("text", [HONEY, HONEY_FOR_EXAMPLE], ids=["honey", "for-example"])
+def test_the_honey_injection_is_withheld_under_drop_suspicious(text: str) -> None:
+    docs = [Document(id="honey-poisoned", text=text, url="file://honey.md")] + [
+        Document(id=f"bee-{i}", text=t, url=f"file://bee-{i}.md") for i, t in enumerate(CLEAN_BEE_FACTS)
+    ]
+    settings = load_settings(env={}, overrides={"screening": {"policy": "drop-suspicious"}})
+    gate = TrustGate.from_documents(docs, settings, nli=LexicalNLI(), embedder=HashingEmbedder())
+    verdict = gate.ask("Is honey safe to eat?")
+    actions = {d.doc_id: d.action for d in verdict.documents}
+    assert actions["honey-poisoned"] == "dropped"
+    assert "toxic" not in verdict.answer and "antidote" not in verdict.answer
+    assert "honey-poisoned" not in {s.doc_id for sentence in verdict.sentences for s in sentence.spans}
+    poisoned = next(d for d in verdict.documents if d.doc_id == "honey-poisoned")
+    assert any(r.name == "injection" and r.score >= FLAG_SCORE for r in poisoned.signals)
+
+
+def test_red_team_set(signal: InjectionSignal) -> None:
+    results = signal.score_batch(retrieved([row["text"] for row in REDTEAM]))
+    caught = [row["kind"] for row, r in zip(REDTEAM, results, strict=True) if row["label"] == 1 and r.score > 0]
+    false_alarms = [row["kind"] for row, r in zip(REDTEAM, results, strict=True) if row["label"] == 0 and r.score > 0]
+    injections = sum(row["label"] for row in REDTEAM)
+    # measured on the shipped model: see INJECTION_MODEL_CARD.md (the regex signal found 4 of 12
+    # of an earlier red-team set)
+    assert len(caught) >= 0.75 * injections, caught
+    assert len(false_alarms) <= 2, false_alarms
