@@ -127,6 +127,75 @@ def test_calibration_picks_the_10th_percentile(run_dir, tmp_path):
         analysis.calibrate(run, dataset="missing")
 
 
+def _cli_calibrate(run_dir, out, *args):
+    from typer.testing import CliRunner
+
+    from ragtrust.cli.main import app
+
+    return CliRunner().invoke(app, ["eval", "calibrate", str(run_dir), "--out", str(out), *args])
+
+
+def test_calibration_refuses_below_the_minimum(run_dir, tmp_path):
+    run = analysis.load_run(run_dir)  # 11 clean calibration samples
+    assert analysis.MIN_CALIBRATION_SAMPLES == 50
+    with pytest.raises(InputError, match=r"only 11 clean calibration samples .* fewer than the minimum 12 .*--force"):
+        analysis.calibrate(run, min_samples=12)
+    assert analysis.calibrate(run, min_samples=11).below_minimum is False
+
+    out = tmp_path / "cal.json"
+    result = _cli_calibrate(run_dir, out)
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.stderr.split())
+    assert "only 11 clean calibration samples" in message and "fewer than the minimum 50" in message
+    assert "--force" in message and "--min-samples" in message
+    assert message.count("error:") == 1 and "Traceback" not in result.output
+    assert not out.exists()
+    ok = _cli_calibrate(run_dir, out, "--min-samples", "11", "--json")
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.stdout)["below_minimum"] is False and "WARNING" not in ok.stderr
+
+
+def test_forced_calibration_warns_and_is_recorded_in_the_file(run_dir, tmp_path):
+    out = tmp_path / "cal.json"
+    result = _cli_calibrate(run_dir, out, "--force")
+    assert result.exit_code == 0, result.output
+    warning = " ".join(result.stderr.split())
+    assert "WARNING" in warning and "only 11 clean samples, below the minimum 50" in warning
+    saved = json.loads(out.read_text())
+    assert saved["below_minimum"] is True and saved["min_samples"] == 50 and saved["n"] == 11
+    from ragtrust.pipeline import load_calibration
+
+    # TrustGate reads tau and keeps the extra keys
+    assert load_calibration(out)["below_minimum"] is True
+    as_json = _cli_calibrate(run_dir, tmp_path / "cal2.json", "--force", "--json")
+    assert as_json.exit_code == 0
+    assert json.loads(as_json.stdout)["below_minimum"] is True  # the warning went to stderr
+    assert "WARNING" in as_json.stderr
+
+
+def test_calibrate_prints_the_levels_of_the_new_tau(run_dir, tmp_path):
+    # the 50th percentile of the calibration scores is T = 0.6 (F = C = 0.6, P = 0.4)
+    result = _cli_calibrate(run_dir, tmp_path / "cal.json", "--force", "--percentile", "50")
+    assert result.exit_code == 0, result.output
+    rows = [" ".join(line.strip("│┃ ").split()) for line in result.stdout.splitlines()]
+    for row in ("HIGH │ T >= 0.800", "MEDIUM │ 0.600 <= T < 0.800", "LOW │ 0.300 <= T < 0.600", "VERY LOW │ T < 0.300"):
+        assert row in rows, result.stdout
+    text = " ".join(result.stdout.split())
+    assert "trusted needs T >= 0.600 and the decision's other conditions" in text
+
+    # --json carries the bands; tau = 0.2725 < level_low 0.3 widens level_low: LOW is empty
+    data = json.loads(_cli_calibrate(run_dir, tmp_path / "cal.json", "--force", "--json").stdout)
+    tau = data["tau"]
+    assert tau == pytest.approx(0.2725, abs=1e-4)
+    assert [(b["level"], b["low"], b["high"], b["text"]) for b in data["levels"]] == [
+        ("HIGH", 0.8, None, "T >= 0.800"),
+        ("MEDIUM", tau, 0.8, f"{tau:.3f} <= T < 0.800"),
+        ("LOW", tau, tau, "(empty)"),
+        ("VERY LOW", None, tau, f"T < {tau:.3f}"),
+    ]
+    assert "levels" not in json.loads((tmp_path / "cal.json").read_text())  # TrustGate's own cut points decide
+
+
 def test_load_run_errors(tmp_path):
     with pytest.raises(InputError, match="no such run directory"):
         analysis.load_run(tmp_path / "nope")

@@ -111,7 +111,8 @@ def test_mini_suite_records_reports_and_calibration(tmp_path, fake_gate_factory)
     assert data["consistency_max_abs_diff"] == pytest.approx(0.0, abs=1e-9)
 
     cli = CliRunner()
-    result = cli.invoke(app, ["eval", "calibrate", str(out), "--out", str(tmp_path / "cal.json"), "--k", "5", "--json"])
+    args = ["eval", "calibrate", str(out), "--out", str(tmp_path / "cal.json"), "--k", "5", "--min-samples", "5"]
+    result = cli.invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     cal = json.loads((tmp_path / "cal.json").read_text())
     calib_T = sorted(r["T"] for r in rows if r["part"] == "calib" and r["k"] == 5)

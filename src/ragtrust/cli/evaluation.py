@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ragtrust.cli.common import ConfigOption, console, handle_errors, print_json, settings_from
+from ragtrust.cli.common import ConfigOption, console, err_console, handle_errors, print_json, settings_from
 from ragtrust.errors import ConfigError
 
 DataDirOption = typer.Option(
@@ -137,23 +137,39 @@ def calibrate(
     dataset: str | None = typer.Option(None, "--dataset", help="Calibrate on one dataset (default: all)."),
     k: int | None = typer.Option(None, "--k", help="Use samples of this K only."),
     percentile: float | None = typer.Option(None, "--percentile", help="Percentile of clean scores (default 10)."),
+    min_samples: int | None = typer.Option(
+        None, "--min-samples", min=1, help="Refuse with fewer clean calibration samples (default 50)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Calibrate below --min-samples anyway (recorded in the file)."),
     as_json: bool = typer.Option(False, "--json", help="Print the calibration and before/after as JSON."),
 ) -> None:
     """Fit tau as the 10th percentile of held-out clean scores and write it to --out."""
+    from ragtrust.eval.analysis import MIN_CALIBRATION_SAMPLES, load_run, write_calibration
     from ragtrust.eval.analysis import calibrate as fit
-    from ragtrust.eval.analysis import load_run, write_calibration
     from ragtrust.eval.datasets import canonical_dataset
 
+    min_samples = MIN_CALIBRATION_SAMPLES if min_samples is None else min_samples
     run_data = load_run(run_dir)
     result = fit(
         run_data,
         dataset=canonical_dataset(dataset) if dataset else None,
         k=k,
         percentile=percentile,
+        min_samples=min_samples,
+        force=force,
     )
     data = write_calibration(result, out)
+    if result.below_minimum:
+        # stderr, so that --json stays parseable; the file says "below_minimum": true too
+        err_console.print(
+            f"[bold red]WARNING: tau fitted on only {result.n} clean samples, below the minimum {min_samples} "
+            f"(--force): it is noise, not a calibration.[/] {out} records below_minimum = true.",
+            highlight=False,
+            soft_wrap=True,
+        )
+    levels = result.levels()
     if as_json:
-        print_json({**data, "before_after": list(result.before_after)})
+        print_json({**data, "levels": levels, "before_after": list(result.before_after)})
         return
     console.print(f"tau {result.tau_before:.3f} -> {result.tau:.3f} (from {result.n} clean samples) -> {out}")
     table = Table(title="before -> after (disjoint evaluation samples)")
@@ -172,6 +188,19 @@ def calibrate(
             f"{pct(b['false_positive_rate'])} -> {pct(a['false_positive_rate'])}",
         )
     console.print(table)
+    bands = Table(title=f"levels with tau {result.tau:.3f}")
+    bands.add_column("level")
+    bands.add_column("trust score T")
+    for band in levels:
+        bands.add_row(band["level"], band["text"])
+    console.print(bands)
+    console.print(
+        f"trusted needs T >= {result.tau:.3f} and the decision's other conditions (an answer grounded in "
+        "the documents, no suspicious document used, relevant evidence, no internal failure); a verdict "
+        "flagged on any of those reads at most LOW whatever its T. Level cut points: the run's "
+        f"(level_low {result.level_low:.3f}, level_high {result.level_high:.3f}), widened to admit tau.",
+        highlight=False,
+    )
 
 
 def register(app: typer.Typer) -> None:

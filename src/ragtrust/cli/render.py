@@ -14,6 +14,20 @@ from ragtrust.documents import Verdict
 LEVEL_STYLE = {"HIGH": "bold green", "MEDIUM": "bold yellow", "LOW": "bold dark_orange", "VERY LOW": "bold red"}
 
 
+def decision_line(verdict: Verdict) -> str:
+    """Why a verdict is flagged; says so plainly when T cleared tau and another condition failed.
+
+    A verdict flagged on a condition besides T keeps its T but reads at most LOW
+    (``ragtrust.trust.compute_trust(failed=True)``): "T = 0.800 ... LOW" needs the words.
+    """
+    reasons = "; ".join(verdict.decision_reasons)
+    if verdict.trusted or verdict.trust_score < verdict.tau:
+        return f"Flagged because: {reasons}"
+    # T >= tau alone reads MEDIUM or HIGH; the cap is LOW (VERY LOW when tau <= level_low)
+    capped = f"; level capped at {verdict.trust_level}" if verdict.trust_level in ("LOW", "VERY LOW") else ""
+    return f"T = {verdict.trust_score:.3f} >= tau {verdict.tau:g}, but not trusted: {reasons}{capped}"
+
+
 def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = None) -> Panel:
     """A panel with the decision, scores, answer with citations, documents and warnings."""
     style = LEVEL_STYLE.get(verdict.trust_level, "bold")
@@ -29,7 +43,7 @@ def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = 
     parts: list[Any] = [head]
     if verdict.decision_reasons:
         # the conditions of ragtrust's decision that failed (T, F, C, P are the paper's)
-        parts.append(Text("Flagged because: " + "; ".join(verdict.decision_reasons), style="red"))
+        parts.append(Text(decision_line(verdict), style="red"))
     if verdict.answer:
         parts.append(Text("\nAnswer", style="bold"))
         parts.append(Text(verdict.answer))
@@ -72,4 +86,4 @@ def print_verdict(console: Console, verdict: Verdict, *, spans: bool = False, ti
     console.print(verdict_panel(verdict, spans=spans, title=title))
 
 
-__all__ = ["LEVEL_STYLE", "print_verdict", "verdict_panel"]
+__all__ = ["LEVEL_STYLE", "decision_line", "print_verdict", "verdict_panel"]

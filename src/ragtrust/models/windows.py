@@ -65,7 +65,9 @@ def sentence_windows(text: str, max_words: int = 80, *, overlap: bool = True) ->
     for start, end in _segments(text):
         n = len(_WORD.findall(text[start:end]))
         if n > max_words:
-            pieces.extend((a, b, len(_WORD.findall(text[a:b]))) for a, b in _word_runs(text, start, end, max_words, overlap))
+            pieces.extend(
+                (a, b, len(_WORD.findall(text[a:b]))) for a, b in _word_runs(text, start, end, max_words, overlap)
+            )
         elif n:
             pieces.append((start, end, n))
     windows: list[tuple[int, int]] = []
