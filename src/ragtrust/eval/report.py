@@ -4,7 +4,8 @@
 
 - ``report.md`` - the tables, with the Evaluation Agent's reference numbers (SPEC section 8)
   side by side and the honest gaps spelled out;
-- ``report.json`` - every number behind the tables;
+- ``report.json`` - every number behind the tables (``query_recall``: issue 16's
+  query-level recall at <= 2% FPR on clean queries, every detector, both labels);
 - ``figures/*.png`` - ROC curves, trust-score histograms (clean vs poisoned) and
   per-strategy bars (matplotlib, Agg backend);
 - ``report.html`` - the same content as one file with the images inlined (base64).
@@ -50,6 +51,17 @@ PAPER_FEVER_ACCURACY = 0.73
 PAPER_FEVER_BASELINE = 0.85
 PAPER_ROC_AUC_RANGE = (0.73, 0.81)
 PAPER_SECONDS_PER_SAMPLE = 14.7
+#: detectors of the query-level recall tables (issue 16), when the run stored them; report.json
+#: holds every detector of :func:`ragtrust.eval.analysis.query_recall_at_fpr`
+QUERY_REPORT_DETECTORS: tuple[str, ...] = (
+    *analysis.QUERY_DETECTORS,
+    "injection",
+    "linguistic",
+    "intra_consistency",
+    "cross_consistency",
+)
+#: issue 16's target recall at the FPR budget (instruction injection; contradictions with a witness)
+QUERY_RECALL_TARGET = 0.60
 
 Block = tuple[Any, ...]
 
@@ -231,6 +243,49 @@ def _gaps(rows: Sequence[Mapping[str, Any]], consistency: float | None) -> list[
     return notes
 
 
+def _flags_when(r: Mapping[str, Any]) -> str:
+    if r["detector"] == "decision":
+        return "not trusted"
+    if r["threshold"] is None:
+        return "no calib queries"
+    if r["detector"] == "T":
+        return f"T < {-r['threshold']:.3f}"
+    return f"score > {r['threshold']:.3f}"
+
+
+def _query_recall_blocks(rows: Sequence[Mapping[str, Any]], fpr: float, families: Any) -> list[Block]:
+    """The issue 16 section: one table per label, rows = cell x detector."""
+    n_calib = sorted({r["n_calib"] for r in rows})
+    calib_text = "none" if not n_calib else "-".join(str(n) for n in dict.fromkeys([n_calib[0], n_calib[-1]]))
+    blocks: list[Block] = [
+        ("p", f"A query is flagged when its detector's score exceeds a threshold fitted on the clean calibration "
+              f"queries of its dataset and K ({calib_text} per dataset and K) as the loosest that flags at most "
+              f"{_pct(fpr)} of them. With fewer than {round(1 / fpr) if fpr else 'infinitely many'} calibration "
+              "queries that allows none: the threshold is the largest calibration score. Recall is the share of "
+              "positive Part B queries flagged; FPR is realised on the cell's clean evaluation queries (Part A, "
+              "disjoint from the calibration queries; 'over' marks a realised FPR above the budget). Oracle "
+              "recall fits the threshold on those Part A queries themselves: in-sample, optimistic, not a "
+              "result. decision = the shipped verdict (not trusted), as is; max P_i and each signal = the "
+              f"largest score in the top-K (skipped = 0). Attack families: `{families}`. Issue 16's target: "
+              f"recall >= {QUERY_RECALL_TARGET:.2f} for instruction injection and for contradictions with a "
+              "witness (the contradiction rows count every contradiction query, with a witness or not).")
+    ]  # fmt: skip
+    header = ["cell", "detector", "flags when", "recall (calibrated)", "FPR (clean)", "oracle recall (optimistic)",
+              "ROC-AUC", "pos / neg"]  # fmt: skip
+    titles = {"document": "document-level label", "retrieval": "retrieval label: a poisoned document was in the top-K"}
+    for label, title in titles.items():
+        body = [
+            [r["key"], r["detector"], _flags_when(r), _pct(r["recall"]) + _ci(r["recall_ci"]),
+             _pct(r["fpr"]) + (" (over)" if r["within_budget"] is False else ""), _pct(r["oracle_recall"]),
+             _num(r["roc_auc"]), f"{r['n_positive']} / {r['n_negative']}"]
+            for r in rows
+            if r["label"] == label and r["detector"] in QUERY_REPORT_DETECTORS
+        ]  # fmt: skip
+        blocks.append(("h3", f"Query-level recall, {title}"))
+        blocks.append(("table", header, body))
+    return blocks
+
+
 def build_report(
     run_dir: str | Path, out_dir: str | Path | None = None, *, bootstrap: int | None = None
 ) -> ReportPaths:
@@ -253,6 +308,11 @@ def build_report(
     seed = int(manifest.get("seed", 42))
     doc_rows = analysis.strategy_table(run, label="document", bootstrap=b, seed=seed)
     ret_rows = analysis.strategy_table(run, label="retrieval", bootstrap=b, seed=seed)
+    query_fpr = analysis.QUERY_FPR
+    query_rows = [
+        *analysis.query_recall_at_fpr(run, fpr=query_fpr, label="document"),
+        *analysis.query_recall_at_fpr(run, fpr=query_fpr, label="retrieval"),
+    ]
     ablation_rows = analysis.ablation(run, seed=seed)
     sensitivity = analysis.weight_sensitivity(run)
     calibrations = []
@@ -289,6 +349,8 @@ def build_report(
     blocks.append(("ul", gaps or ["None found by the automatic checks."]))
     blocks.append(("h2", "Detection (retrieval-grounded label: a poisoned document was in the top-K)"))
     blocks.append(_main_table(ret_rows))
+    blocks.append(("h2", f"Query-level recall at <= {100 * query_fpr:g}% FPR (issue 16)"))
+    blocks.extend(_query_recall_blocks(query_rows, query_fpr, manifest.get("families", "?")))
     blocks.append(("h2", "Component ablation (recomputed from stored F, C, P, s_max)"))
     blocks.append(
         ("table", ["cell", "variant", "accuracy", "precision", "recall", "F1", "Delta", "ROC-AUC"],
@@ -370,6 +432,7 @@ def build_report(
                             "roc_auc_range": PAPER_ROC_AUC_RANGE},
         "detection_document": doc_rows,
         "detection_retrieval": ret_rows,
+        "query_recall": {"fpr": query_fpr, "rows": query_rows},
         "ablation": ablation_rows,
         "weight_sensitivity": sensitivity,
         "calibration": calibrations,
@@ -455,6 +518,8 @@ __all__ = [
     "PAPER_ROC_AUC_RANGE",
     "PAPER_SECURE_CODING",
     "PAPER_TRUTHFULQA",
+    "QUERY_RECALL_TARGET",
+    "QUERY_REPORT_DETECTORS",
     "ReportPaths",
     "build_report",
     "render_html",
