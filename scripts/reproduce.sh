@@ -6,6 +6,7 @@
 #   scripts/reproduce.sh injection RUN_DIR  # package a trained injection run, calibrate, evaluate
 #   scripts/reproduce.sh results         # paper suite + evidence report  -> docs/results/
 #   scripts/reproduce.sh acceptance      # issue-4 screen check + demo    -> docs/results/
+#   scripts/reproduce.sh relevance       # relevance thresholds (OWASP store, on/off-topic) -> docs/results/
 #   scripts/reproduce.sh bench           # speed benchmarks               -> runs/bench/*.json
 #
 # Data: ../shared/data (or RAGTRUST_DATA_DIR). Everything runs offline on CPU.
@@ -53,6 +54,11 @@ PY
       > docs/results/screen_acceptance.json || true   # exit 3 = flagged, expected here
     ragtrust demo --json > docs/results/demo.json
     ;;
+  relevance)
+    # the 36 OWASP questions and the shipped off-topic questions over the OWASP store
+    [ -d runs/owasp-store ] || ragtrust ingest "$DATA/owasp-cheatsheets" --store runs/owasp-store
+    ragtrust eval relevance --store runs/owasp-store --out docs/results/relevance.json
+    ;;
   bench)
     python bench/bench_pipeline.py --n 40 --out runs/bench/pipeline.json
     python bench/bench_injection.py --data "$DATA/owasp-cheatsheets" --limit 120 > runs/bench/injection.json
@@ -65,7 +71,7 @@ PY
     python bench/load.py --build-kb runs/bench/kb-store --clients 20 --duration 60 --timeout 120 --json runs/bench/load.json
     ;;
   *)
-    echo "usage: $0 model RUN_DIR | results | acceptance | bench" >&2
+    echo "usage: $0 model RUN_DIR | injection RUN_DIR | results | acceptance | relevance | bench" >&2
     exit 2
     ;;
 esac

@@ -78,8 +78,16 @@ def poisoned_kb(kb: list[Document]) -> list[Document]:
 SIGNALS = ["linguistic", "structural", "intra_consistency", "cross_consistency", "semantic_outlier", "provenance"]
 
 
+#: the relevance thresholds are fitted for the shipped MiniLM embedder; HashingEmbedder's
+#: cosines live on another scale (a word must match exactly), so these wiring tests measure
+#: relevance without letting it decide; tests/verification/test_relevance.py tests the decision.
+NO_RELEVANCE_FLOOR = {"context_threshold": 0.0, "answer_threshold": 0.0}
+
+
 def settings(**screening: Any) -> Settings:
-    return load_settings(env={}, overrides={"screening": {"signals": SIGNALS, **screening}})
+    return load_settings(
+        env={}, overrides={"screening": {"signals": SIGNALS, **screening}, "relevance": NO_RELEVANCE_FLOOR}
+    )
 
 
 def gate_for(docs: Sequence[Document], cfg: Settings | None = None, **kwargs: Any) -> TrustGate:

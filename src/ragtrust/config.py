@@ -82,6 +82,32 @@ class ScreeningConfig(_Section):
     )
 
 
+class RelevanceConfig(_Section):
+    """Relevance, the RAG triad's two question checks (see :mod:`ragtrust.verification.relevance`).
+
+    *Context relevance* is the best cosine between the question and a sentence of the
+    evidence passages; *answer relevance* the cosine between the question and the answer
+    (the normalised mean of its sentences' vectors). Both use the pipeline's embedder, so the
+    thresholds belong to one embedder: the defaults were fitted for the shipped
+    all-MiniLM-L6-v2 by ``ragtrust eval relevance`` on the 36 OWASP questions and the
+    project's off-topic questions (``docs/results/relevance.md``); refit them for another
+    embedder. A verdict below either threshold is not trusted ("no relevant evidence" /
+    "the answer does not address the question") and reads at most LOW.
+    """
+
+    enabled: bool = Field(True, description="check context and answer relevance (False: never computed)")
+    context_threshold: float = Field(
+        0.546, ge=0, le=1, description="cosine question-evidence sentence below which there is no relevant evidence"
+    )
+    answer_threshold: float = Field(
+        0.598, ge=0, le=1, description="cosine question-answer below which the answer does not address the question"
+    )
+    #: an answer that says the documents do not explicitly answer the question (the extractive
+    #: writer's preface, or an LLM writing "The documentation does not explicitly state") is
+    #: not trusted: its sentences are the closest evidence, not an answer.
+    not_stated_fails: bool = Field(True, description="an answer prefaced 'does not explicitly state' is not trusted")
+
+
 class EvidenceConfig(_Section):
     """EvidenT alignment (SPEC section 6.3)."""
 
@@ -154,6 +180,7 @@ class Settings(_Section):
     trust: TrustConfig = TrustConfig()
     screening: ScreeningConfig = ScreeningConfig()
     evidence: EvidenceConfig = EvidenceConfig()
+    relevance: RelevanceConfig = RelevanceConfig()
     chunking: ChunkConfig = ChunkConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
     models: ModelsConfig = ModelsConfig()
@@ -269,6 +296,7 @@ __all__ = [
     "EvidenceConfig",
     "GeneratorConfig",
     "ModelsConfig",
+    "RelevanceConfig",
     "RetrievalConfig",
     "ScreeningConfig",
     "Settings",

@@ -306,6 +306,15 @@ class Verdict(_JsonMixin):
         sentences: the answer's sentences with citations and verified spans.
         warnings: plain-language warnings for a person.
         errors: internal failures (any makes ``trusted`` false: fail closed).
+        context_relevance: best cosine between the question and a sentence of the evidence
+            (``None`` when not measured); below ``relevance.context_threshold`` there is no
+            relevant evidence and the verdict is not trusted.
+        answer_relevance: cosine between the question and the answer (``None`` when not
+            measured); below ``relevance.answer_threshold`` the answer does not address the
+            question and the verdict is not trusted.
+        preface: what the answer writer put before the answer's sentences (the extractive
+            writer's "The documentation does not explicitly state an answer to this
+            question."); empty when none. Such an answer is not trusted.
         decision_reasons: the conditions of the decision that failed, in words (e.g.
             ``"T = 0.412 < tau 0.5"``, ``"a suspicious document (kb-3, P = 0.91) was used in
             the context"``); empty exactly when ``trusted``.
@@ -324,9 +333,12 @@ class Verdict(_JsonMixin):
     retrieval_modifier: float = 1.0
     max_similarity: float | None = None
     answer: str = ""
+    preface: str = ""
     sentences: tuple[AnswerSentence, ...] = ()
     documents: tuple[DocumentScreening, ...] = ()
     passages: tuple[Passage, ...] = ()
+    context_relevance: float | None = None
+    answer_relevance: float | None = None
     warnings: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     decision_reasons: tuple[str, ...] = ()

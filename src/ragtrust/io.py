@@ -104,10 +104,48 @@ def read_documents_jsonl(path: str | Path) -> list[RetrievedDoc]:
     return docs
 
 
+def read_question_rows(path: str | Path | None, packaged: str) -> list[tuple[str, int, dict[str, Any], str]]:
+    """The rows of a question JSONL: ``(where, line number, row, question)`` per non-blank line.
+
+    Args:
+        path: the file; ``None`` reads ``packaged`` from ``ragtrust/data``.
+        packaged: the name of the question set shipped with ragtrust.
+
+    Raises:
+        InputError: a line is not JSON or not an object with a non-empty ``question``; the
+            file has no question.
+    """
+    from importlib import resources
+
+    if path is None:
+        text = resources.files("ragtrust.data").joinpath(packaged).read_text(encoding="utf-8")
+        name = packaged
+    else:
+        text = read_text_file(path)
+        name = str(path)
+    out: list[tuple[str, int, dict[str, Any], str]] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{name}:{lineno}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}: invalid JSON ({exc.msg})") from exc
+        question = row.get("question") if isinstance(row, dict) else None
+        if not isinstance(question, str) or not question.strip():
+            raise InputError(f"{where}: expected an object with a non-empty 'question'")
+        out.append((where, lineno, row, question.strip()))
+    if not out:
+        raise InputError(f"{name}: no questions")
+    return out
+
+
 __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "parse_document_row",
+    "read_question_rows",
     "read_documents_jsonl",
     "read_text_file",
     "write_jsonl",

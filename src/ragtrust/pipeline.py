@@ -18,8 +18,11 @@ verdict whose context held one is never trusted; ``block`` gives no answer when 
 retrieved. A document quarantined in the store's ledger is withheld under every policy.
 
 The decision (see :mod:`ragtrust.trust`): ``Verdict.trusted`` needs ``T >= tau`` *and* no
-internal failure, an answer, a grounded sentence and no suspicious document in the
-context; ``Verdict.decision_reasons`` lists the conditions that failed.
+internal failure, an answer, a grounded sentence, no suspicious document in the context,
+evidence about the question and an answer that addresses it (``relevance``: the RAG
+triad's context and answer relevance, :mod:`ragtrust.verification.relevance`), and an
+answer that does not say the documentation "does not explicitly state" one;
+``Verdict.decision_reasons`` lists the conditions that failed.
 
 Failure policy (fail closed): an exception inside a signal, the NLI model or the verifier
 is recorded in ``Verdict.errors`` with a warning naming it, and such a verdict is never
@@ -159,6 +162,7 @@ class TrustGate:
     guard: Any = None
     screener: Any = None
     verifier: Any = None
+    relevance: Any = None
     calibration: Mapping[str, Any] | None = None
     _warm: bool = field(default=False, init=False, repr=False)
     _store_generation: str | None = field(default=None, init=False, repr=False)
@@ -237,6 +241,14 @@ class TrustGate:
             self.screener = build_screener(s, nli=self.nli, embedder=self.embedder, ledger=ledger)
         if self.verifier is None:
             self.verifier = FactualityVerifier(nli=self.nli)
+        if self.relevance is None and s.relevance.enabled:
+            from ragtrust.verification.relevance import RelevanceJudge
+
+            self.relevance = RelevanceJudge(
+                embedder=self.embedder,
+                context_threshold=s.relevance.context_threshold,
+                answer_threshold=s.relevance.answer_threshold,
+            )
         if self.aligner is None:
             self.aligner = NGramAligner(n=s.evidence.ngram_n, threshold=s.evidence.overlap_threshold)
         if self.guard is None:
@@ -264,7 +276,7 @@ class TrustGate:
         if self._warm:
             return
         self._build_components()
-        for component in (self.embedder, self.nli, self.screener, self.generator, self.extractor):
+        for component in (self.embedder, self.nli, self.screener, self.generator, self.extractor, self.relevance):
             warm = getattr(component, "warm_up", None)
             if callable(warm):
                 warm()
@@ -337,7 +349,13 @@ class TrustGate:
         )
 
     def verify(self, answer: str, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
-        """Stage 2 on a given answer: NLI factuality vs ``docs``, fused with Stage 1's C and P."""
+        """Stage 2 on a given answer: NLI factuality vs ``docs``, fused with Stage 1's C and P.
+
+        With a ``query``, the answer's relevance to it is checked too (there are no passages
+        here, so context relevance is not measured).
+        """
+        from ragtrust.generation.postprocess import says_not_stated
+
         if not isinstance(answer, str) or not answer.strip():
             raise InputError("the answer to verify is empty")
         docs = self._check_docs(docs)
@@ -371,6 +389,12 @@ class TrustGate:
             )
             for s in fact.sentences
         )
+        relevance: Any = None
+        relevance_errors: tuple[str, ...] = ()
+        if query and query.strip():
+            # no passages here: only the answer's relevance to the question is measured
+            with watch.stage("relevance"):
+                relevance, relevance_errors = self._relevance(query, None, [s.text for s in sentences])
         return self._verdict(
             query=query or "",
             docs=docs,
@@ -386,6 +410,9 @@ class TrustGate:
             answer=answer,
             sentences=sentences,
             refusal=refusal,
+            relevance=relevance,
+            relevance_errors=relevance_errors,
+            not_stated=says_not_stated(answer),
         )
 
     def align(self, passages: Sequence[Passage], docs: Sequence[RetrievedDoc]) -> Any:
@@ -421,6 +448,17 @@ class TrustGate:
                 inconclusive=True,
             )
         return report
+
+    def _relevance(
+        self, question: str, passages: Sequence[Passage] | None, answer_sentences: Sequence[str]
+    ) -> tuple[Any, tuple[str, ...]]:
+        """The relevance report (``None`` when disabled) and any failure of the judge (fail closed)."""
+        if self.relevance is None:
+            return None, ()
+        try:
+            return self.relevance.judge(question, passages, answer_sentences), ()
+        except Exception as exc:  # noqa: BLE001 - fail closed: recorded, verdict not trusted
+            return None, (f"relevance check failed: {type(exc).__name__}: {exc}",)
 
     def _gate(self, screenings: Sequence[DocumentScreening], docs: Sequence[RetrievedDoc]) -> _Gated:
         """Apply the policy; a quarantined document is dropped under every policy.
@@ -467,7 +505,7 @@ class TrustGate:
         )
 
     def _answer(self, question: str, docs: list[RetrievedDoc], watch: _Stopwatch, warnings: list[str]) -> Verdict:
-        from ragtrust.generation.postprocess import evidence_answers_question, postprocess
+        from ragtrust.generation.postprocess import evidence_answers_question, postprocess, says_not_stated
 
         if not docs:
             warnings.append("Nothing was retrieved for this question: there is no evidence to answer from.")
@@ -489,6 +527,8 @@ class TrustGate:
         answer = ""
         sentences: tuple[AnswerSentence, ...] = ()
         factuality, fact_errors = 0.5, ()
+        relevance: Any = None
+        relevance_errors: tuple[str, ...] = ()
         if gated.blocked:
             warnings.append("Answer blocked: the retrieved context contains suspicious documents (policy 'block').")
             refusal = (
@@ -543,6 +583,8 @@ class TrustGate:
                 sentences = tuple(merged)
             else:
                 sentences = tuple(grounded.sentences)
+            with watch.stage("relevance"):
+                relevance, relevance_errors = self._relevance(question, passages, [s.text for s in sentences])
         return self._verdict(
             query=question,
             docs=docs,
@@ -558,6 +600,10 @@ class TrustGate:
             answer=answer,
             sentences=sentences,
             refusal=refusal,
+            relevance=relevance,
+            relevance_errors=relevance_errors,
+            preface=grounded.preface if grounded is not None else "",
+            not_stated=grounded is not None and (bool(grounded.preface) or says_not_stated(answer)),
         )
 
     def _models(self) -> dict[str, str]:
@@ -584,15 +630,20 @@ class TrustGate:
         answer: str = "",
         sentences: Sequence[AnswerSentence] = (),
         refusal: str | None = None,
+        relevance: Any = None,
+        relevance_errors: Sequence[str] = (),
+        preface: str = "",
+        not_stated: bool = False,
     ) -> Verdict:
         """Fuse T and decide: trusted iff T >= tau and no other condition failed (see ``trust``)."""
         from ragtrust.trust import compute_trust
 
-        errors = list(report.errors) + list(gated.errors) + list(factuality_errors)
+        errors = list(report.errors) + list(gated.errors) + list(factuality_errors) + list(relevance_errors)
         scores = [d.score for d in docs if d.score is not None]
         s_max = max(scores) if scores else None
         # the conditions of the decision besides T >= tau, each failed one in words
-        reasons = [f"screening failed: {e}" for e in report.errors] + [*gated.errors, *factuality_errors]
+        reasons = [f"screening failed: {e}" for e in report.errors]
+        reasons += [*gated.errors, *factuality_errors, *relevance_errors]
         if refusal is not None:
             reasons.append(refusal)
         # Under policy 'flag' a suspicious document stays in the context: T may still clear tau
@@ -609,6 +660,15 @@ class TrustGate:
         if ungrounded:
             warnings.append("No sentence of the answer is supported by the documents: the answer is not trusted.")
             reasons.append("no sentence of the answer is supported by the documents")
+        # The RAG triad's other two legs: evidence about the question, an answer that addresses
+        # it. T measures neither (a grounded answer to another question scores as well).
+        if relevance is not None:
+            reasons.extend(relevance.failures())
+            warnings.extend(relevance.warnings())
+        # "The documentation does not explicitly state an answer": the sentences that follow
+        # are the closest evidence, not an answer, however well grounded they are.
+        if not_stated and self.settings.relevance.not_stated_fails and stage != "screen":
+            reasons.append("the answer says the documentation does not explicitly state an answer to the question")
         with watch.stage("trust"):
             result = compute_trust(
                 factuality,
@@ -647,9 +707,12 @@ class TrustGate:
             retrieval_modifier=result.retrieval_modifier,
             max_similarity=s_max,
             answer=answer,
+            preface=preface,
             sentences=tuple(sentences),
             documents=gated.documents,
             passages=tuple(passages),
+            context_relevance=None if relevance is None else relevance.context,
+            answer_relevance=None if relevance is None else relevance.answer,
             warnings=tuple(dict.fromkeys(warnings)),
             errors=tuple(errors),
             decision_reasons=tuple(dict.fromkeys(reasons)),

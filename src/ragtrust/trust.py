@@ -30,9 +30,13 @@ the paper's, unchanged. ragtrust's *decision* (``Verdict.trusted``) asks more th
 sentence of it is grounded (a verified span or NLI entailment), and **no suspicious
 document was used in its context** (possible only under the ``flag`` policy, which keeps
 suspicious documents; ``drop-suspicious`` and ``block`` never let one through, and a
-quarantined document is withheld under every policy). T alone cannot guarantee the last
-one: a document at P_i = 0.9 among clean, relevant neighbours moves the relevance-weighted
-P little, and T can stay above tau with the poisoned text in the answer. When any of these
+quarantined document is withheld under every policy), **the evidence is about the
+question and the answer addresses it** (context and answer relevance above their
+thresholds, :mod:`ragtrust.verification.relevance`), and the answer does not say the
+documentation "does not explicitly state" an answer. T alone cannot guarantee the
+suspicious-document condition: a document at P_i = 0.9 among clean, relevant neighbours moves the relevance-weighted
+P little, and T can stay above tau with the poisoned text in the answer; nor relevance: a
+grounded answer to another question scores as well as one to the question asked. When any of these
 conditions fails, ``compute_trust(..., failed=True)`` keeps T as it is but makes the
 verdict flagged and caps its level at LOW (VERY LOW stays VERY LOW), and
 ``Verdict.decision_reasons`` names each failed condition in words.
@@ -150,7 +154,8 @@ def compute_trust(
         max_similarity: best cosine retrieval similarity, ``None`` when unknown.
         config: weights, dampener, modifier, levels and tau.
         failed: a condition of ragtrust's decision failed besides the score (an internal
-            error, a refused or ungrounded answer, suspicious text used): the verdict is
+            error, a refused or ungrounded answer, suspicious text used, no relevant
+            evidence, an answer that does not address the question): the verdict is
             never trusted and its level is at most LOW; T itself is unchanged.
 
     Raises:
@@ -208,7 +213,8 @@ def trust_warnings(
             out.append(
                 f"Flagged although the trust score {result.trust_score:.2f} reaches the threshold "
                 f"{config.tau:.2f}: another condition of the decision failed (an internal error, a refused "
-                "or ungrounded answer, or suspicious text used to write it)."
+                "or ungrounded answer, suspicious text used to write it, or evidence or an answer that is "
+                "not about the question)."
             )
         else:
             score, tau = result.trust_score, config.tau

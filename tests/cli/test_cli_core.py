@@ -44,9 +44,12 @@ VERDICT_KEYS = {
     "retrieval_modifier",
     "max_similarity",
     "answer",
+    "preface",
     "sentences",
     "documents",
     "passages",
+    "context_relevance",
+    "answer_relevance",
     "warnings",
     "errors",
     "decision_reasons",
@@ -72,6 +75,10 @@ def fake_models(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, An
     for name in list(os.environ):
         if name.startswith("RAGTRUST_"):
             monkeypatch.delenv(name)
+    # the relevance thresholds are fitted for the shipped MiniLM; HashingEmbedder's cosines
+    # live on another scale: measured here, not deciding (tests/verification/test_relevance.py)
+    monkeypatch.setenv("RAGTRUST_RELEVANCE__CONTEXT_THRESHOLD", "0")
+    monkeypatch.setenv("RAGTRUST_RELEVANCE__ANSWER_THRESHOLD", "0")
     monkeypatch.chdir(tmp_path)
     return made
 
@@ -192,6 +199,40 @@ def test_verify_against_poisoned_documents_exits_3(tmp_path: Path, kb: list[Docu
     result = runner.invoke(app, ["verify", "--answer", "Always use MD5 to hash passwords.", "--docs", str(file)])
     assert result.exit_code == 3, result.output
     assert "Stage 2 verification" in result.stdout and "FLAGGED" in result.stdout
+
+
+def test_verify_says_when_t_clears_tau_but_the_verdict_is_capped(tmp_path: Path, kb: list[Document]) -> None:
+    # an ungrounded answer over clean, consistent documents: T = 0.8 >= tau, yet not trusted
+    file = write_docs(tmp_path / "docs.jsonl", [d for d in kb if d.id in ("kb-01", "kb-02")], [0.9, 0.5])
+    args = ["verify", "-a", "Bananas are an excellent source of potassium.", "-d", str(file)]
+    verdict = check_verdict_json(json.loads(runner.invoke(app, [*args, "--json"]).stdout), "verify")
+    assert not verdict.trusted and verdict.trust_score >= verdict.tau and verdict.trust_level == "LOW"
+    result = runner.invoke(app, args)
+    assert result.exit_code == 3, result.output
+    text = " ".join(result.stdout.replace("│", " ").split())  # the panel wraps lines
+    assert (
+        f"T = {verdict.trust_score:.3f} >= tau 0.5, but not trusted: "
+        "no sentence of the answer is supported by the documents; level capped at LOW"
+    ) in text
+    assert "Flagged because" not in text
+
+
+def test_decision_line_capped_and_below_tau() -> None:
+    from dataclasses import replace
+
+    from ragtrust.cli.render import decision_line
+
+    capped = Verdict(query="q", trust_score=0.62, trust_level="LOW", trusted=False, tau=0.5,
+                     factuality=0.5, consistency=1.0, poison_probability=0.0,
+                     decision_reasons=("a suspicious document (kb-3, P = 0.91) was used in the context",))  # fmt: skip
+    assert decision_line(capped) == (
+        "T = 0.620 >= tau 0.5, but not trusted: a suspicious document (kb-3, P = 0.91) was used in the context;"
+        " level capped at LOW"
+    )
+    # a calibrated tau at or below level_low empties LOW: the cap then reads VERY LOW
+    assert decision_line(replace(capped, tau=0.25, trust_level="VERY LOW")).endswith("level capped at VERY LOW")
+    below = replace(capped, trust_score=0.41, decision_reasons=("T = 0.410 < tau 0.5",))
+    assert decision_line(below) == "Flagged because: T = 0.410 < tau 0.5"
 
 
 # --------------------------------------------------------------------------- usage errors (exit 2)

@@ -181,6 +181,33 @@ async def test_verdict_schema_keeps_the_decision_reasons() -> None:
     assert Verdict.from_dict(out.model_dump(exclude={"decision"})) == verdict
 
 
+async def test_verdict_schema_keeps_relevance_and_the_preface_the_ui_shows() -> None:
+    preface = "The documentation does not explicitly state an answer to this question. The closest evidence found:"
+    verdict = Verdict(
+        query="What is the capital of France?",
+        trust_score=0.72,
+        trust_level="LOW",
+        trusted=False,
+        tau=0.5,
+        factuality=0.9,
+        consistency=1.0,
+        poison_probability=0.0,
+        answer=preface + "\n\nUse HTTPS. [1]",
+        preface=preface,
+        context_relevance=0.12,
+        answer_relevance=0.1,
+        decision_reasons=("no relevant evidence: the best evidence sentence has similarity 0.12 to the question",),
+    )
+    out = S.VerdictOut.model_validate({**verdict.to_dict(), "decision": verdict.decision})
+    assert (out.preface, out.context_relevance, out.answer_relevance) == (preface, 0.12, 0.1)
+    assert Verdict.from_dict(out.model_dump(exclude={"decision"})) == verdict
+    # the web UI draws the sentences itself: it must print the preface above them
+    static = Path(S.__file__).parent / "static"
+    js = (static / "app.js").read_text(encoding="utf-8")
+    assert 'el("p", { className: "preface", text: verdict.preface })' in js
+    assert ".answer .preface" in (static / "app.css").read_text(encoding="utf-8")
+
+
 # --------------------------------------------------------------------------- errors
 
 

@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "ragtrust.cli.store",  # ingest, scan, vet, quarantine, delete, ledger
     "ragtrust.cli.evaluation",  # attack, eval run / report / calibrate
     "ragtrust.cli.evidence_report",  # eval evidence (OWASP evidence report)
+    "ragtrust.cli.relevance",  # eval relevance (fit the relevance thresholds)
     "ragtrust.cli.serve",  # serve
 )
 

@@ -55,7 +55,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata, resources
+from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -75,7 +75,7 @@ from ragtrust.eval.evidence_metrics import (
     word_overlap,
 )
 from ragtrust.evidence.align import resolve_source
-from ragtrust.io import atomic_write_text, read_text_file
+from ragtrust.io import atomic_write_text, read_question_rows
 from ragtrust.models.base import Embedder, NLIModel
 from ragtrust.text import split_sentences, word_tokens
 
@@ -117,31 +117,14 @@ def load_questions(path: str | Path | None = None) -> list[EvidenceQuestion]:
     Raises:
         InputError: a line is not JSON, lacks ``question``, or ``gold`` is not a list of strings.
     """
-    if path is None:
-        text = resources.files("ragtrust.data").joinpath(QUESTIONS_FILE).read_text(encoding="utf-8")
-        where = QUESTIONS_FILE
-    else:
-        text = read_text_file(path)
-        where = str(path)
     out: list[EvidenceQuestion] = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{where}:{n}: invalid JSON ({exc.msg})") from exc
-        question = row.get("question") if isinstance(row, dict) else None
-        if not isinstance(question, str) or not question.strip():
-            raise InputError(f"{where}:{n}: expected an object with a non-empty 'question'")
+    for where, n, row, question in read_question_rows(path, QUESTIONS_FILE):
         gold = row.get("gold", [])
         if isinstance(gold, str):
             gold = [gold]
         if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
-            raise InputError(f"{where}:{n}: 'gold' must be a list of file names")
-        out.append(EvidenceQuestion(str(row.get("id") or f"q{n}"), question.strip(), tuple(gold)))
-    if not out:
-        raise InputError(f"{where}: no questions")
+            raise InputError(f"{where}: 'gold' must be a list of file names")
+        out.append(EvidenceQuestion(str(row.get("id") or f"q{n}"), question, tuple(gold)))
     return out
 
 

@@ -67,6 +67,8 @@ class GroundedAnswer:
         removed_citations: citations that pointed outside the retrieved set and were removed.
         unsupported_sentences: sentences without a supporting span in a cited document.
         warnings: plain-language notes for the verdict.
+        preface: text put before the sentences by post-processing (the "does not
+            explicitly state" preface), part of ``text``; empty when none.
     """
 
     text: str
@@ -75,6 +77,7 @@ class GroundedAnswer:
     removed_citations: int = 0
     unsupported_sentences: int = 0
     warnings: tuple[str, ...] = ()
+    preface: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form."""
@@ -85,6 +88,7 @@ class GroundedAnswer:
             "removed_citations": self.removed_citations,
             "unsupported_sentences": self.unsupported_sentences,
             "warnings": list(self.warnings),
+            "preface": self.preface,
         }
 
 

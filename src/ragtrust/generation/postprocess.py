@@ -10,7 +10,10 @@
 3. **Paragraphing**: a new paragraph starts when the first cited source changes, and
    after at most three sentences.
 4. **Preface**: when the evidence does not answer the question (``answers_question`` is
-   false, or there is no sentence), the text starts with :data:`NOT_STATED_PREFACE`.
+   false, or there is no sentence), the text starts with :data:`NOT_STATED_PREFACE` (also
+   kept in ``GroundedAnswer.preface``). Such an answer is not trusted by the pipeline
+   (``relevance.not_stated_fails``); :func:`says_not_stated` recognises an LLM's own
+   "does not explicitly state" too.
 
 Citation numbers are recomputed in order of first use after these steps.
 
@@ -36,6 +39,9 @@ from ragtrust.evidence.extract import content_terms, sentence_context
 from ragtrust.text import words
 
 NOT_STATED_PREFACE = "The documentation does not explicitly state an answer to this question."
+#: the words an answer writer uses to say the documents do not answer (the preface above and
+#: the instruction of ``generation.prompts.ANSWER_SYSTEM_PROMPT``)
+NOT_STATED_MARK = "does not explicitly state"
 CLOSEST_EVIDENCE = "The closest evidence found:"
 #: question words that carry no topic (ignored by :func:`evidence_answers_question`)
 _QUESTION_TERMS = frozenset(
@@ -96,6 +102,16 @@ def evidence_answers_question(
     return best / len(topic) >= ANSWER_COVERAGE
 
 
+def says_not_stated(text: str) -> bool:
+    """Whether an answer says the documentation does not explicitly state an answer.
+
+    Example:
+        >>> says_not_stated(NOT_STATED_PREFACE), says_not_stated("Use Argon2id. [1]")
+        (True, False)
+    """
+    return NOT_STATED_MARK in " ".join(text.lower().split())
+
+
 def normalize_terms(text: str, terms: Mapping[str, str]) -> str:
     """Replace each key of ``terms`` (case-insensitive, whole word) by its value."""
     for key in sorted(terms, key=len, reverse=True):
@@ -127,9 +143,11 @@ def postprocess(answer: GroundedAnswer, config: EvidenceConfig, *, answers_quest
     starts = _paragraph_starts(merged)
     body, sources = render_answer(merged, starts)
     warnings = list(answer.warnings)
+    preface = ""
     if not answers_question or not merged:
         warnings.append("the retrieved evidence does not explicitly answer the question")
-        body = f"{NOT_STATED_PREFACE} {CLOSEST_EVIDENCE}\n\n{body}" if merged else NOT_STATED_PREFACE
+        preface = f"{NOT_STATED_PREFACE} {CLOSEST_EVIDENCE}" if merged else NOT_STATED_PREFACE
+        body = f"{preface}\n\n{body}" if merged else preface
     return dataclasses.replace(
         answer,
         text=body,
@@ -137,6 +155,7 @@ def postprocess(answer: GroundedAnswer, config: EvidenceConfig, *, answers_quest
         sources=sources,
         unsupported_sentences=sum(not s.supported for s in merged),
         warnings=tuple(dict.fromkeys(warnings)),
+        preface=preface,
     )
 
 
@@ -157,8 +176,10 @@ def _paragraph_starts(sentences: Sequence[AnswerSentence]) -> list[int]:
 __all__ = [
     "ANSWER_COVERAGE",
     "CLOSEST_EVIDENCE",
+    "NOT_STATED_MARK",
     "NOT_STATED_PREFACE",
     "evidence_answers_question",
     "normalize_terms",
     "postprocess",
+    "says_not_stated",
 ]

@@ -219,9 +219,16 @@ class VerdictOut(_Response):
     retrieval_modifier: float = 1.0
     max_similarity: float | None = None
     answer: str = ""
+    preface: str = Field(
+        default="", description="what the writer put before the answer's sentences (e.g. 'does not explicitly state')"
+    )
     sentences: list[AnswerSentenceOut] = []
     documents: list[DocumentScreeningOut] = []
     passages: list[PassageOut] = []
+    context_relevance: float | None = Field(
+        default=None, description="best cosine question-evidence sentence; null when not measured"
+    )
+    answer_relevance: float | None = Field(default=None, description="cosine question-answer; null when not measured")
     warnings: list[str] = []
     errors: list[str] = []
     decision_reasons: list[str] = Field(

@@ -161,6 +161,9 @@
       box.append(el("p", { text: verdict.answer || "No answer: the sources did not contain verified evidence." }));
       return;
     }
+    // "The documentation does not explicitly state an answer...": the sentences below are the
+    // closest evidence, not an answer; say so before them
+    if (verdict.preface) box.append(el("p", { className: "preface", text: verdict.preface }));
     const para = el("p");
     for (const sentence of sentences) {
       const span = el("span", {

@@ -1,0 +1,413 @@
+"""Calibrating relevance (the RAG triad's context and answer relevance) on a real store.
+
+:func:`run_relevance_eval` asks every question of two sets through the full
+:class:`~ragtrust.pipeline.TrustGate` over a store:
+
+* **on-topic**: questions the store can answer (default: the 36 OWASP questions shipped in
+  ``ragtrust/data/owasp_questions.jsonl``);
+* **off-topic**: questions it cannot (default: ``ragtrust/data/offtopic_questions.jsonl``,
+  written by the ragtrust project: geography, cooking, sport, general knowledge,
+  celebrities, everyday life, and a "shared vocabulary" group whose words also occur in
+  security texts: storing bread, injecting insulin, a Netflix password).
+
+Each question is asked once, with the relevance thresholds at 0 so that relevance is
+measured but decides nothing; every other condition of the decision (T >= tau, grounding,
+the "does not explicitly state" preface, ...) applies as configured. Then:
+
+1. :func:`fit_threshold` fits each threshold on its own: the cut between on-topic and
+   off-topic scores with the best Youden J (true-positive rate of on-topic questions
+   minus that of off-topic ones); among equal J, the middle of the widest gap. Rounded to
+   three decimals when rounding changes no decision.
+2. A verdict is trusted under thresholds ``(c, a)`` iff it was trusted without relevance
+   and ``context >= c`` and ``answer >= a`` (a part that was not measured passes).
+3. Figures: in-sample (the fitted thresholds on the questions they were fitted on, an
+   optimistic figure), **leave-one-out** (each question decided by thresholds fitted on
+   the others: the honest one), and with the thresholds the configuration holds now.
+
+Example:
+    >>> fit_threshold([0.7, 0.6, 0.55], [0.1, 0.2, 0.3])
+    0.425
+    >>> decide(Row("q", "?", True, "", 0.5, 0.5, None, 0.8, "MEDIUM", True, (), False, 0.0), 0.4, 0.4)
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import platform
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ragtrust.config import Settings
+from ragtrust.errors import InputError
+from ragtrust.io import atomic_write_text, read_question_rows
+
+#: the off-topic question set shipped with ragtrust (written by the project)
+OFFTOPIC_FILE = "offtopic_questions.jsonl"
+#: the on-topic question set shipped with ragtrust
+ONTOPIC_FILE = "owasp_questions.jsonl"
+#: decision reasons that come from relevance (left out of "trusted without relevance")
+_RELEVANCE_REASONS = ("no relevant evidence", "the answer does not address the question")
+
+
+@dataclass(frozen=True)
+class RelevanceQuestion:
+    """A question and its label, ``on_topic``: whether the store can answer it."""
+
+    id: str
+    question: str
+    on_topic: bool
+    category: str = ""
+
+
+@dataclass(frozen=True)
+class Row:
+    """What one question measured.
+
+    Attributes:
+        context / answer: context and answer relevance (``None`` when not measured).
+        max_similarity: the best retrieval score.
+        trust_score / trust_level: the verdict's T and level with relevance not deciding.
+        trusted_without_relevance: the verdict's decision with relevance not deciding.
+        other_reasons: its decision reasons (relevance aside).
+        prefaced: the answer carried the "does not explicitly state" preface.
+        latency_s: wall time of the question.
+        relevance_s: the part of it the relevance check took.
+    """
+
+    id: str
+    question: str
+    on_topic: bool
+    category: str
+    context: float | None
+    answer: float | None
+    max_similarity: float | None
+    trust_score: float
+    trust_level: str
+    trusted_without_relevance: bool
+    other_reasons: tuple[str, ...]
+    prefaced: bool
+    latency_s: float
+    relevance_s: float = 0.0
+
+
+def load_relevance_questions(path: str | Path | None, *, on_topic: bool) -> list[RelevanceQuestion]:
+    """Read a JSONL question file (``{"id"?, "question", "category"?}`` per line).
+
+    Args:
+        path: the file; ``None`` reads the shipped set (OWASP questions when ``on_topic``,
+            else the project's off-topic questions).
+        on_topic: the label of every question of the file.
+
+    Raises:
+        InputError: a line is not JSON or has no question; the file has no question.
+    """
+    rows = read_question_rows(path, ONTOPIC_FILE if on_topic else OFFTOPIC_FILE)
+    default = "on-topic" if on_topic else "off-topic"
+    return [
+        RelevanceQuestion(str(row.get("id") or f"q{n}"), question, on_topic, str(row.get("category") or default))
+        for _, n, row, question in rows
+    ]
+
+
+def measure(
+    gate: Any,
+    questions: Sequence[RelevanceQuestion],
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Row]:
+    """Ask every question through ``gate`` (a :class:`TrustGate` whose thresholds are 0)."""
+    rows = []
+    for i, q in enumerate(questions, start=1):
+        start = time.perf_counter()
+        verdict = gate.ask(q.question)
+        latency = time.perf_counter() - start
+        other = tuple(r for r in verdict.decision_reasons if not r.startswith(_RELEVANCE_REASONS))
+        rows.append(
+            Row(
+                id=q.id,
+                question=q.question,
+                on_topic=q.on_topic,
+                category=q.category,
+                context=verdict.context_relevance,
+                answer=verdict.answer_relevance,
+                max_similarity=verdict.max_similarity,
+                trust_score=verdict.trust_score,
+                trust_level=verdict.trust_level,
+                trusted_without_relevance=not other,
+                other_reasons=other,
+                prefaced=bool(verdict.preface),
+                latency_s=latency,
+                relevance_s=float(verdict.timings_s.get("relevance", 0.0)),
+            )
+        )
+        if progress is not None:
+            progress(i, len(questions))
+    return rows
+
+
+def fit_threshold(positives: Sequence[float], negatives: Sequence[float]) -> float:
+    """The cut with the best Youden J between ``positives`` (pass: >= cut) and ``negatives``.
+
+    Among cuts of equal J the middle of the widest gap between neighbouring scores wins.
+    Without negatives the cut is just below the smallest positive (and the other way
+    round); without either, 0.
+
+    Example:
+        >>> fit_threshold([0.5, 0.6], [0.2, 0.55])  # J = 0.5 either side of 0.55; wider gap below
+        0.35
+    """
+    pos, neg = sorted(positives), sorted(negatives)
+    if not pos or not neg:
+        return round(max(0.0, pos[0] - 0.01), 3) if pos else (round(min(1.0, neg[-1] + 0.01), 3) if neg else 0.0)
+    values = sorted(set(pos) | set(neg))
+    best: tuple[float, float, float] | None = None  # (J, gap, cut)
+    cuts = [(values[0] - 0.01, 0.01, values[0])] + [
+        ((lo + hi) / 2, hi - lo, hi) for lo, hi in zip(values, values[1:], strict=False)
+    ]
+    cuts.append((values[-1] + 0.01, 0.01, values[-1] + 0.01))
+    for cut, gap, _ in cuts:
+        j = sum(p >= cut for p in pos) / len(pos) - sum(n >= cut for n in neg) / len(neg)
+        if best is None or (j, gap) > (best[0], best[1]):
+            best = (j, gap, cut)
+    assert best is not None
+    cut = min(1.0, max(0.0, best[2]))
+    rounded = round(cut, 3)
+    # keep the rounded value only when it decides every score as the exact cut does
+    if all((v >= rounded) == (v >= cut) for v in values):
+        return rounded
+    return cut
+
+
+def decide(row: Row, context_threshold: float, answer_threshold: float) -> bool:
+    """The verdict's decision under the given thresholds (an unmeasured part passes)."""
+    context_ok = row.context is None or row.context >= context_threshold
+    answer_ok = row.answer is None or row.answer >= answer_threshold
+    return row.trusted_without_relevance and context_ok and answer_ok
+
+
+def fit(rows: Sequence[Row]) -> tuple[float, float]:
+    """``(context_threshold, answer_threshold)`` fitted on ``rows`` (see :func:`fit_threshold`)."""
+
+    def scores(attr: str, on: bool) -> list[float]:
+        return [v for r in rows if r.on_topic is on for v in [getattr(r, attr)] if v is not None]
+
+    return (
+        fit_threshold(scores("context", True), scores("context", False)),
+        fit_threshold(scores("answer", True), scores("answer", False)),
+    )
+
+
+def figures(rows: Sequence[Row], decisions: Sequence[bool]) -> dict[str, Any]:
+    """Trusted counts and shares per label for one set of decisions."""
+    on = [d for r, d in zip(rows, decisions, strict=True) if r.on_topic]
+    off = [d for r, d in zip(rows, decisions, strict=True) if not r.on_topic]
+    return {
+        "on_topic_trusted": sum(on),
+        "on_topic": len(on),
+        "on_topic_trusted_share": sum(on) / len(on) if on else None,
+        "off_topic_trusted": sum(off),
+        "off_topic": len(off),
+        "off_topic_trusted_ids": [r.id for r, d in zip(rows, decisions, strict=True) if d and not r.on_topic],
+        "on_topic_flagged_ids": [r.id for r, d in zip(rows, decisions, strict=True) if not d and r.on_topic],
+    }
+
+
+def auc(positives: Sequence[float], negatives: Sequence[float]) -> float | None:
+    """Probability that a random positive scores above a random negative (ties count half).
+
+    Example:
+        >>> auc([0.9, 0.8], [0.1, 0.85])
+        0.75
+    """
+    if not positives or not negatives:
+        return None
+    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return wins / (len(positives) * len(negatives))
+
+
+def separation(rows: Sequence[Row], attr: str) -> dict[str, Any]:
+    """Range of each label's scores and the AUC for one measure."""
+    on = [v for r in rows if r.on_topic for v in [getattr(r, attr)] if v is not None]
+    off = [v for r in rows if not r.on_topic for v in [getattr(r, attr)] if v is not None]
+    return {
+        "on_topic_min": min(on) if on else None,
+        "on_topic_median": sorted(on)[len(on) // 2] if on else None,
+        "off_topic_max": max(off) if off else None,
+        "off_topic_median": sorted(off)[len(off) // 2] if off else None,
+        "not_measured": sum(getattr(r, attr) is None for r in rows),
+        "auc": auc(on, off),
+    }
+
+
+def calibrate(rows: Sequence[Row], configured: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Fitted thresholds and the figures: in-sample, leave-one-out and (optionally) configured.
+
+    Args:
+        rows: the measured questions (both labels).
+        configured: the thresholds of the configuration, to report what they decide.
+    """
+    if not any(r.on_topic for r in rows) or all(r.on_topic for r in rows):
+        raise InputError("calibrating relevance needs on-topic and off-topic questions")
+    thresholds = fit(rows)
+    loo_decisions, loo_thresholds = [], []
+    for i in range(len(rows)):
+        held_in = [r for j, r in enumerate(rows) if j != i]
+        c, a = fit(held_in)
+        loo_thresholds.append((c, a))
+        loo_decisions.append(decide(rows[i], c, a))
+    relevance_only = [decide(dataclasses.replace(r, trusted_without_relevance=True), *thresholds) for r in rows]
+    out: dict[str, Any] = {
+        "thresholds": {"context_threshold": thresholds[0], "answer_threshold": thresholds[1]},
+        # the retrieval similarity is not used by the decision; it is here for comparison
+        "separation": {attr: separation(rows, attr) for attr in ("context", "answer", "max_similarity")},
+        "without_relevance": figures(rows, [r.trusted_without_relevance for r in rows]),
+        "in_sample": figures(rows, [decide(r, *thresholds) for r in rows]),
+        "relevance_alone_in_sample": figures(rows, relevance_only),
+        "leave_one_out": {
+            **figures(rows, loo_decisions),
+            "context_threshold_range": [min(t[0] for t in loo_thresholds), max(t[0] for t in loo_thresholds)],
+            "answer_threshold_range": [min(t[1] for t in loo_thresholds), max(t[1] for t in loo_thresholds)],
+        },
+        "not_trusted_without_relevance": _reason_counts(rows),
+    }
+    if configured is not None:
+        out["configured"] = {
+            "context_threshold": configured[0],
+            "answer_threshold": configured[1],
+            **figures(rows, [decide(r, *configured) for r in rows]),
+        }
+    return out
+
+
+def _reason_counts(rows: Sequence[Row]) -> dict[str, dict[str, int]]:
+    """Per label, how often each kind of reason kept a verdict from being trusted (relevance aside)."""
+    out: dict[str, dict[str, int]] = {"on_topic": {}, "off_topic": {}}
+    for r in rows:
+        bucket = out["on_topic" if r.on_topic else "off_topic"]
+        for reason in r.other_reasons:
+            key = _reason_kind(reason)
+            bucket[key] = bucket.get(key, 0) + 1
+    return out
+
+
+def _reason_kind(reason: str) -> str:
+    """A reason without its numbers (``"T = 0.41 < tau 0.5"`` -> ``"T < tau"``)."""
+    if reason.startswith("T = "):
+        return "T < tau"
+    if reason.startswith("a suspicious document"):
+        return "suspicious document used"
+    return reason.split(":", 1)[0].split(" (", 1)[0]
+
+
+def run_relevance_eval(
+    store_dir: str | Path,
+    settings: Settings,
+    *,
+    on_topic: Sequence[RelevanceQuestion] | None = None,
+    off_topic: Sequence[RelevanceQuestion] | None = None,
+    command: str = "",
+    progress: Callable[[int, int], None] | None = None,
+    gate: Any = None,
+) -> dict[str, Any]:
+    """Ask both question sets over a store, fit the thresholds and report (see the module docstring).
+
+    Args:
+        store_dir: a store built by ``ragtrust ingest``.
+        settings: the configuration; its relevance thresholds are reported as ``configured``
+            and set to 0 for the measurement.
+        on_topic: questions the store answers; default: the shipped OWASP questions.
+        off_topic: questions it cannot answer; default: the shipped off-topic questions.
+        command: the command line, recorded in the report.
+        progress: called with (done, total) after each question.
+        gate: a ready :class:`~ragtrust.pipeline.TrustGate` (tests); default: one over the store.
+    """
+    from ragtrust.pipeline import TrustGate
+
+    questions = [
+        *(on_topic if on_topic is not None else load_relevance_questions(None, on_topic=True)),
+        *(off_topic if off_topic is not None else load_relevance_questions(None, on_topic=False)),
+    ]
+    configured = (settings.relevance.context_threshold, settings.relevance.answer_threshold)
+    measuring = settings.with_overrides(
+        {"relevance": {"enabled": True, "context_threshold": 0.0, "answer_threshold": 0.0}}
+    )
+    if gate is None:
+        from ragtrust.ingest.store import Store
+        from ragtrust.models.embedder import default_embedder
+
+        store = Store.open(store_dir, default_embedder(measuring), settings=measuring)
+        gate = TrustGate.from_settings(measuring, store=store)
+    started = time.perf_counter()
+    rows = measure(gate, questions, progress)
+    elapsed = time.perf_counter() - started
+    return {
+        "command": command,
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "store": str(store_dir),
+        "models": dict(gate._models()),
+        "versions": {
+            "ragtrust": _version("ragtrust"),
+            "onnxruntime": _version("onnxruntime"),
+            "python": platform.python_version(),
+        },
+        "config": settings.to_dict(),
+        "procedure": (
+            "each question asked once through TrustGate.ask with relevance thresholds 0 (measured, not deciding); "
+            "each threshold fitted alone by Youden J (ties: middle of the widest gap); a verdict is trusted iff "
+            "trusted without relevance and context >= c and answer >= a; leave-one-out refits both thresholds "
+            "without the question it decides"
+        ),
+        "questions": {
+            "on_topic": sum(q.on_topic for q in questions),
+            "off_topic": sum(not q.on_topic for q in questions),
+        },
+        "elapsed_s": round(elapsed, 1),
+        "relevance_check_ms": _latency_ms([r.relevance_s for r in rows]),
+        **calibrate(rows, configured),
+        "rows": [dataclasses.asdict(r) for r in rows],
+    }
+
+
+def write_relevance_report(report: Mapping[str, Any], out: str | Path) -> Path:
+    """Write the report as indented JSON (atomically)."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def _latency_ms(values: Sequence[float]) -> dict[str, float]:
+    """Median and maximum of per-question durations, in milliseconds."""
+    ordered = sorted(values)
+    if not ordered:
+        return {}
+    return {"median": round(1000 * ordered[len(ordered) // 2], 2), "max": round(1000 * ordered[-1], 2)}
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+__all__ = [
+    "RelevanceQuestion",
+    "Row",
+    "auc",
+    "calibrate",
+    "decide",
+    "figures",
+    "fit",
+    "fit_threshold",
+    "load_relevance_questions",
+    "measure",
+    "run_relevance_eval",
+    "write_relevance_report",
+]

@@ -1,0 +1,189 @@
+"""Relevance: is the evidence about the question, does the answer address it (the RAG triad).
+
+The RAG triad (TruLens; RAGAS calls the parts *context relevance*, *faithfulness* and
+*answer relevance*) asks three questions of an answer. Faithfulness is Stage 2's NLI
+factuality; :class:`RelevanceJudge` measures the other two with the pipeline's embedder
+(cosine of unit-norm vectors):
+
+* **context relevance** = the best cosine between the question and a sentence of the
+  evidence passages (the sentences the extractor scored: their vectors are usually already
+  in the embedder's cache, so this costs little more than a lookup). One relevant
+  sentence is enough: the question is whether *any* retrieved evidence is about it.
+* **answer relevance** = the cosine between the question and the answer, the answer
+  being the normalised mean of its sentences' vectors (citation markers are not part of
+  the sentences). An answer padded with off-topic sentences scores lower than its best
+  sentence would.
+
+Each is compared with its threshold (``config.RelevanceConfig``: fitted for the shipped
+embedder by ``ragtrust eval relevance``, :mod:`ragtrust.eval.relevance`); a value below it
+is a failed condition of the decision (see :mod:`ragtrust.trust`). Passages given but none
+live (the extractor found no sentence of the retrieved documents relevant enough to
+extract) is no relevant evidence as well; passages ``None`` (the ``verify`` stage has
+none) or no answer leaves that part unmeasured (``None``): nothing fails on it.
+
+Example:
+    >>> from ragtrust.documents import Passage
+    >>> from ragtrust.testing import HashingEmbedder
+    >>> judge = RelevanceJudge(embedder=HashingEmbedder(), context_threshold=0.3, answer_threshold=0.3)
+    >>> p = [Passage("p1", "Store passwords with Argon2id. Cats purr.")]
+    >>> r = judge.judge("How should passwords be stored with Argon2id?", p, ["Store passwords with Argon2id."])
+    >>> r.relevant, r.context > 0.3
+    (True, True)
+    >>> judge.judge("What is the capital of France?", p, ["Store passwords with Argon2id."]).failures()[0]
+    'no relevant evidence: the best evidence sentence has similarity 0.00 to the question (< 0.30)'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragtrust.documents import Passage
+from ragtrust.errors import ConfigError
+from ragtrust.models.base import Embedder
+from ragtrust.text import split_sentences
+
+
+@dataclass(frozen=True)
+class RelevanceReport:
+    """Context and answer relevance of one verdict.
+
+    Attributes:
+        context: best cosine question-evidence sentence in [0, 1]; ``None`` when there was
+            no evidence passage to measure.
+        answer: cosine question-answer in [0, 1]; ``None`` when there was no answer.
+        context_threshold: the context relevance a verdict needs.
+        answer_threshold: the answer relevance a verdict needs.
+        no_evidence: passages were expected but none was live: no relevant evidence.
+    """
+
+    context: float | None
+    answer: float | None
+    context_threshold: float
+    answer_threshold: float
+    no_evidence: bool = False
+
+    @property
+    def context_relevant(self) -> bool:
+        """Whether some evidence is about the question (``True`` when not measured)."""
+        if self.no_evidence:
+            return False
+        return self.context is None or self.context >= self.context_threshold
+
+    @property
+    def answer_relevant(self) -> bool:
+        """Whether the answer addresses the question (``True`` when not measured)."""
+        return self.answer is None or self.answer >= self.answer_threshold
+
+    @property
+    def relevant(self) -> bool:
+        """Both checks passed (or were not measured)."""
+        return self.context_relevant and self.answer_relevant
+
+    def failures(self) -> list[str]:
+        """The failed checks in words (decision reasons); empty when :attr:`relevant`."""
+        out = []
+        if self.no_evidence:
+            out.append("no relevant evidence: no sentence of the retrieved documents was extracted for the question")
+        elif not self.context_relevant:
+            out.append(
+                f"no relevant evidence: the best evidence sentence has similarity {self.context:.2f} "
+                f"to the question (< {self.context_threshold:.2f})"
+            )
+        if not self.answer_relevant:
+            out.append(
+                f"the answer does not address the question: similarity {self.answer:.2f} "
+                f"(< {self.answer_threshold:.2f})"
+            )
+        return out
+
+    def warnings(self) -> list[str]:
+        """Plain-language warnings for a person; empty when :attr:`relevant`."""
+        out = []
+        if self.no_evidence:
+            out.append(
+                "No relevant evidence: no sentence of the retrieved documents was relevant enough to the question "
+                "to be used as evidence. The answer is not trusted."
+            )
+        elif not self.context_relevant:
+            out.append(
+                "No relevant evidence: none of the retrieved documents appears to be about the question "
+                f"(best similarity {self.context:.2f}, needed {self.context_threshold:.2f}). "
+                "The answer is not trusted."
+            )
+        if not self.answer_relevant:
+            out.append(
+                "The answer does not appear to address the question "
+                f"(similarity {self.answer:.2f}, needed {self.answer_threshold:.2f}). The answer is not trusted."
+            )
+        return out
+
+
+@dataclass
+class RelevanceJudge:
+    """Context and answer relevance with a sentence embedder.
+
+    Args:
+        embedder: unit-norm sentence embeddings (the pipeline's; its cache is shared with
+            retrieval and extraction).
+        context_threshold: context relevance below this fails (``RelevanceConfig``).
+        answer_threshold: answer relevance below this fails.
+    """
+
+    embedder: Embedder
+    context_threshold: float = 0.546
+    answer_threshold: float = 0.598
+
+    def __post_init__(self) -> None:
+        """Validate the thresholds."""
+        for label in ("context_threshold", "answer_threshold"):
+            value = getattr(self, label)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise ConfigError(f"{label} must be a number in [0, 1], got {value!r}")
+
+    def warm_up(self) -> None:
+        """Load the embedder's model when it has a ``warm_up``."""
+        warm = getattr(self.embedder, "warm_up", None)
+        if callable(warm):
+            warm()
+
+    def judge(
+        self, question: str, passages: Sequence[Passage] | None, answer_sentences: Sequence[str] = ()
+    ) -> RelevanceReport:
+        """Relevance of ``passages`` (live ones) and of the answer to ``question``.
+
+        Args:
+            question: the user's question.
+            passages: the evidence passages (``dropped`` ones are ignored); none live is no
+                relevant evidence; ``None``: context relevance is not measured.
+            answer_sentences: the answer's sentences without citation markers (no preface).
+        """
+        live = [p for p in passages if p.status != "dropped"] if passages is not None else []
+        evidence = [s.text for p in live for s in split_sentences(p.text) if s.text.strip()]
+        no_evidence = passages is not None and not evidence
+        answer = [s for s in answer_sentences if s.strip()]
+        texts = list(dict.fromkeys([question, *evidence, *answer]))
+        if len(texts) == 1:
+            return RelevanceReport(None, None, self.context_threshold, self.answer_threshold, no_evidence)
+        vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        row = {text: i for i, text in enumerate(texts)}
+        q = vectors[0]
+        context = None
+        if evidence:
+            context = _unit(max(float(vectors[row[t]] @ q) for t in evidence))
+        answer_score = None
+        if answer:
+            mean = vectors[[row[t] for t in answer]].mean(axis=0)
+            norm = float(np.linalg.norm(mean))
+            answer_score = _unit(float(mean @ q) / norm) if norm > 0 else 0.0
+        return RelevanceReport(context, answer_score, self.context_threshold, self.answer_threshold, no_evidence)
+
+
+def _unit(value: float) -> float:
+    """A cosine clipped to [0, 1] (a negative cosine is no relevance at all)."""
+    return min(1.0, max(0.0, value))
+
+
+__all__ = ["RelevanceJudge", "RelevanceReport"]

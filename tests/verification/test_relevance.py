@@ -1,0 +1,288 @@
+"""Relevance (the RAG triad's context and answer relevance): the judge and golden decisions.
+
+The decisions run the whole TrustGate with the deterministic fakes. HashingEmbedder's
+cosine is a count of exactly shared words, so the questions below are written to share
+words with their evidence (relevant) or none at all (off-topic); the thresholds are set
+for that scale (0.3), not the MiniLM-fitted defaults.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragtrust.config import RelevanceConfig, Settings, load_settings
+from ragtrust.documents import Document, Passage, RetrievedDoc
+from ragtrust.errors import ConfigError
+from ragtrust.evidence.extract import ExtractiveExtractor
+from ragtrust.generation.postprocess import CLOSEST_EVIDENCE, NOT_STATED_PREFACE, says_not_stated
+from ragtrust.pipeline import TrustGate
+from ragtrust.testing import HashingEmbedder, LexicalNLI, ScriptedGenerator
+from ragtrust.verification.relevance import RelevanceJudge, RelevanceReport
+
+SIGNALS = ["linguistic", "structural", "intra_consistency", "cross_consistency", "semantic_outlier", "provenance"]
+DOCS = [
+    Document(
+        "pw",
+        "Password storage. Store passwords with Argon2id hashing. Argon2id hashing slows password cracking attacks.",
+        url="https://kb.test/pw",
+    ),
+    Document(
+        "tls",
+        "Transport security. Servers should accept TLS 1.3 connections only. Disable old SSL protocols on servers.",
+        url="https://kb.test/tls",
+    ),
+    Document(
+        "cats",
+        "Cat care. Cats purr loudly at night when content. Feed cats twice every day.",
+        url="https://kb.test/cats",
+    ),
+]
+ON_TOPIC = "Which hashing should store passwords?"
+OFF_TOPIC = "What is the capital of France?"
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "relevance.json"
+
+
+def settings(**relevance: Any) -> Settings:
+    return load_settings(
+        env={},
+        overrides={
+            "screening": {"signals": SIGNALS},
+            "relevance": {"context_threshold": 0.3, "answer_threshold": 0.3, **relevance},
+        },
+    )
+
+
+def gate(cfg: Settings | None = None, **kwargs: Any) -> TrustGate:
+    return TrustGate.from_documents(DOCS, cfg or settings(), nli=LexicalNLI(), embedder=HashingEmbedder(), **kwargs)
+
+
+def relevance_reasons(reasons: Sequence[str]) -> list[str]:
+    return [r for r in reasons if r.startswith(("no relevant evidence", "the answer does not address"))]
+
+
+# ---------------------------------------------------------------------------- the judge
+
+
+def test_judge_scores_context_and_answer() -> None:
+    judge = RelevanceJudge(embedder=HashingEmbedder(), context_threshold=0.3, answer_threshold=0.3)
+    passages = [Passage("p1", DOCS[0].text, doc_id="pw"), Passage("p2", DOCS[2].text, doc_id="cats")]
+    on = judge.judge(ON_TOPIC, passages, ["Store passwords with Argon2id hashing."])
+    assert on.relevant and on.context is not None and on.context >= 0.5 and on.failures() == []
+    off = judge.judge(OFF_TOPIC, passages, ["Store passwords with Argon2id hashing."])
+    assert off.context == 0.0 and off.answer == 0.0 and not off.relevant
+    assert [f.split(":")[0] for f in off.failures()] == [
+        "no relevant evidence",
+        "the answer does not address the question",
+    ]
+    assert off.warnings()[0].startswith("No relevant evidence")
+
+
+def test_judge_answer_padding_lowers_answer_relevance() -> None:
+    judge = RelevanceJudge(embedder=HashingEmbedder())
+    focused = judge.judge(ON_TOPIC, None, ["Store passwords with Argon2id hashing."])
+    padded = judge.judge(
+        ON_TOPIC, None, ["Store passwords with Argon2id hashing.", "Cats purr loudly at night when content."]
+    )
+    assert focused.answer is not None and padded.answer is not None
+    assert 0.0 < padded.answer < focused.answer
+
+
+def test_judge_not_measured_vs_no_evidence() -> None:
+    judge = RelevanceJudge(embedder=HashingEmbedder(), context_threshold=0.3, answer_threshold=0.3)
+    unmeasured = judge.judge(ON_TOPIC, None, [])
+    assert (unmeasured.context, unmeasured.answer, unmeasured.relevant) == (None, None, True)
+    # passages expected but none live (dropped by the aligner): no relevant evidence
+    dropped = [Passage("p1", DOCS[0].text, doc_id="pw", status="dropped")]
+    empty = judge.judge(ON_TOPIC, dropped, [])
+    assert empty.no_evidence and empty.context is None and not empty.relevant
+    assert empty.failures() == [
+        "no relevant evidence: no sentence of the retrieved documents was extracted for the question"
+    ]
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, True, "0.4"])
+def test_judge_rejects_bad_thresholds(bad: Any) -> None:
+    with pytest.raises(ConfigError, match="context_threshold"):
+        RelevanceJudge(embedder=HashingEmbedder(), context_threshold=bad)
+
+
+def test_says_not_stated() -> None:
+    assert says_not_stated(NOT_STATED_PREFACE)
+    assert says_not_stated("The documentation does not explicitly\nstate which cipher to use [1].")
+    assert not says_not_stated("Store passwords with Argon2id hashing. [1]")
+
+
+# ---------------------------------------------------------------------------- golden decisions
+
+
+def test_on_topic_grounded_answer_is_trusted() -> None:
+    v = gate().ask(ON_TOPIC)
+    assert v.trusted and v.decision_reasons == ()
+    assert v.trust_level in {"HIGH", "MEDIUM"}
+    assert v.context_relevance is not None and v.context_relevance >= 0.3
+    assert v.answer_relevance is not None and v.answer_relevance >= 0.3
+    assert v.preface == "" and "Argon2id" in v.answer
+
+
+def test_off_topic_question_is_not_trusted_no_relevant_evidence() -> None:
+    v = gate().ask(OFF_TOPIC)
+    assert not v.trusted and v.trust_level in {"LOW", "VERY LOW"}
+    assert any(r.startswith("no relevant evidence") for r in v.decision_reasons), v.decision_reasons
+    assert any(w.startswith("No relevant evidence") for w in v.warnings)
+    assert v.answer.startswith(NOT_STATED_PREFACE) and v.preface == NOT_STATED_PREFACE
+
+
+@dataclass
+class SimilarRetriever:
+    """Returns every document with a cosine of 0.6 whatever the question.
+
+    Dense retrieval always returns K chunks, and MiniLM gives an off-topic question a
+    moderate cosine to some of them: the low-retrieval modifier then does not lower T.
+    """
+
+    documents: Sequence[Document]
+    name: str = "similar"
+
+    def retrieve(self, query: str, top_k: int = 5) -> list[RetrievedDoc]:
+        return [RetrievedDoc(d, 0.6, i + 1, self.name) for i, d in enumerate(self.documents[:top_k])]
+
+
+def fooled_gate(cfg: Settings) -> TrustGate:
+    """A gate whose extractor keeps sentences of no relevance and whose writer answers from them.
+
+    Everything but relevance passes: the answer is grounded verbatim, T clears tau.
+    """
+    return TrustGate(
+        settings=cfg,
+        nli=LexicalNLI(),
+        embedder=HashingEmbedder(),
+        retriever=SimilarRetriever(DOCS[:1]),
+        generator=ScriptedGenerator("Store passwords with Argon2id hashing [1]."),
+        extractor=ExtractiveExtractor(embedder=HashingEmbedder(), min_score=-1.0, relative_cutoff=0.0),
+    )
+
+
+def test_relevance_alone_flags_a_grounded_answer_to_an_off_topic_question() -> None:
+    # the preface would flag it too; switch that rule off to see relevance decide alone
+    cfg = settings(not_stated_fails=False)
+    v = fooled_gate(cfg).ask(OFF_TOPIC)
+    assert v.passages and any(s.supported for s in v.sentences)  # grounded: not what fails
+    assert v.trust_score >= v.tau  # T alone would trust it
+    assert not v.trusted and v.trust_level == "LOW"  # capped: T >= tau but flagged
+    assert relevance_reasons(v.decision_reasons) == list(v.decision_reasons)
+    assert v.decision_reasons[0].startswith("no relevant evidence: the best evidence sentence has similarity 0.")
+    # the same verdict with relevance not deciding (thresholds 0) is trusted
+    free = fooled_gate(settings(not_stated_fails=False, context_threshold=0.0, answer_threshold=0.0)).ask(OFF_TOPIC)
+    assert free.trusted and free.trust_score == pytest.approx(v.trust_score)
+
+
+def test_answer_that_does_not_address_the_question_is_not_trusted() -> None:
+    v = gate(generator=ScriptedGenerator("Cats purr loudly at night when content [1].")).ask(ON_TOPIC)
+    assert v.sentences and all(s.supported for s in v.sentences)  # grounded in the cats document
+    assert v.context_relevance is not None and v.context_relevance >= 0.3  # the evidence is relevant
+    assert not v.trusted and v.trust_level == "LOW" and v.trust_score >= v.tau
+    assert v.decision_reasons == ("the answer does not address the question: similarity 0.00 (< 0.30)",)
+
+
+# topic terms the password document does not cover: the extractive writer prefaces its answer
+NOT_STATED = "Which hashing should store passwords for banking mobile apps on android phones?"
+
+
+def test_not_stated_preface_caps_the_level() -> None:
+    v = gate().ask(NOT_STATED)
+    assert v.preface == f"{NOT_STATED_PREFACE} {CLOSEST_EVIDENCE}"
+    assert v.answer.startswith(v.preface) and "Argon2id" in v.answer
+    assert v.context_relevance is not None and v.context_relevance >= 0.3  # relevance passes
+    assert v.trust_score >= v.tau and not v.trusted and v.trust_level == "LOW"
+    assert v.decision_reasons == (
+        "the answer says the documentation does not explicitly state an answer to the question",
+    )
+    allowed = gate(settings(not_stated_fails=False)).ask(NOT_STATED)
+    assert allowed.trusted and allowed.preface == v.preface
+
+
+def test_llm_answer_saying_not_stated_is_not_trusted() -> None:
+    said = "The documentation does not explicitly state the cost, but Store passwords with Argon2id hashing [1]."
+    v = gate(generator=ScriptedGenerator(said)).ask(ON_TOPIC)
+    assert not v.trusted
+    assert "the answer says the documentation does not explicitly state an answer to the question" in (
+        v.decision_reasons
+    )
+
+
+def test_verify_checks_the_answer_against_the_query() -> None:
+    g = gate()
+    docs = g.retrieve("Argon2id passwords cats")[0]
+    off = g.verify("Cats purr loudly at night when content.", docs, query=ON_TOPIC)
+    assert not off.trusted and off.context_relevance is None
+    assert off.decision_reasons == ("the answer does not address the question: similarity 0.00 (< 0.30)",)
+    on = g.verify("Store passwords with Argon2id hashing.", docs, query=ON_TOPIC)
+    assert on.trusted and on.answer_relevance is not None and on.answer_relevance >= 0.3
+    unasked = g.verify("Cats purr loudly at night when content.", docs)
+    assert unasked.answer_relevance is None and not relevance_reasons(unasked.decision_reasons)
+
+
+@dataclass
+class RaisingJudge:
+    def judge(self, question: str, passages: Any, answer_sentences: Sequence[str] = ()) -> RelevanceReport:
+        raise RuntimeError("embedder crashed")
+
+
+def test_a_failing_relevance_check_fails_closed() -> None:
+    g = gate()
+    g.relevance = RaisingJudge()
+    v = g.ask(ON_TOPIC)
+    assert not v.trusted and v.trust_level in {"LOW", "VERY LOW"}
+    assert v.errors == ("relevance check failed: RuntimeError: embedder crashed",)
+    assert v.decision_reasons == ("relevance check failed: RuntimeError: embedder crashed",)
+
+
+def test_relevance_disabled_measures_nothing() -> None:
+    v = gate(settings(enabled=False)).ask(OFF_TOPIC)
+    assert v.context_relevance is None and v.answer_relevance is None
+    assert not relevance_reasons(v.decision_reasons)
+
+
+def test_verdict_json_carries_relevance_and_preface() -> None:
+    v = gate().ask(NOT_STATED)
+    data = json.loads(v.to_json())
+    assert data["preface"] == v.preface and data["context_relevance"] == v.context_relevance
+    assert type(v).from_dict(data) == v
+
+
+# ---------------------------------------------------------------------------- configuration
+
+
+def test_relevance_config_round_trip_and_validation() -> None:
+    s = load_settings(
+        env={"RAGTRUST_RELEVANCE__CONTEXT_THRESHOLD": "0.42"}, overrides={"relevance": {"enabled": False}}
+    )
+    assert (s.relevance.context_threshold, s.relevance.enabled) == (0.42, False)
+    assert Settings.model_validate(s.to_dict()) == s
+    assert load_settings(env={}, overrides=s.to_dict()) == s
+    with pytest.raises(ConfigError, match="relevance.answer_threshold"):
+        load_settings(env={}, overrides={"relevance": {"answer_threshold": 1.5}})
+    with pytest.raises(ConfigError, match="relevance.bogus"):
+        load_settings(env={}, overrides={"relevance": {"bogus": 1}})
+
+
+def test_pipeline_uses_the_configured_thresholds() -> None:
+    g = gate(settings(context_threshold=0.55, answer_threshold=0.45))
+    g.warm_up()
+    assert (g.relevance.context_threshold, g.relevance.answer_threshold) == (0.55, 0.45)
+
+
+@pytest.mark.skipif(not RESULTS.is_file(), reason="docs/results/relevance.json not written yet")
+def test_default_thresholds_are_the_calibrated_ones() -> None:
+    fitted = json.loads(RESULTS.read_text(encoding="utf-8"))["thresholds"]
+    defaults = RelevanceConfig()
+    assert (defaults.context_threshold, defaults.answer_threshold) == (
+        fitted["context_threshold"],
+        fitted["answer_threshold"],
+    )
