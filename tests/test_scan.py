@@ -167,3 +167,23 @@ def test_witness_score_uses_the_model_calibration() -> None:
     strict_witness = next(s for s in strict["doc-6"].signals if s.name == "witness")
     assert strict_witness.score == 0.0 and not strict_witness.reasons
     assert strict["doc-6"].witnesses[0].contradiction == pytest.approx(plain["doc-6"].witnesses[0].contradiction)
+
+
+def test_top_lists_the_highest_p_documents_with_their_strongest_signal() -> None:
+    report = _scan("local")
+    top = report.top(3)
+    assert [t["id"] for t in top] == [r.id for r in sorted(report.rows, key=lambda r: -r.poison_probability)[:3]]
+    first = top[0]
+    assert first["id"] == "doc-7" and first["suspicious"] is True
+    assert first["signal"] == "override" and first["signal_score"] == 1.0 and first["reason"] == "instruction override"
+    ps = [t["poison_probability"] for t in top]
+    assert ps == sorted(ps, reverse=True)
+    assert report.to_dict()["top"] == report.top(5)
+    clean = scan_corpus(
+        [Document(id=f"c-{i}", text=t) for i, t in enumerate(CLEAN)],
+        signals=[OverrideSignal()],
+        embedder=HashingEmbedder(),
+        nli=LexicalNLI(),
+        witnesses=0,
+    )
+    assert len(clean.top()) == 5 and all(t["signal"] is None and t["reason"] is None for t in clean.top())

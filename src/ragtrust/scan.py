@@ -131,8 +131,33 @@ class ScanReport:
             for r in self.suspicious(threshold)[:limit]
         ]
 
+    def top(self, n: int = 5) -> list[dict[str, Any]]:
+        """The ``n`` highest-P documents, flagged or not, with their strongest signal.
+
+        So a clean scan still shows how close the corpus came to the threshold. Each item:
+        ``id``, ``poison_probability``, ``suspicious``, ``signal`` (the name of the
+        highest-scoring signal that ran, ``None`` when every signal scored 0), ``signal_score``
+        and ``reason`` (that signal's first reason, or ``None``).
+        """
+        ranked = sorted(self.rows, key=lambda r: (-r.poison_probability, r.id))[:n]
+        out: list[dict[str, Any]] = []
+        for r in ranked:
+            ran = [s for s in r.signals if not s.skipped and s.score > 0]
+            strongest = max(ran, key=lambda s: s.score, default=None)
+            out.append(
+                {
+                    "id": r.id,
+                    "poison_probability": round(r.poison_probability, 3),
+                    "suspicious": r.suspicious,
+                    "signal": strongest.name if strongest else None,
+                    "signal_score": round(strongest.score, 3) if strongest else None,
+                    "reason": strongest.reasons[0] if strongest and strongest.reasons else None,
+                }
+            )
+        return out
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form (summary + every row)."""
+        """Plain-JSON form (summary, the top 5 by P, every row)."""
         return {
             "engine": self.engine,
             "threshold": self.threshold,
@@ -142,6 +167,7 @@ class ScanReport:
             "seconds": self.seconds,
             "documents": len(self.rows),
             "suspicious": [r.id for r in self.suspicious()],
+            "top": self.top(),
             "rows": [r.to_dict() for r in self.rows],
         }
 

@@ -412,6 +412,27 @@ def test_help_lists_the_core_commands() -> None:
         assert command in result.stdout
 
 
+def test_version_prints_the_installed_version_and_exits_0() -> None:
+    from importlib.metadata import version
+
+    for flag in ("--version", "-V"):
+        result = runner.invoke(app, [flag])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == f"ragtrust {version('ragtrust')}"
+
+
+def test_every_option_of_the_core_commands_has_a_help_text() -> None:
+    from typer.core import TyperOption
+    from typer.main import get_command
+
+    commands = get_command(app).commands  # type: ignore[attr-defined]
+    for name in ("ask", "screen", "verify"):
+        missing = [p.name for p in commands[name].params if isinstance(p, TyperOption) and not p.help]
+        assert missing == [], f"{name}: options without help: {missing}"
+    (query,) = [p for p in commands["verify"].params if p.name == "query"]
+    assert "question" in query.help
+
+
 def test_nli_help() -> None:
     result = runner.invoke(app, ["nli", "--help"])
     assert result.exit_code == 0, result.output

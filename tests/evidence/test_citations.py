@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrust.documents import Passage
+from ragtrust.documents import Document, Passage, RetrievedDoc
 from ragtrust.evidence import CitationGuard, ExtractiveExtractor, NGramAligner
 from ragtrust.generation.base import GeneratedAnswer
 from ragtrust.generation.extractive import ExtractiveGenerator
@@ -105,3 +105,28 @@ def test_extractive_pipeline_end_to_end_has_no_out_of_set_citation() -> None:
 def test_empty_answers(text: str) -> None:
     g = CitationGuard().apply(GeneratedAnswer(text), PASSAGES, DOCS)
     assert g.sentences == () and g.text == "" and g.unsupported_sentences == 0
+
+
+def test_reattribution_between_chunks_of_one_source_names_the_chunks() -> None:
+    url = "file:///kb/Password_Storage_Cheat_Sheet.md"
+    chunks = [
+        RetrievedDoc(document=Document(id=f"kb/Password_Storage_Cheat_Sheet.md#{i}", text=t, url=url), rank=i + 1)
+        for i, t in enumerate(d.document.text for d in DOCS)
+    ]
+    passages = [Passage(f"p{i + 1}", c.document.text, url=url, doc_id=c.id) for i, c in enumerate(chunks)]
+    raw = GeneratedAnswer("Store passwords with a slow salted hash such as Argon2id [1].")
+    g = CitationGuard().apply(raw, passages, chunks)
+    assert g.sentences[0].best_doc_id == "kb/Password_Storage_Cheat_Sheet.md#1" and g.sentences[0].supported
+    (warning,) = [w for w in g.warnings if "sentence 1" in w]
+    assert "another passage of the same source Password_Storage_Cheat_Sheet.md" in warning
+    assert (
+        "cited kb/Password_Storage_Cheat_Sheet.md#0" in warning
+        and "from kb/Password_Storage_Cheat_Sheet.md#1" in warning
+    )
+    assert "re-attributed" not in warning  # no "cited X but its text comes from X"
+
+
+def test_reattribution_between_sources_keeps_the_url_wording() -> None:
+    raw = GeneratedAnswer("Store passwords with a slow salted hash such as Argon2id [1].")
+    g = CitationGuard().apply(raw, PASSAGES, DOCS)
+    assert f"sentence 1: cited {U0} but its text comes from {U1}; citation re-attributed" in g.warnings

@@ -65,3 +65,15 @@ def test_errors_and_persistence(tmp_path: Path) -> None:
     bad.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(InputError, match="not a ragtrust provenance ledger"):
         Ledger(bad)
+
+
+def test_closest_ids_suggest_known_ids_for_a_near_miss(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "l.sqlite")
+    for doc_id in ("owasp/Password_Storage_Cheat_Sheet.md", "owasp/Session_Management_Cheat_Sheet.md", "gone.md"):
+        ledger.record(Document(id=doc_id, text=doc_id), doc_id)
+    ledger.delete("gone.md")
+    assert ledger.closest_ids("owasp/password_storage_cheat_sheet.md") == ["owasp/Password_Storage_Cheat_Sheet.md"]
+    assert ledger.closest_ids("Password_Storage_Cheat_Sheet.md") == ["owasp/Password_Storage_Cheat_Sheet.md"]
+    assert ledger.closest_ids("owasp/Pasword_Storage_Cheat_Sheet.md")[0] == "owasp/Password_Storage_Cheat_Sheet.md"
+    assert ledger.closest_ids("gone.mdx") == [] and ledger.closest_ids("gone.mdx", include_deleted=True) == ["gone.md"]
+    assert ledger.closest_ids("unrelated") == []

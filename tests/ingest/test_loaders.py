@@ -4,7 +4,7 @@ import json
 import random
 from pathlib import Path
 
-from ragtrust.ingest.loaders import html_to_text, load_paths, markdown_metadata
+from ragtrust.ingest.loaders import html_to_text, is_licence_file, load_paths, markdown_metadata
 
 
 def _write(path: Path, data: str | bytes) -> Path:
@@ -116,6 +116,38 @@ def test_include_exclude_and_duplicates(tmp_path: Path) -> None:
     dup = load_paths([tmp_path / "one.jsonl", tmp_path / "two.jsonl"])
     assert [d.text for d in dup.documents] == ["x"]
     assert "duplicate document id 'same'" in dup.skipped[0][1]
+
+
+def test_licence_files_under_a_folder_are_skipped_not_ingested(tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    _write(root / "Password_Storage.md", "# Passwords\n\nUse Argon2id.\n")
+    _write(root / "licensing.md", "# Licensing your software\n\nPick a licence early.\n")
+    licences = [
+        "LICENSE",
+        "LICENSE.md",
+        "license.txt",
+        "Licence.rst",
+        "COPYING",
+        "NOTICE",
+        "LICENSE-MIT",
+        "sub/UNLICENSE",
+    ]
+    for name in licences:
+        _write(root / name, "Permission is hereby granted, free of charge, to any person.\n")
+    report = load_paths([root])
+    assert [d.id for d in report.documents] == ["kb/Password_Storage.md", "kb/licensing.md"]
+    assert sorted(Path(p).relative_to(root).as_posix() for p, _ in report.skipped) == sorted(licences)
+    assert all("licence file" in reason for _, reason in report.skipped)
+    assert report.files == 2 + len(licences)
+    # named directly, a licence file is read like any other file
+    assert [d.id for d in load_paths([root / "LICENSE.md"]).documents] == ["LICENSE.md"]
+
+
+def test_is_licence_file_is_case_insensitive_and_narrow() -> None:
+    for name in ("LICENSE", "license.MD", "LICENCE.txt", "COPYING.LESSER", "Notice.md", "LICENSE-APACHE.txt"):
+        assert is_licence_file(name), name
+    for name in ("licensing.md", "notices_of_breach.md", "license_keys", "Copyright_Cheat_Sheet.md"):
+        assert not is_licence_file(name), name
 
 
 def test_markdown_headings_ignore_code_fences_and_html_headings() -> None:

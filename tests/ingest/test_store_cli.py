@@ -98,3 +98,53 @@ def test_scan_paths_without_a_store(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert data["suspicious"] == ["kb/bad.md#0"] and "provenance" not in data["signals"]
     assert data["skipped"] and "binary" in data["skipped"][0][1]
+
+
+def test_ingest_skips_licence_files_and_counts_them(tmp_path: Path) -> None:
+    kb, store = _kb(tmp_path), tmp_path / "store"
+    (kb / "LICENSE.md").write_text("Creative Commons Attribution-ShareAlike 4.0 International\n", encoding="utf-8")
+    (kb / "COPYING").write_text("GNU GENERAL PUBLIC LICENSE\n", encoding="utf-8")
+    result = runner.invoke(app, ["ingest", str(kb), "--store", str(store), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["added"] == 2  # keys.md and sql.md, not the licences
+    reasons = {Path(path).name: reason for path, reason in report["skipped"]}
+    assert "licence file" in reasons["LICENSE.md"] and "licence file" in reasons["COPYING"]
+    human = runner.invoke(app, ["ingest", str(kb), "--store", str(tmp_path / "store2")])
+    assert human.exit_code == 0, human.output
+    assert "skipped" in human.stdout
+    (row,) = (line for line in human.stdout.splitlines() if line.startswith("│"))
+    cells = [cell.strip() for cell in row.strip("│").split("│")]
+    assert cells[0] == "2" and cells[5] == "3"  # added; skipped files: blob.txt, LICENSE.md, COPYING
+
+
+def test_a_clean_scan_prints_the_highest_scores(tmp_path: Path) -> None:
+    kb, store = _kb(tmp_path), tmp_path / "store"
+    assert runner.invoke(app, ["ingest", str(kb), "--store", str(store)]).exit_code == 0
+    result = runner.invoke(app, ["scan", "--store", str(store)])
+    assert result.exit_code == 0, result.output
+    assert "0 suspicious" in result.stdout and "Highest P" in result.stdout
+    assert "kb/keys.md#0" in result.stdout and "kb/sql.md#0" in result.stdout
+    data = json.loads(runner.invoke(app, ["scan", "--store", str(store), "--json"]).stdout)
+    assert {t["id"] for t in data["top"]} == {"kb/keys.md#0", "kb/sql.md#0"}
+    assert all(0.0 <= t["poison_probability"] <= data["threshold"] for t in data["top"])
+
+
+@pytest.mark.parametrize("command", ["vet", "quarantine", "ledger"])
+def test_a_near_miss_id_suggests_the_closest_known_ids(tmp_path: Path, command: str) -> None:
+    kb, store = _kb(tmp_path), tmp_path / "store"
+    assert runner.invoke(app, ["ingest", str(kb), "--store", str(store)]).exit_code == 0
+    result = runner.invoke(app, [command, "kb/key.md", "--store", str(store)])
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
+    assert "kb/key.md" in line and "did you mean kb/keys.md" in line
+    far = runner.invoke(app, [command, "zzz-unrelated", "--store", str(store)])
+    assert far.exit_code == 2 and "did you mean" not in far.output
+
+
+def test_several_near_misses_say_which_suggestion_is_for_which_id(tmp_path: Path) -> None:
+    kb, store = _kb(tmp_path), tmp_path / "store"
+    assert runner.invoke(app, ["ingest", str(kb), "--store", str(store)]).exit_code == 0
+    result = runner.invoke(app, ["vet", "KB/Keys.md", "sql.md#0", "--store", str(store)])
+    assert result.exit_code == 2
+    assert "did you mean kb/keys.md (for KB/Keys.md), kb/sql.md (for sql.md#0)?" in result.output

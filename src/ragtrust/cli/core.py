@@ -94,7 +94,12 @@ def screen(
 def verify(
     answer: str = typer.Option(..., "--answer", "-a", help="The answer to verify."),
     docs: Path = typer.Option(..., "--docs", "-d", help="JSONL with id, text, optional url and score."),
-    query: str | None = typer.Option(None, "--query", "-q"),
+    query: str | None = typer.Option(
+        None,
+        "--query",
+        "-q",
+        help="The question the answer responds to: screening uses it and the answer's relevance to it is checked.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON."),
     config: Path | None = ConfigOption,
 ) -> None:

@@ -30,6 +30,34 @@ app = typer.Typer(
     add_completion=False,
 )
 
+
+def package_version() -> str:
+    """The installed distribution's version (the source tree's ``__version__`` when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ragtrust")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        from ragtrust import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"ragtrust {package_version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", "-V", callback=_print_version, is_eager=True, help="Print the ragtrust version and exit."
+    ),
+) -> None:
+    """A trust layer for RAG: screen retrieved documents, ground answers, verify, measure."""
+
+
 for _module in COMMAND_MODULES:
     importlib.import_module(_module).register(app)
 
@@ -39,4 +67,4 @@ def main() -> None:
     app()
 
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "package_version"]

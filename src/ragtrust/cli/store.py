@@ -276,7 +276,8 @@ def ledger_command(
         key = _parent_key(db, doc_id)
         record = db.get(key, include_deleted=True)
         if record is None:
-            raise InputError(f"document {doc_id!r} is not in the provenance ledger")
+            hint = _did_you_mean(db, [(doc_id, key)], include_deleted=True)
+            raise InputError(f"document {doc_id!r} is not in the provenance ledger{hint}")
         history = db.history(key)
         events = db.events(key)
     if json_out:
@@ -337,15 +338,31 @@ def _parent_key(db: Any, doc_id: str) -> str:
     return doc_id
 
 
+def _did_you_mean(db: Any, unknown: list[tuple[str, str]], *, include_deleted: bool = False) -> str:
+    """``"; did you mean X or Y?"`` from the ledger's closest ids, or ``""`` when none is close.
+
+    ``unknown`` holds ``(typed id, ledger key)`` pairs; with several unknown ids each
+    suggestion says which id it is for.
+    """
+    parts: list[str] = []
+    for typed, key in unknown:
+        matches = db.closest_ids(key, include_deleted=include_deleted)
+        if matches:
+            parts.append(" or ".join(matches) + (f" (for {typed})" if len(unknown) > 1 else ""))
+    return f"; did you mean {', '.join(parts)}?" if parts else ""
+
+
 def _set_tier(root: Path, ids: list[str], tier: str, reason: str) -> None:
     from ragtrust.errors import InputError
     from ragtrust.ingest.store import open_ledger
 
     with open_ledger(root) as db:
         keys = [_parent_key(db, i) for i in ids]
-        unknown = [i for i, k in zip(ids, keys, strict=True) if db.get(k) is None]
+        unknown = [(i, k) for i, k in zip(ids, keys, strict=True) if db.get(k) is None]
         if unknown:
-            raise InputError(f"not in the ledger of store {root}: {', '.join(unknown)} (see `ragtrust ingest`)")
+            names = ", ".join(i for i, _ in unknown)
+            hint = _did_you_mean(db, unknown) or " (see `ragtrust ingest`)"
+            raise InputError(f"not in the ledger of store {root}: {names}{hint}")
         for key in dict.fromkeys(keys):
             db.set_tier(key, tier, reason)
     console.print(f"{tier}: {', '.join(dict.fromkeys(keys))}")
@@ -373,10 +390,28 @@ def _render_scan(result: Any, limit: int, quarantined: list[str], report: Path |
                 "\n".join(repr(s[:80]) for s in row["spans"]) or "-",
             )
         console.print(table)
+    else:
+        _render_top(result)
     if quarantined:
         console.print(f"quarantined {len(quarantined)} document(s): {', '.join(quarantined)}")
     if report is not None:
         console.print(f"report written to {report}")
+
+
+def _render_top(result: Any, n: int = 5) -> None:
+    """The highest-P documents of a scan that flagged none: how close the corpus came."""
+    top = result.top(n)
+    if not top:
+        return
+    table = Table(title=f"Highest P (top {len(top)}, none above {result.threshold:.2f})", title_justify="left")
+    table.add_column("document", overflow="fold")
+    table.add_column("P", justify="right")
+    table.add_column("strongest signal")
+    table.add_column("reason")
+    for item in top:
+        signal = f"{item['signal']} {item['signal_score']:.2f}" if item["signal"] else "- (all 0)"
+        table.add_row(item["id"], f"{item['poison_probability']:.2f}", signal, item["reason"] or "-")
+    console.print(table)
 
 
 __all__ = ["register"]

@@ -202,11 +202,7 @@ class CitationGuard:
                 if score > self.threshold and score > best_score:
                     best_doc, best_score, best_spans = doc, score, spans
             if best_doc is not None and best_score > self.threshold and all(best_doc.id != c.id for c in cited):
-                before = ", ".join(c.document.cite for c in cited) or "nothing"
-                warnings.append(
-                    f"sentence {index}: cited {before} but its text comes from {best_doc.document.cite}; "
-                    "citation re-attributed"
-                )
+                warnings.append(_reattribution_warning(index, cited, best_doc))
                 cited = [best_doc]
         return AnswerSentence(
             text=sentence,
@@ -233,6 +229,24 @@ class CitationGuard:
                 continue
             out.append((sentence.text, tuple(targets)))
         return out
+
+
+def _reattribution_warning(index: int, cited: Sequence[RetrievedDoc], best: RetrievedDoc) -> str:
+    """Say where a sentence's citation went.
+
+    Between chunks of one source (same URL) the move is named by chunk ids, since the URL
+    alone would read the same on both sides.
+    """
+    source = best.document.cite
+    if cited and all(c.document.cite == source for c in cited):
+        name = source.rstrip("/").rsplit("/", 1)[-1] or source
+        before = ", ".join(c.id for c in cited)
+        return (
+            f"sentence {index}: citation moved to another passage of the same source {name} "
+            f"(cited {before}, its text comes from {best.id})"
+        )
+    before = ", ".join(c.document.cite for c in cited) or "nothing"
+    return f"sentence {index}: cited {before} but its text comes from {source}; citation re-attributed"
 
 
 def _parts(content: str) -> list[str]:

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import sqlite3
 import threading
 import zlib
@@ -352,6 +353,25 @@ class Ledger:
                     "SELECT doc_id FROM documents WHERE deleted_at IS NULL AND tier = ? ORDER BY doc_id", (tier,)
                 )
             return [r[0] for r in rows.fetchall()]
+
+    def closest_ids(self, doc_id: str, n: int = 3, *, include_deleted: bool = False) -> list[str]:
+        """Known ids closest to ``doc_id``, best first, for "did you mean" hints.
+
+        An id equal to ``doc_id`` but for case, or ending in ``/<doc_id>`` (the folder left
+        out), is the answer on its own; otherwise up to ``n`` ids with a case-insensitive
+        difflib ratio >= 0.6. Empty when nothing is close.
+        """
+        where = "" if include_deleted else " WHERE deleted_at IS NULL"
+        with self._lock:
+            known = [r[0] for r in self._conn.execute(f"SELECT doc_id FROM documents{where}").fetchall()]
+        by_lower: dict[str, str] = {}
+        for known_id in sorted(known):
+            by_lower.setdefault(known_id.lower(), known_id)
+        wanted = doc_id.lower()
+        exact = [k for low, k in by_lower.items() if low == wanted or low.endswith("/" + wanted)]
+        if exact:
+            return exact[:n]
+        return [by_lower[m] for m in difflib.get_close_matches(wanted, list(by_lower), n=n, cutoff=0.6)]
 
 
 def _check_tier(tier: str) -> None:

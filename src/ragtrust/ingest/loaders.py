@@ -26,6 +26,11 @@ folder, ``<folder name>/<path relative to the folder>`` (POSIX separators), so i
 the same folder again from another working directory gives the same ids. ``url`` is the
 ``file://`` URI of the file unless the record gives one; ``source`` is the absolute path.
 
+Licence files found under a folder (``LICENSE``, ``LICENCE.md``, ``LICENSE-MIT``,
+``COPYING``, ``NOTICE.txt``, ``UNLICENSE``...; see :func:`is_licence_file`) are skipped with a
+reason: they are legal boilerplate, not knowledge, and would otherwise be retrieved as
+evidence. A licence file named directly is read like any other file.
+
 Encodings: UTF-8 (with or without BOM) and UTF-16/32 with a BOM are read directly; other
 files go through charset-normalizer's detection (the detected encoding is recorded as
 ``metadata["encoding"]``). Empty files, binary files (NUL bytes) and files whose encoding
@@ -55,6 +60,13 @@ from ragtrust.errors import InputError
 
 #: extensions that :func:`load_paths` reads
 SUPPORTED_EXTENSIONS = (".txt", ".md", ".markdown", ".html", ".htm", ".jsonl", ".csv")
+#: file names (lower case, without a text extension) that :func:`load_paths` skips under folders
+LICENCE_FILE_NAMES = frozenset(
+    {"license", "licence", "unlicense", "copying", "copying.lesser", "copyright", "notice", "licenses", "licences"}
+)
+#: name prefixes of per-licence files, e.g. ``LICENSE-MIT``, ``LICENCE-APACHE.txt``
+LICENCE_FILE_PREFIXES = ("license-", "licence-")
+_LICENCE_TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".html", ".htm")
 _BINARY_SNIFF_BYTES = 8192
 _ATX_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 _FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
@@ -112,7 +124,8 @@ def load_paths(
 
     Args:
         paths: files or folders. Folders are walked recursively; hidden files and folders
-            (names starting with ``.``) are ignored.
+            (names starting with ``.``) are ignored, licence files (:func:`is_licence_file`)
+            are listed in ``skipped``.
         include: glob patterns (``*.md``, ``docs/**/*.txt``); when given, only files under a
             folder whose relative path or name matches one are read. Files named directly
             are always read.
@@ -143,10 +156,29 @@ def load_paths(
             if not files:
                 report.skipped.append((str(raw), "no matching files in this folder"))
             for file, rel in files:
+                if is_licence_file(file.name):
+                    report.files += 1
+                    report.skipped.append((str(file), "licence file, not a document (name the file to ingest it)"))
+                    continue
                 _load_one(file, f"{path.resolve().name}/{rel}", report, seen)
         else:
             _load_one(path, path.name, report, seen)
     return report
+
+
+def is_licence_file(name: str) -> bool:
+    """Tell whether a file name is a licence file that folder loading skips (case-insensitive).
+
+    Example:
+        >>> [is_licence_file(n) for n in ("LICENSE", "License.md", "COPYING", "LICENSE-MIT", "licensing.md")]
+        [True, True, True, True, False]
+    """
+    lower = name.lower()
+    for suffix in _LICENCE_TEXT_SUFFIXES:
+        if lower.endswith(suffix):
+            lower = lower[: -len(suffix)]
+            break
+    return lower in LICENCE_FILE_NAMES or lower.startswith(LICENCE_FILE_PREFIXES)
 
 
 def _matches(rel: str, patterns: Sequence[str]) -> bool:
@@ -409,4 +441,14 @@ def _csv_documents(file: Path, file_id: str, text: str, report: LoadReport) -> l
     return docs
 
 
-__all__ = ["SUPPORTED_EXTENSIONS", "LoadReport", "decode_bytes", "html_to_text", "load_paths", "markdown_metadata"]
+__all__ = [
+    "LICENCE_FILE_NAMES",
+    "LICENCE_FILE_PREFIXES",
+    "SUPPORTED_EXTENSIONS",
+    "LoadReport",
+    "decode_bytes",
+    "html_to_text",
+    "is_licence_file",
+    "load_paths",
+    "markdown_metadata",
+]
