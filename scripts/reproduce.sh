@@ -55,9 +55,16 @@ PY
     ragtrust demo --json > docs/results/demo.json
     ;;
   relevance)
-    # the 36 OWASP questions and the shipped off-topic questions over the OWASP store
+    # on-topic / off-topic questions over two corpora: the OWASP cheat sheets (the 36 OWASP
+    # questions) and the 40-rule knowledge base (questions phrased as a user would); one pair
+    # of thresholds fitted on both (the defaults of config.RelevanceConfig)
     [ -d runs/owasp-store ] || ragtrust ingest "$DATA/owasp-cheatsheets" --store runs/owasp-store
-    ragtrust eval relevance --store runs/owasp-store --out docs/results/relevance.json
+    [ -d runs/kb-store ] || python scripts/kb_store.py runs/kb-store
+    ragtrust eval relevance --store runs/owasp-store --out docs/results/relevance_owasp.json
+    ragtrust eval relevance --store runs/kb-store --on-topic src/ragtrust/data/kb_user_questions.jsonl \
+      --out docs/results/relevance_kb.json
+    ragtrust eval relevance --combine docs/results/relevance_owasp.json --combine docs/results/relevance_kb.json \
+      --out docs/results/relevance.json
     ;;
   bench)
     python bench/bench_pipeline.py --n 40 --out runs/bench/pipeline.json

@@ -60,8 +60,29 @@ def test_eval_relevance_fits_and_writes(tmp_path: Path) -> None:
     table = runner.invoke(app, args)
     assert table.exit_code == 0, table.output
     assert "fitted: context_threshold" in table.stdout and "leave one out" in table.stdout
+    # two stores' reports pooled: one pair of thresholds, figures per store; nothing is asked
+    other = tmp_path / "results" / "other.json"
+    other.write_text(json.dumps({**report, "store": "other"}), encoding="utf-8")
+    pooled = tmp_path / "results" / "pooled.json"
+    combined = runner.invoke(
+        app, ["eval", "relevance", "--combine", str(out), "--combine", str(other), "--out", str(pooled), "--json"]
+    )
+    assert combined.exit_code == 0, combined.output
+    summary = json.loads(combined.stdout)
+    assert set(summary["per_store"]) == {"store", "other"} and summary["in_sample"]["on_topic"] == 4
+    assert json.loads(pooled.read_text(encoding="utf-8"))["per_store"]["other"]["in_sample"]["on_topic"] == 2
 
 
 def test_eval_relevance_needs_a_store() -> None:
     result = runner.invoke(app, ["eval", "relevance"])
     assert result.exit_code == 2 and "no store given" in result.output
+
+
+def test_eval_relevance_combine_refuses_a_file_that_is_not_a_report(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"thresholds": {}}', encoding="utf-8")
+    result = runner.invoke(app, ["eval", "relevance", "--combine", str(bad), "--out", str(tmp_path / "o.json")])
+    assert result.exit_code == 2 and "not a report" in result.output
+    bad.write_text("{", encoding="utf-8")
+    result = runner.invoke(app, ["eval", "relevance", "--combine", str(bad), "--out", str(tmp_path / "o.json")])
+    assert result.exit_code == 2 and "not JSON" in result.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ from ragtrust.eval.relevance import (
     Row,
     auc,
     calibrate,
+    combine_reports,
     decide,
+    fit,
     fit_threshold,
     load_relevance_questions,
     run_relevance_eval,
@@ -76,13 +79,14 @@ def test_calibrate_reports_in_sample_and_leave_one_out() -> None:
     rows = [row(True, v, id=f"on{i}") for i, v in enumerate((0.55, 0.6, 0.65, 0.7, 0.75))]
     rows += [row(False, v, id=f"off{i}") for i, v in enumerate((0.1, 0.15, 0.2, 0.25, 0.58))]
     out = calibrate(rows, configured=(0.3, 0.3))
-    assert out["thresholds"] == {"context_threshold": 0.4, "answer_threshold": 0.4}
+    # both measures are equal here: the most permissive pair with the best J uses one of them
+    assert out["thresholds"] == {"context_threshold": 0.0, "answer_threshold": 0.4}
     assert out["in_sample"]["on_topic_trusted"] == 5 and out["in_sample"]["off_topic_trusted_ids"] == ["off4"]
     # held out, off4 (0.58) still clears the refit cut; on0 (0.55) does not: without it the
     # cut just above 0.58 separates everything else
     loo = out["leave_one_out"]
     assert loo["off_topic_trusted_ids"] == ["off4"] and loo["on_topic_flagged_ids"] == ["on0"]
-    assert loo["context_threshold_range"] == [0.4, 0.59]
+    assert loo["answer_threshold_range"] == [0.4, 0.59] and loo["context_threshold_range"] == [0.0, 0.0]
     assert out["configured"]["context_threshold"] == 0.3 and out["configured"]["off_topic_trusted"] == 1
     assert out["separation"]["context"]["auc"] == pytest.approx(0.96)
     with pytest.raises(InputError, match="on-topic and off-topic"):
@@ -154,3 +158,53 @@ def test_run_relevance_eval_with_fakes(tmp_path: Path) -> None:
     assert rows["a"]["context"] > 0.3 and rows["x"]["context"] is None and rows["x"]["prefaced"]
     path = write_relevance_report(report, tmp_path / "out" / "relevance.json")
     assert json.loads(path.read_text(encoding="utf-8"))["thresholds"] == report["thresholds"]
+
+
+def _report(store: str, rows: list[Row]) -> dict[str, Any]:
+    return {
+        "store": store,
+        "command": "c",
+        "thresholds": calibrate(rows)["thresholds"],
+        "rows": [asdict(r) for r in rows],
+    }
+
+
+def test_combined_thresholds_hold_across_stores_where_one_store_s_fit_does_not() -> None:
+    # store A's on-topic questions score high, B's lower: A's own cut would reject B's questions
+    a = [row(True, v, id=f"a-on{i}") for i, v in enumerate((0.7, 0.75, 0.8))]
+    a += [row(False, v, id=f"a-off{i}") for i, v in enumerate((0.1, 0.2, 0.3))]
+    b = [row(True, v, id=f"b-on{i}") for i, v in enumerate((0.45, 0.5, 0.55))]
+    b += [row(False, v, id=f"b-off{i}") for i, v in enumerate((0.05, 0.15, 0.25))]
+    own_a = calibrate(a)["thresholds"]
+    assert own_a == {"context_threshold": 0.0, "answer_threshold": 0.5}
+    assert not all(decide(r, *own_a.values()) for r in b if r.on_topic)
+    out = combine_reports([_report("A", a), _report("B", b)], command="ragtrust eval relevance --combine ...")
+    assert out["thresholds"]["context_threshold"] == 0.0 and 0.3 < out["thresholds"]["answer_threshold"] <= 0.45
+    assert out["per_store"]["A"]["own_fit"] == own_a
+    for store in ("A", "B"):
+        f = out["per_store"][store]["in_sample"]
+        assert (f["on_topic_trusted"], f["off_topic_trusted"]) == (3, 0)
+    assert out["in_sample"]["on_topic"] == 6 and out["leave_one_out"]["off_topic"] == 6
+    assert [s["store"] for s in out["combined"]] == ["A", "B"]
+
+
+def test_combine_refuses_nothing_or_a_report_without_rows() -> None:
+    with pytest.raises(InputError, match="nothing to combine"):
+        combine_reports([])
+    with pytest.raises(InputError, match="no rows"):
+        combine_reports([{"store": "A", "rows": []}])
+
+
+def test_fit_is_joint_on_the_decision() -> None:
+    # answer relevance alone would cut above on0's 0.15 and reject it, though context relevance
+    # separates every question; fitted on the decision, context does the work and all pass
+    rows = [row(True, 0.6, 0.15, id="on0"), row(True, 0.5, 0.6, id="on1"), row(True, 0.7, 0.7, id="on2")]
+    rows += [row(False, 0.2, 0.2, id="off0"), row(False, 0.1, 0.25, id="off1")]
+    assert fit_threshold([0.15, 0.6, 0.7], [0.2, 0.25]) > 0.15
+    c, a = fit(rows)
+    assert all(decide(r, c, a) for r in rows if r.on_topic)
+    assert not any(decide(r, c, a) for r in rows if not r.on_topic)
+    assert a == 0.0
+    # a question already not trusted for another reason does not pull the thresholds
+    rows.append(row(False, 0.9, 0.9, trusted=False, id="off2"))
+    assert fit(rows) == (c, a)

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "ragtrust.cli.evaluation",  # attack, eval run / report / calibrate
     "ragtrust.cli.evidence_report",  # eval evidence (OWASP evidence report)
     "ragtrust.cli.relevance",  # eval relevance (fit the relevance thresholds)
+    "ragtrust.cli.fusion",  # eval fusion (learned signal fusion, evaluation only)
     "ragtrust.cli.serve",  # serve
 )
 

@@ -14,10 +14,10 @@ Each question is asked once, with the relevance thresholds at 0 so that relevanc
 measured but decides nothing; every other condition of the decision (T >= tau, grounding,
 the "does not explicitly state" preface, ...) applies as configured. Then:
 
-1. :func:`fit_threshold` fits each threshold on its own: the cut between on-topic and
-   off-topic scores with the best Youden J (true-positive rate of on-topic questions
-   minus that of off-topic ones); among equal J, the middle of the widest gap. Rounded to
-   three decimals when rounding changes no decision.
+1. :func:`fit` fits both thresholds together on the decision: the pair of cuts whose
+   decisions have the best Youden J (share of on-topic questions trusted minus share of
+   off-topic ones trusted; the most permissive pair among equals). Rounded to three
+   decimals when rounding changes no decision.
 2. A verdict is trusted under thresholds ``(c, a)`` iff it was trusted without relevance
    and ``context >= c`` and ``answer >= a`` (a part that was not measured passes).
 3. Figures: in-sample (the fitted thresholds on the questions they were fitted on, an
@@ -43,6 +43,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from ragtrust.config import Settings
 from ragtrust.errors import InputError
@@ -95,6 +98,9 @@ class Row:
     prefaced: bool
     latency_s: float
     relevance_s: float = 0.0
+
+
+_ROW_FIELDS = frozenset(f.name for f in dataclasses.fields(Row))
 
 
 def load_relevance_questions(path: str | Path | None, *, on_topic: bool) -> list[RelevanceQuestion]:
@@ -192,15 +198,66 @@ def decide(row: Row, context_threshold: float, answer_threshold: float) -> bool:
 
 
 def fit(rows: Sequence[Row]) -> tuple[float, float]:
-    """``(context_threshold, answer_threshold)`` fitted on ``rows`` (see :func:`fit_threshold`)."""
+    """``(context_threshold, answer_threshold)`` fitted jointly on the decision itself.
 
-    def scores(attr: str, on: bool) -> list[float]:
-        return [v for r in rows if r.on_topic is on for v in [getattr(r, attr)] if v is not None]
+    A verdict is trusted only when both measures clear their thresholds *and* every other
+    condition holds, so the two are fitted together: among every pair of cuts (0, and the
+    midpoints between neighbouring observed values of each measure) the pair whose
+    decisions have the best Youden J (share of on-topic questions trusted minus share of
+    off-topic ones trusted) wins; among equal J, the most permissive pair (smallest sum: a
+    measure that adds nothing is not used). Fitting each measure alone and requiring both
+    would reject every on-topic question that either fit rejects. Without questions of one
+    label, each measure falls back to :func:`fit_threshold`.
 
+    Example:
+        >>> r = lambda on, c, a, ok=True: Row("q", "?", on, "", c, a, None, 0.8, "HIGH", ok, (), False, 0.0)
+        >>> fit([r(True, 0.6, 0.5), r(True, 0.7, 0.7), r(False, 0.2, 0.6), r(False, 0.65, 0.1)])
+        (0.4, 0.3)
+    """
+    on = [r for r in rows if r.on_topic]
+    off = [r for r in rows if not r.on_topic]
+    if not on or not off:
+
+        def scores(attr: str, label: bool) -> list[float]:
+            return [v for r in rows if r.on_topic is label for v in [getattr(r, attr)] if v is not None]
+
+        return (
+            fit_threshold(scores("context", True), scores("context", False)),
+            fit_threshold(scores("answer", True), scores("answer", False)),
+        )
+    values = {
+        attr: np.array([np.inf if getattr(r, attr) is None else getattr(r, attr) for r in rows])
+        for attr in ("context", "answer")
+    }
+    cuts = {attr: _cuts(v[np.isfinite(v)]) for attr, v in values.items()}
+    base = np.array([r.trusted_without_relevance for r in rows], dtype=float)
+    label = np.array([r.on_topic for r in rows], dtype=bool)
+    # passes[attr][i, k]: row k clears cut i of attr (an unmeasured part passes)
+    c_pass = (values["context"][None, :] >= cuts["context"][:, None]) * base
+    a_pass = (values["answer"][None, :] >= cuts["answer"][:, None]).astype(float)
+    trusted_on = c_pass[:, label] @ a_pass[:, label].T / label.sum()
+    trusted_off = c_pass[:, ~label] @ a_pass[:, ~label].T / (~label).sum()
+    j = trusted_on - trusted_off
+    sums = cuts["context"][:, None] + cuts["answer"][None, :]
+    ci, ai = np.unravel_index(np.argmin(np.where(np.isclose(j, j.max(), rtol=0, atol=1e-12), sums, np.inf)), j.shape)
     return (
-        fit_threshold(scores("context", True), scores("context", False)),
-        fit_threshold(scores("answer", True), scores("answer", False)),
+        _round_cut(float(cuts["context"][ci]), values["context"]),
+        _round_cut(float(cuts["answer"][ai]), values["answer"]),
     )
+
+
+def _cuts(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Candidate cuts: 0, the midpoints between neighbouring distinct values, and above the top."""
+    v = np.unique(values)
+    if not len(v):
+        return np.array([0.0])
+    return np.concatenate([[0.0], (v[:-1] + v[1:]) / 2, [min(1.0, float(v[-1]) + 0.01)]])
+
+
+def _round_cut(cut: float, values: npt.NDArray[np.float64]) -> float:
+    """``cut`` rounded to three decimals when that changes no decision on ``values``."""
+    rounded = round(cut, 3)
+    return rounded if np.array_equal(values >= rounded, values >= cut) else cut
 
 
 def figures(rows: Sequence[Row], decisions: Sequence[bool]) -> dict[str, Any]:
@@ -359,9 +416,9 @@ def run_relevance_eval(
         "config": settings.to_dict(),
         "procedure": (
             "each question asked once through TrustGate.ask with relevance thresholds 0 (measured, not deciding); "
-            "each threshold fitted alone by Youden J (ties: middle of the widest gap); a verdict is trusted iff "
-            "trusted without relevance and context >= c and answer >= a; leave-one-out refits both thresholds "
-            "without the question it decides"
+            "a verdict is trusted iff trusted without relevance and context >= c and answer >= a; (c, a) fitted "
+            "jointly by the Youden J of that decision (ties: the most permissive pair); leave-one-out refits both "
+            "thresholds without the question it decides"
         ),
         "questions": {
             "on_topic": sum(q.on_topic for q in questions),
@@ -371,6 +428,58 @@ def run_relevance_eval(
         "relevance_check_ms": _latency_ms([r.relevance_s for r in rows]),
         **calibrate(rows, configured),
         "rows": [dataclasses.asdict(r) for r in rows],
+    }
+
+
+def combine_reports(reports: Sequence[Mapping[str, Any]], command: str = "") -> dict[str, Any]:
+    """One pair of thresholds for several stores: fit on the pooled rows of their reports.
+
+    Each report is one :func:`run_relevance_eval` (one store, its on-topic questions, the
+    off-topic ones). The thresholds are fitted on every row together (Youden J, as for one
+    store), so they hold across corpora rather than for the one they were fitted on; the
+    figures are given pooled (in sample and leave-one-out) and per store at the pooled
+    thresholds (leave-one-out per store: each question decided by thresholds fitted on all
+    the other rows of every store).
+
+    Raises:
+        InputError: no report, or a report without rows.
+    """
+    if not reports:
+        raise InputError("nothing to combine: pass the reports of `ragtrust eval relevance` runs")
+    rows: list[Row] = []
+    corpus: list[str] = []
+    for report in reports:
+        if not report.get("rows"):
+            raise InputError(f"report of {report.get('store', '?')} has no rows")
+        for r in report["rows"]:
+            fields = {k: v for k, v in r.items() if k in _ROW_FIELDS}
+            rows.append(Row(**{**fields, "other_reasons": tuple(r.get("other_reasons", ()))}))
+            corpus.append(str(report.get("store", "?")))
+    pooled = calibrate(rows)
+    thresholds = (pooled["thresholds"]["context_threshold"], pooled["thresholds"]["answer_threshold"])
+    loo = []
+    for i in range(len(rows)):
+        loo.append(decide(rows[i], *fit([r for j, r in enumerate(rows) if j != i])))
+    per_store: dict[str, Any] = {}
+    for name in dict.fromkeys(corpus):
+        idx = [i for i, c in enumerate(corpus) if c == name]
+        sub = [rows[i] for i in idx]
+        per_store[name] = {
+            "own_fit": dict(zip(("context_threshold", "answer_threshold"), fit(sub), strict=True)),
+            "without_relevance": figures(sub, [r.trusted_without_relevance for r in sub]),
+            "in_sample": figures(sub, [decide(r, *thresholds) for r in sub]),
+            "leave_one_out": figures(sub, [loo[i] for i in idx]),
+        }
+    return {
+        "command": command,
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "combined": [
+            {k: r.get(k) for k in ("command", "date", "store", "models", "versions", "questions")} for r in reports
+        ],
+        "procedure": "thresholds fitted on the pooled rows of the combined reports (see each report's procedure)",
+        **pooled,
+        "per_store": per_store,
+        "rows": [{"store": c, **dataclasses.asdict(r)} for c, r in zip(corpus, rows, strict=True)],
     }
 
 
@@ -402,6 +511,7 @@ __all__ = [
     "Row",
     "auc",
     "calibrate",
+    "combine_reports",
     "decide",
     "figures",
     "fit",

@@ -133,8 +133,8 @@ class RelevanceJudge:
     """
 
     embedder: Embedder
-    context_threshold: float = 0.546
-    answer_threshold: float = 0.598
+    context_threshold: float = 0.166
+    answer_threshold: float = 0.0
 
     def __post_init__(self) -> None:
         """Validate the thresholds."""
