@@ -7,6 +7,7 @@
 #   scripts/reproduce.sh results         # paper suite + evidence report  -> docs/results/
 #   scripts/reproduce.sh acceptance      # issue-4 screen check + demo    -> docs/results/
 #   scripts/reproduce.sh relevance       # relevance thresholds (OWASP store, on/off-topic) -> docs/results/
+#   scripts/reproduce.sh fusion          # learned signal fusion, dev run -> held-out run -> docs/results/
 #   scripts/reproduce.sh bench           # speed benchmarks               -> runs/bench/*.json
 #
 # Data: ../shared/data (or RAGTRUST_DATA_DIR). Everything runs offline on CPU.
@@ -66,6 +67,14 @@ PY
     ragtrust eval relevance --combine docs/results/relevance_owasp.json --combine docs/results/relevance_kb.json \
       --out docs/results/relevance.json
     ;;
+  fusion)
+    # learned fusion of the Stage-1 signals: train on a development-families run, evaluate on
+    # the held-out run of `results` (runs/paper); an evaluation, not wired into the pipeline
+    ragtrust eval run --suite paper --families development --seed 7 --out runs/paper-dev --data-dir "$DATA" --no-attack-success
+    ragtrust eval fusion --train runs/paper-dev --eval runs/paper --out docs/results/fusion_report.json --model-out runs/fusion.json
+    ragtrust eval fusion --train runs/paper-dev --eval runs/paper --out docs/results/fusion_report_skipflags.json \
+      --model-out runs/fusion_skipflags.json --with-skipped-flags
+    ;;
   bench)
     python bench/bench_pipeline.py --n 40 --out runs/bench/pipeline.json
     python bench/bench_injection.py --data "$DATA/owasp-cheatsheets" --limit 120 > runs/bench/injection.json
@@ -78,7 +87,7 @@ PY
     python bench/load.py --build-kb runs/bench/kb-store --clients 20 --duration 60 --timeout 120 --json runs/bench/load.json
     ;;
   *)
-    echo "usage: $0 model RUN_DIR | injection RUN_DIR | results | acceptance | relevance | bench" >&2
+    echo "usage: $0 model RUN_DIR | injection RUN_DIR | results | acceptance | relevance | fusion | bench" >&2
     exit 2
     ;;
 esac
