@@ -36,6 +36,7 @@ from ragtrust.errors import (
     MissingDependencyError,
     ModelError,
     RagTrustError,
+    StoreDamagedError,
 )
 
 __version__ = "0.1.0"
@@ -85,6 +86,7 @@ __all__ = [
     "SignalResult",
     "Span",
     "Store",
+    "StoreDamagedError",
     "TransformersNLI",
     "TrustGate",
     "Verdict",

@@ -5,6 +5,7 @@
     RagTrustError
     ├── ConfigError (ValueError)        the user's mistake: bad name, value, file
     ├── InputError (ValueError)         bad document / query / request payload
+    │   └── StoreDamagedError           a store file (ledger, manifest, segment) is missing or unreadable
     ├── MissingDependencyError          names the install command
     ├── BackendError                    retriever / LLM / HTTP failure, raised ``from`` the cause
     └── ModelError                      model load or inference failure
@@ -26,6 +27,20 @@ class ConfigError(RagTrustError, ValueError):
 
 class InputError(RagTrustError, ValueError):
     """A document, query, file or request payload is malformed."""
+
+
+class StoreDamagedError(InputError):
+    """A file of a store (ledger, manifest, segment) is missing or unreadable.
+
+    The store refuses to answer until the damage is repaired: the message names the file
+    and what is wrong with it (``store damaged: ledger.sqlite: missing; ...``).
+    """
+
+    def __init__(self, file: str, detail: str, hint: str = "") -> None:
+        """Build the one-line message from the damaged file (relative to the store), what is wrong and the fix."""
+        super().__init__(f"store damaged: {file}: {detail}" + (f"; {hint}" if hint else ""))
+        self.file = file
+        self.detail = detail
 
 
 class MissingDependencyError(RagTrustError, ImportError):
@@ -53,4 +68,5 @@ __all__ = [
     "MissingDependencyError",
     "ModelError",
     "RagTrustError",
+    "StoreDamagedError",
 ]

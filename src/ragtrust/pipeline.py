@@ -280,6 +280,10 @@ class TrustGate:
             warm = getattr(component, "warm_up", None)
             if callable(warm):
                 warm()
+        if self.store is not None and hasattr(self.store, "generation"):
+            # read the live generation now: a damaged store (StoreDamagedError) fails the
+            # warm-up, so a server reports it as not ready instead of failing every ask
+            _ = self.store.generation
         self._warm = True
 
     # ------------------------------------------------------------------ stages

@@ -4,7 +4,10 @@ import json
 import random
 from pathlib import Path
 
-from ragtrust.ingest.loaders import html_to_text, is_licence_file, load_paths, markdown_metadata
+import pytest
+
+from ragtrust.errors import InputError
+from ragtrust.ingest.loaders import decode_bytes, html_to_text, is_licence_file, load_paths, markdown_metadata
 
 
 def _write(path: Path, data: str | bytes) -> Path:
@@ -156,3 +159,38 @@ def test_markdown_headings_ignore_code_fences_and_html_headings() -> None:
     text, hmeta = html_to_text("<h2>Alpha</h2><p>one</p><h3>Beta</h3><p>two</p>")
     assert [(h[0], h[1]) for h in hmeta["headings"]] == [(2, "Alpha"), (3, "Beta")]
     assert all(text[h[2] : h[2] + len(h[1])] == h[1] for h in hmeta["headings"])
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        ("être", "latin-1"),
+        ("Il faut être prudent.", "latin-1"),
+        ("Il ne faut jamais stocker les mots de passe en clair. Pour être sûr, utilisez Argon2id.\n", "latin-1"),
+        ("Schlüssel müssen regelmäßig gewechselt werden.", "latin-1"),
+        ("Use TLS everywhere — “always”, not “mostly”.", "cp1252"),
+    ],
+)
+def test_western_text_that_is_not_utf8_is_read_as_cp1252(tmp_path: Path, text: str, encoding: str) -> None:
+    # charset-normalizer's best guess alone: Big5, UTF-16, cp1006 or cp775 here; cp1250 ("ętre") in the issue
+    assert decode_bytes(text.encode(encoding)) == (text, "cp1252")
+    _write(tmp_path / "fr.txt", text.encode(encoding))
+    (doc,) = load_paths([tmp_path / "fr.txt"]).documents
+    assert doc.text == text and doc.metadata["encoding"] == "cp1252"
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        ("Zażółć gęślą jaźń. Hasła należy przechowywać bezpiecznie, używając funkcji skrótu.", "cp1250"),
+        ("Пароли следует хранить с использованием медленной хеш-функции, например bcrypt.", "cp1251"),
+    ],
+)
+def test_a_coherent_detection_of_another_code_page_is_used(text: str, encoding: str) -> None:
+    assert decode_bytes(text.encode(encoding)) == (text, encoding)
+
+
+def test_a_low_confidence_guess_is_reported_not_used() -> None:
+    data = "パスワードは安全に保存してください。".encode("shift_jis")
+    with pytest.raises(InputError, match=r"no reliable encoding detected \(best guess cp932, language coherence"):
+        decode_bytes(data)

@@ -88,3 +88,33 @@ def test_serve_reads_config_file(cli: typer.Typer, calls: list[dict[str, Any]], 
 def test_api_keys_from_env() -> None:
     assert serve_cli.api_keys_from_env({"RAGTRUST_API_KEYS": " a ,b,, "}) == ["a", "b"]
     assert serve_cli.api_keys_from_env({}) == []
+
+
+def test_serve_on_a_port_in_use_exits_2_with_one_line(
+    cli: typer.Typer, calls: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--port", str(port)])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines == [f"error: port {port} on 127.0.0.1 is already in use: stop the other server or pass --port N"]
+    assert calls == []  # refused before the app (and its models) is built
+
+
+def test_a_uvicorn_startup_failure_exits_2_not_3(
+    cli: typer.Typer, calls: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    def fail_to_start(app: Any, **kwargs: Any) -> None:
+        raise SystemExit(3)  # what uvicorn.run does when the bind fails after the probe
+
+    monkeypatch.setattr(uvicorn, "run", fail_to_start)
+    result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--port", "0"])
+    assert result.exit_code == 2, result.output
+    assert "could not start on 127.0.0.1:0" in result.output

@@ -6,7 +6,9 @@ keys the server binds to loopback only, unless ``--allow-remote`` says otherwise
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 from pathlib import Path
 
 import typer
@@ -32,6 +34,25 @@ AllowRemoteOption = typer.Option(
     False, "--allow-remote", help="bind a non-loopback address without API keys (anyone can call it)"
 )
 LogLevelOption = typer.Option("info", "--log-level", help="uvicorn log level")
+
+
+def bind_problem(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be bound (``None`` when it can), probed the way uvicorn binds.
+
+    Example:
+        >>> bind_problem("127.0.0.1", 0) is None
+        True
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host.strip("[]"), port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return f"port {port} on {host} is already in use: stop the other server or pass --port N"
+        return f"cannot bind {host}:{port}: {exc.strerror or exc}"
+    return None
 
 
 def register(app: typer.Typer) -> None:
@@ -68,6 +89,9 @@ def register(app: typer.Typer) -> None:
             raise fail(message, EXIT_USAGE)
         if not store.is_dir():
             raise fail(f"store {store} does not exist; build it with `ragtrust ingest`", EXIT_USAGE)
+        problem = bind_problem(host, port)
+        if problem is not None:  # before the models load; uvicorn would exit 3, our "flagged"
+            raise fail(problem, EXIT_USAGE)
         settings = settings_from(config)
         api = create_app(
             settings,
@@ -79,7 +103,12 @@ def register(app: typer.Typer) -> None:
         )
         auth = f"{len(keys)} API key(s)" if keys else "no API keys"
         err_console.print(f"ragtrust serving {store} on http://{host}:{port}/ ({auth})", highlight=False)
-        uvicorn.run(api, host=host, port=port, log_level=log_level)
+        try:
+            uvicorn.run(api, host=host, port=port, log_level=log_level)
+        except SystemExit as exc:
+            if exc.code == 3:  # uvicorn's startup failure (the port was taken after the probe)
+                raise fail(f"the server could not start on {host}:{port} (see the log above)", EXIT_USAGE) from None
+            raise
 
 
-__all__ = ["api_keys_from_env", "register"]
+__all__ = ["api_keys_from_env", "bind_problem", "register"]

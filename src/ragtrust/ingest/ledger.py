@@ -201,21 +201,30 @@ class Ledger:
         """
         return self.record_many([doc], source, tier)[0]
 
-    def record_many(self, docs: Sequence[Document], source: str = "", tier: str | None = None) -> list[LedgerEvent]:
+    def record_many(
+        self,
+        docs: Sequence[Document],
+        source: str = "",
+        tier: str | None = None,
+        *,
+        reason: str = "set at ingestion",
+    ) -> list[LedgerEvent]:
         """:meth:`record` for many documents in one transaction.
 
         ``source`` applies to all; when empty each document's ``source`` (or ``url``, or
-        id) is used.
+        id) is used. ``reason`` is recorded with the tier (when ``tier`` is given).
         """
         if tier is not None:
             _check_tier(tier)
         events: list[LedgerEvent] = []
         with self._write() as db:
             for doc in docs:
-                events.append(self._record_one(db, doc, source or doc.source or doc.url or doc.id, tier))
+                events.append(self._record_one(db, doc, source or doc.source or doc.url or doc.id, tier, reason))
         return events
 
-    def _record_one(self, db: sqlite3.Connection, doc: Document, source: str, tier: str | None) -> LedgerEvent:
+    def _record_one(
+        self, db: sqlite3.Connection, doc: Document, source: str, tier: str | None, reason: str
+    ) -> LedgerEvent:
         now = self.clock()
         row = db.execute(
             "SELECT content_hash, version, deleted_at FROM documents WHERE doc_id = ?", (doc.id,)
@@ -246,7 +255,7 @@ class Ledger:
                 (doc.id, now, event, doc.content_hash[:12]),
             )
         if tier is not None:
-            self._set_tier(db, doc.id, tier, "set at ingestion", now)
+            self._set_tier(db, doc.id, tier, reason, now)
         return event
 
     @staticmethod

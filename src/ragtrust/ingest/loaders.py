@@ -31,10 +31,15 @@ Licence files found under a folder (``LICENSE``, ``LICENCE.md``, ``LICENSE-MIT``
 reason: they are legal boilerplate, not knowledge, and would otherwise be retrieved as
 evidence. A licence file named directly is read like any other file.
 
-Encodings: UTF-8 (with or without BOM) and UTF-16/32 with a BOM are read directly; other
-files go through charset-normalizer's detection (the detected encoding is recorded as
-``metadata["encoding"]``). Empty files, binary files (NUL bytes) and files whose encoding
-cannot be detected are skipped with a reason; one bad file never stops a batch.
+Encodings: UTF-8 (with or without BOM) and UTF-16/32 with a BOM are read directly. Other
+files are read as Windows-1252 (Western European; a superset of Latin-1's printable
+characters) when charset-normalizer finds that decoding clean, else as charset-normalizer's
+best guess when that is coherent (a recognised language); the encoding is recorded as
+``metadata["encoding"]``. A low-confidence guess is never used: the file is skipped with
+the guess in the reason. (Central-European cp1250 text whose bytes also read cleanly as
+cp1252 is read as cp1252: save such files as UTF-8.) Empty files, binary files (NUL bytes)
+and files whose encoding cannot be detected are skipped with a reason; one bad file never
+stops a batch.
 
 Example:
     >>> report = load_paths([])
@@ -68,6 +73,10 @@ LICENCE_FILE_NAMES = frozenset(
 LICENCE_FILE_PREFIXES = ("license-", "licence-")
 _LICENCE_TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".html", ".htm")
 _BINARY_SNIFF_BYTES = 8192
+#: the least charset-normalizer language coherence (0..1) for a detected encoding other than
+#: cp1252 to be used: real text in a recognised language scored >= 0.3 on the samples of
+#: tests/ingest/test_loaders.py, short Western text decoded as Big5 or UTF-16 scored 0.0
+_MIN_COHERENCE = 0.2
 _ATX_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 _FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
 _HTML_DROP = ("script", "style", "noscript", "template", "svg", "head")
@@ -283,9 +292,21 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
         from charset_normalizer import from_bytes
     except ImportError:  # pragma: no cover - a declared dependency
         raise InputError(f"not valid UTF-8 ({utf8_error}); install charset-normalizer to detect encodings") from None
+    western = from_bytes(data, cp_isolation=["cp1252"]).best()
+    # cp1252 first whenever charset-normalizer finds its decoding clean: the language
+    # coherence it would rank by is noise on short text (a Baltic or Central-European code
+    # page wins by it, which is how "être" was read as "ętre", issue 19 item 7). Cyrillic,
+    # Greek or Polish bytes do not decode cleanly as cp1252 and go on to the detector.
+    if western is not None:
+        return str(western), "cp1252"
     best = from_bytes(data).best()
     if best is None:
         raise InputError(f"not valid UTF-8 ({utf8_error}) and no reliable encoding detected; re-encode it as UTF-8")
+    if best.coherence < _MIN_COHERENCE:
+        raise InputError(
+            f"not valid UTF-8 ({utf8_error}) and no reliable encoding detected (best guess {best.encoding}, "
+            f"language coherence {best.coherence:.2f} < {_MIN_COHERENCE}); re-encode it as UTF-8"
+        )
     return str(best), best.encoding
 
 

@@ -19,7 +19,14 @@ replaces ``CURRENT`` (``os.replace``, atomic on POSIX and Windows). An exception
 crash at any earlier point leaves ``CURRENT`` naming the previous, complete generation;
 the half-written files are ignored (and removed by the next write). Readers read
 ``CURRENT`` once and then only immutable files, so they never see a half-written index.
-The ledger is updated after the swap; re-ingesting heals it if a crash came in between.
+The ledger is opened (created, for a new store) before the swap and updated after it;
+re-ingesting heals it if a crash came in between.
+
+**Fails closed.** The ledger is what tells a vetted document from a quarantined one, so a
+store with a live generation whose ``ledger.sqlite`` is missing or not a SQLite database
+refuses to open (:class:`~ragtrust.errors.StoreDamagedError`) instead of starting a new,
+empty ledger. :func:`check_store` names the damage; :func:`repair_store` re-creates the
+ledger with every document of the store recorded *unvetted*.
 
 Example:
     >>> import tempfile
@@ -52,7 +59,7 @@ import numpy.typing as npt
 
 from ragtrust.config import Settings
 from ragtrust.documents import Document
-from ragtrust.errors import ConfigError, InputError
+from ragtrust.errors import ConfigError, InputError, StoreDamagedError
 from ragtrust.ingest.chunker import chunk_document
 from ragtrust.ingest.ledger import TIERS, Ledger
 from ragtrust.io import atomic_write_bytes, atomic_write_text
@@ -62,6 +69,10 @@ from ragtrust.retrieval.base import Retriever
 FORMAT = "ragtrust-store-1"
 CURRENT = "CURRENT"
 LEDGER_FILE = "ledger.sqlite"
+#: the first 16 bytes of every SQLite 3 database file
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: the tier reason recorded for every document by :func:`repair_store`
+REPAIR_REASON = "ledger re-created by `ragtrust store repair`: earlier tiers and vetting were lost"
 #: generations kept after a write (readers that opened an older one keep working)
 KEEP_GENERATIONS = 3
 #: compact when this share of stored rows is deleted
@@ -176,11 +187,98 @@ def open_ledger(path: str | Path) -> Ledger:
 
     Raises:
         InputError: when there is no store at ``path``.
+        StoreDamagedError: the store's ledger is missing or not a SQLite database.
     """
     root = Path(path)
     if not store_exists(root):
         raise InputError(_missing_message(root))
+    _check_ledger_file(root)
     return Ledger(root / LEDGER_FILE)
+
+
+def _ledger_damage(root: Path) -> str | None:
+    """What is wrong with the ledger file of the store at ``root`` (``None`` when it looks sound)."""
+    try:
+        with open(root / LEDGER_FILE, "rb") as handle:
+            magic = handle.read(len(_SQLITE_MAGIC))
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or type(exc).__name__})"
+    if magic != _SQLITE_MAGIC:
+        return "empty (0 bytes)" if not magic else "not a SQLite database (overwritten or truncated?)"
+    return None
+
+
+def _check_ledger_file(root: Path) -> None:
+    """Refuse a store that has a live generation but no readable ledger (fail closed).
+
+    Creating a fresh ledger there would forget every vetting and quarantine: a quarantined
+    document would be served as if nothing were known about it.
+    """
+    if not store_exists(root):
+        return  # a new store: its ledger is created with its first generation
+    damage = _ledger_damage(root)
+    if damage is not None:
+        raise StoreDamagedError(
+            LEDGER_FILE,
+            f"{damage}; without the provenance ledger vetted and quarantined documents cannot be told apart, "
+            "so the store refuses to answer",
+            f"run `ragtrust store repair --store {root}` to re-create it with every document unvetted",
+        )
+
+
+def _damaged(root: Path, file: Path, detail: str) -> StoreDamagedError:
+    name = file.relative_to(root).as_posix() if file.is_relative_to(root) else str(file)
+    return StoreDamagedError(name, detail, f"run `ragtrust store check --store {root}`")
+
+
+def _read_jsonl_documents(root: Path, file: Path) -> list[Document]:
+    try:
+        lines = file.read_text(encoding="utf-8").split("\n")
+    except FileNotFoundError:
+        raise _damaged(root, file, "missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _damaged(root, file, f"unreadable ({exc})") from exc
+    docs: list[Document] = []
+    for number, line in enumerate(lines, start=1):
+        if not line:
+            continue
+        try:
+            docs.append(Document.from_dict(json.loads(line)))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise _damaged(root, file, f"line {number}: {exc} (truncated or edited?)") from exc
+    return docs
+
+
+def _read_segment_files(root: Path, name: str) -> tuple[list[Document], npt.NDArray[np.float32], list[Document]]:
+    """Parse one segment folder; :class:`StoreDamagedError` names the file that does not parse."""
+    folder = root / "segments" / name
+    chunks = _read_jsonl_documents(root, folder / "chunks.jsonl")
+    parents = _read_jsonl_documents(root, folder / "parents.jsonl")
+    try:
+        vectors = np.load(folder / "vectors.npy")
+    except FileNotFoundError:
+        raise _damaged(root, folder / "vectors.npy", "missing") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise _damaged(root, folder / "vectors.npy", f"unreadable ({exc})") from exc
+    if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
+        detail = f"{vectors.shape[0] if vectors.ndim else 0} vectors for {len(chunks)} chunks in chunks.jsonl"
+        raise _damaged(root, folder / "vectors.npy", detail)
+    return chunks, vectors, parents
+
+
+def _read_manifest_file(root: Path, generation: str) -> dict[str, Any]:
+    file = root / "generations" / f"{generation}.json"
+    try:
+        manifest: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise _damaged(root, file, f"missing (named by {CURRENT})") from None
+    except (OSError, ValueError) as exc:
+        raise _damaged(root, file, f"unreadable ({exc})") from exc
+    if manifest.get("format") != FORMAT:
+        raise InputError(f"store {root}: unknown format {manifest.get('format')!r}, expected {FORMAT}")
+    return manifest
 
 
 def _missing_message(root: Path) -> str:
@@ -227,6 +325,8 @@ class Store:
         Raises:
             InputError: no store at ``path`` and ``create`` is false; ``path`` is a file.
             ConfigError: the store was built with another embedder.
+            StoreDamagedError: the manifest or the provenance ledger is missing or
+                unreadable (the store refuses to answer until ``ragtrust store repair``).
         """
         root = Path(path).expanduser()
         if root.exists() and not root.is_dir():
@@ -237,6 +337,7 @@ class Store:
         if store_exists(root):
             manifest = store._read_manifest(store._current())
             store._check_embedder(manifest)
+            _check_ledger_file(root)
         else:
             root.mkdir(parents=True, exist_ok=True)
         return store
@@ -251,14 +352,7 @@ class Store:
     def _read_manifest(self, generation: str | None) -> dict[str, Any]:
         if generation is None:
             return _empty_manifest(self.embedder, self.settings)
-        file = self.root / "generations" / f"{generation}.json"
-        try:
-            manifest: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError) as exc:
-            raise InputError(f"store {self.root}: generation {generation} is unreadable ({exc})") from exc
-        if manifest.get("format") != FORMAT:
-            raise InputError(f"store {self.root}: unknown format {manifest.get('format')!r}, expected {FORMAT}")
-        return manifest
+        return _read_manifest_file(self.root, generation)
 
     def _check_embedder(self, manifest: dict[str, Any]) -> None:
         from ragtrust.retrieval.dense import check_embedder
@@ -273,8 +367,14 @@ class Store:
 
     @property
     def ledger(self) -> Ledger:
-        """The store's provenance ledger."""
+        """The store's provenance ledger.
+
+        Raises:
+            StoreDamagedError: the store has a live generation but its ledger file is
+                missing or not a SQLite database (it is never silently re-created).
+        """
         if self._ledger is None:
+            _check_ledger_file(self.root)
             self._ledger = Ledger(self.root / LEDGER_FILE)
         return self._ledger
 
@@ -324,18 +424,7 @@ class Store:
         return snap
 
     def _read_segment(self, name: str) -> tuple[list[Document], npt.NDArray[np.float32], list[Document]]:
-        folder = self.root / "segments" / name
-        try:
-            chunk_lines = (folder / "chunks.jsonl").read_text(encoding="utf-8").split("\n")
-            parent_lines = (folder / "parents.jsonl").read_text(encoding="utf-8").split("\n")
-            vectors = np.load(folder / "vectors.npy")
-        except (FileNotFoundError, ValueError) as exc:
-            raise InputError(
-                f"store {self.root}: segment {name} is damaged ({exc}); re-ingest into a new store"
-            ) from exc
-        chunks = [Document.from_dict(json.loads(line)) for line in chunk_lines if line]
-        parents = [Document.from_dict(json.loads(line)) for line in parent_lines if line]
-        return chunks, vectors, parents
+        return _read_segment_files(self.root, name)
 
     def __len__(self) -> int:
         return len(self._load().chunks)
@@ -440,6 +529,7 @@ class Store:
         with _writer_lock(self.root):
             self._snapshot = None
             snap = self._load()
+            _ = self.ledger  # checked (or created, for a new store) before anything is published
             manifest = snap.manifest
             known: dict[str, Any] = manifest["parents"]
             new = [d for d in docs if d.id not in known]
@@ -499,6 +589,7 @@ class Store:
         with _writer_lock(self.root):
             self._snapshot = None
             snap = self._load()
+            _ = self.ledger  # a damaged ledger refuses the delete before anything is published
             known = snap.manifest["parents"]
             unknown = [i for i in wanted if i not in known]
             if unknown:
@@ -626,4 +717,214 @@ class Store:
             tmp.unlink(missing_ok=True)
 
 
-__all__ = ["IngestReport", "Store", "open_ledger", "store_exists"]
+# -- check and repair ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoreCheck:
+    """What :func:`check_store` found.
+
+    Attributes:
+        generation: the live generation ("" when ``CURRENT`` is unreadable).
+        documents / chunks: live parent documents and chunks of that generation.
+        problems: one line per damaged file (``<file>: <what is wrong>``); empty when sound.
+    """
+
+    root: str
+    generation: str
+    documents: int
+    chunks: int
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is damaged."""
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form."""
+        return {
+            "store": self.root,
+            "ok": self.ok,
+            "generation": self.generation,
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "problems": list(self.problems),
+        }
+
+
+@dataclass(frozen=True)
+class StoreRepair:
+    """What :func:`repair_store` did.
+
+    Attributes:
+        recreated: the ledger was missing or unreadable and was re-created.
+        moved_aside: files of the unreadable ledger, renamed (kept for forensics).
+        recorded: ids now recorded *unvetted* (every document when ``recreated``, else the
+            documents the ledger did not list).
+        documents: live parent documents of the store.
+    """
+
+    root: str
+    recreated: bool
+    moved_aside: tuple[str, ...]
+    recorded: tuple[str, ...]
+    documents: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form."""
+        return {
+            "store": self.root,
+            "recreated": self.recreated,
+            "moved_aside": list(self.moved_aside),
+            "recorded_unvetted": list(self.recorded),
+            "documents": self.documents,
+        }
+
+
+def _live_generation(root: Path) -> tuple[str, dict[str, Any], list[Document], dict[str, Document]]:
+    """Read the live generation without an embedder: (name, manifest, live chunks, live parents)."""
+    try:
+        generation = (root / CURRENT).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _damaged(root, root / CURRENT, f"unreadable ({exc})") from exc
+    if not generation:
+        raise _damaged(root, root / CURRENT, "empty")
+    manifest = _read_manifest_file(root, generation)
+    deleted = set(manifest["deleted"])
+    chunks: list[Document] = []
+    parents: dict[str, Document] = {}
+    for name in manifest["segments"]:
+        seg_chunks, _, seg_parents = _read_segment_files(root, name)
+        chunks.extend(c for c in seg_chunks if f"{name}/{c.id}" not in deleted)
+        for p in seg_parents:
+            if manifest["parents"].get(p.id, {}).get("hash") == p.content_hash:
+                parents[p.id] = p
+    return generation, manifest, chunks, parents
+
+
+def _ledger_ids(root: Path) -> set[str]:
+    """Ids of the live documents the ledger lists (opened read-only: a check writes nothing)."""
+    import sqlite3
+
+    uri = (root / LEDGER_FILE).resolve().as_uri() + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=30.0)
+        try:
+            rows = conn.execute("SELECT doc_id FROM documents WHERE deleted_at IS NULL").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StoreDamagedError(LEDGER_FILE, f"unreadable ({exc})") from exc
+    return {r[0] for r in rows}
+
+
+def check_store(path: str | Path) -> StoreCheck:
+    """Verify a store without loading a model: manifest, segments, ledger.
+
+    Checks that ``CURRENT`` names a readable manifest, that every segment's
+    ``chunks.jsonl``, ``parents.jsonl`` and ``vectors.npy`` parse and agree, that every
+    document of the manifest has its text stored, and that the provenance ledger opens
+    and lists every live document.
+
+    Raises:
+        InputError: there is no store at ``path``.
+
+    Example:
+        >>> import tempfile
+        >>> from ragtrust.testing import HashingEmbedder
+        >>> root = tempfile.mkdtemp()
+        >>> _ = Store.open(root, HashingEmbedder(), create=True).add([Document(id="kb", text="Use TLS.")])
+        >>> check_store(root).ok
+        True
+    """
+    root = Path(path).expanduser()
+    if not store_exists(root):
+        raise InputError(_missing_message(root))
+    problems: list[str] = []
+    generation, documents, chunk_count = "", 0, 0
+    try:
+        generation, manifest, chunks, parents = _live_generation(root)
+    except StoreDamagedError as exc:
+        problems.append(f"{exc.file}: {exc.detail}")
+        manifest, chunks, parents = {"parents": {}}, [], {}
+    else:
+        documents, chunk_count = len(manifest["parents"]), len(chunks)
+        unstored = sorted(set(manifest["parents"]) - set(parents))
+        if unstored:
+            problems.append(
+                f"generations/{generation}.json: {len(unstored)} document(s) without stored text: " + _some(unstored)
+            )
+    damage = _ledger_damage(root)
+    if damage is not None:
+        problems.append(f"{LEDGER_FILE}: {damage}")
+    else:
+        try:
+            listed = _ledger_ids(root)
+        except StoreDamagedError as exc:
+            problems.append(f"{exc.file}: {exc.detail}")
+        else:
+            unlisted = sorted(set(manifest["parents"]) - listed)
+            if unlisted:
+                problems.append(f"{LEDGER_FILE}: does not list {len(unlisted)} document(s): " + _some(unlisted))
+    return StoreCheck(str(root), generation, documents, chunk_count, tuple(problems))
+
+
+def _some(ids: Sequence[str], n: int = 5) -> str:
+    return ", ".join(ids[:n]) + (f" (and {len(ids) - n} more)" if len(ids) > n else "")
+
+
+def repair_store(path: str | Path) -> StoreRepair:
+    """Re-create a missing or unreadable ledger, every document recorded *unvetted*.
+
+    Vetting and quarantine cannot be recovered: every document of the live generation is
+    recorded with tier ``unvetted`` and the reason :data:`REPAIR_REASON`; vet or quarantine
+    them again. An unreadable ledger file (and its ``-wal`` / ``-shm``) is renamed, not
+    deleted. A sound ledger is kept; documents it does not list are recorded unvetted.
+
+    Raises:
+        InputError: there is no store at ``path``.
+        StoreDamagedError: a manifest or segment is damaged (only the ledger is repaired).
+    """
+    root = Path(path).expanduser()
+    if not store_exists(root):
+        raise InputError(_missing_message(root))
+    with _writer_lock(root):
+        _, manifest, _, parents = _live_generation(root)
+        damage = _ledger_damage(root)
+        if damage is None:
+            try:
+                listed = _ledger_ids(root)
+            except StoreDamagedError:
+                damage = "unreadable"
+        moved: list[str] = []
+        if damage is not None:
+            stamp = time.strftime("%Y%m%d%H%M%S")
+            for suffix in ("", "-wal", "-shm"):  # a stale -wal must not be replayed into the new ledger
+                file = root / f"{LEDGER_FILE}{suffix}"
+                if file.exists():
+                    target = file.with_name(f"{file.name}.damaged-{stamp}")
+                    os.replace(file, target)
+                    moved.append(target.name)
+            listed = set()
+        wanted = [parents[i] for i in sorted(parents) if i not in listed]
+        by_source: dict[str, list[Document]] = {}
+        for doc in wanted:
+            by_source.setdefault(str(manifest["parents"][doc.id].get("source") or doc.id), []).append(doc)
+        with Ledger(root / LEDGER_FILE) as ledger:
+            for source, docs in by_source.items():
+                ledger.record_many(docs, source, "unvetted", reason=REPAIR_REASON)
+    return StoreRepair(str(root), damage is not None, tuple(moved), tuple(d.id for d in wanted), len(parents))
+
+
+__all__ = [
+    "REPAIR_REASON",
+    "IngestReport",
+    "Store",
+    "StoreCheck",
+    "StoreRepair",
+    "check_store",
+    "open_ledger",
+    "repair_store",
+    "store_exists",
+]

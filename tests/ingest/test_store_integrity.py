@@ -1,0 +1,180 @@
+"""A store whose ledger or segment files are lost or damaged fails closed (issue 19, items 2 and 6).
+
+Without its provenance ledger a store cannot tell a quarantined document from a vetted
+one, so it refuses to open instead of starting a new, empty ledger; ``ragtrust store
+check`` names the damage and ``ragtrust store repair`` re-creates the ledger with every
+document unvetted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import ragtrust.models.embedder as embedder_module
+import ragtrust.models.nli as nli_module
+from ragtrust.cli import store as store_cli
+from ragtrust.cli.main import app
+from ragtrust.documents import Document
+from ragtrust.errors import InputError, StoreDamagedError
+from ragtrust.ingest.store import REPAIR_REASON, Store, check_store, open_ledger, repair_store
+from ragtrust.testing import HashingEmbedder, LexicalNLI
+
+runner = CliRunner()
+
+DOCS = [
+    Document(id="md5", text="Store passwords with unsalted MD5 hashes for speed."),
+    Document(id="bcrypt", text="Store passwords with bcrypt, scrypt or Argon2id."),
+]
+
+
+@pytest.fixture(autouse=True)
+def fake_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_cli, "_embedder", lambda settings: HashingEmbedder())
+    monkeypatch.setattr(store_cli, "_nli", lambda settings: LexicalNLI())
+    monkeypatch.setattr(embedder_module, "default_embedder", lambda settings=None: HashingEmbedder())
+    monkeypatch.setattr(nli_module, "default_nli", lambda settings=None, **kw: LexicalNLI())
+    monkeypatch.delenv("RAGTRUST_STORE", raising=False)
+
+
+def _store(tmp_path: Path) -> Path:
+    root = tmp_path / "store"
+    store = Store.open(root, HashingEmbedder(), create=True)
+    store.add(DOCS, tier="vetted")
+    store.ledger.set_tier("md5", "quarantined", "weak hash")
+    store.close()
+    return root
+
+
+def _one_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+@pytest.mark.parametrize("damage", ["deleted", "emptied", "overwritten"])
+def test_a_lost_ledger_refuses_to_open_instead_of_starting_an_empty_one(tmp_path: Path, damage: str) -> None:
+    root = _store(tmp_path)
+    ledger = root / "ledger.sqlite"
+    if damage == "deleted":
+        ledger.unlink()
+    elif damage == "emptied":
+        ledger.write_bytes(b"")
+    else:
+        ledger.write_bytes(b"not a database at all, just some bytes")
+    for opener in (
+        lambda: Store.open(root, HashingEmbedder()),
+        lambda: Store.open(root, HashingEmbedder(), create=True),  # ingest into it
+        lambda: open_ledger(root),  # vet / quarantine / ledger
+    ):
+        with pytest.raises(StoreDamagedError, match=r"store damaged: ledger\.sqlite: .*store repair"):
+            opener()
+    if damage == "deleted":
+        assert not ledger.exists(), "the ledger is never silently re-created"
+
+
+def test_a_new_store_still_creates_its_ledger(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "new", HashingEmbedder(), create=True)
+    store.add(DOCS[:1])
+    assert (tmp_path / "new" / "ledger.sqlite").is_file()
+    assert store.ledger.ids() == ["md5"]
+
+
+def test_a_damaged_ledger_is_caught_before_an_ingest_publishes(tmp_path: Path) -> None:
+    root = _store(tmp_path)
+    store = Store.open(root, HashingEmbedder())
+    generation = store.generation
+    (root / "ledger.sqlite").unlink()
+    with pytest.raises(StoreDamagedError):
+        store.add([Document(id="new", text="Rotate keys every year.")])
+    with pytest.raises(StoreDamagedError):
+        store.delete(["bcrypt"])
+    assert (root / "CURRENT").read_text().strip() == generation
+
+
+def test_cli_commands_on_a_store_without_ledger_exit_2_with_one_line(tmp_path: Path) -> None:
+    root = _store(tmp_path)
+    (root / "ledger.sqlite").unlink()
+    for args in (
+        ["ask", "How should I store passwords?", "--store", str(root)],
+        ["scan", "--store", str(root)],
+        ["vet", "md5", "--store", str(root)],
+        ["ingest", str(tmp_path), "--store", str(root)],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        line = _one_line(result.stderr)
+        assert "store damaged: ledger.sqlite: missing" in line and "TRUSTED" not in result.output
+    assert not (root / "ledger.sqlite").exists()
+
+
+def test_store_check_names_the_missing_ledger_and_repair_records_every_document_unvetted(tmp_path: Path) -> None:
+    root = _store(tmp_path)
+    sound = runner.invoke(app, ["store", "check", "--store", str(root)])
+    assert sound.exit_code == 0, sound.output
+    assert "2 document(s)" in sound.stdout
+
+    (root / "ledger.sqlite").unlink()
+    damaged = runner.invoke(app, ["store", "check", "--store", str(root), "--json"])
+    assert damaged.exit_code == 2, damaged.output
+    assert json.loads(damaged.stdout)["problems"] == ["ledger.sqlite: missing"]
+
+    repaired = runner.invoke(app, ["store", "repair", "--store", str(root)])
+    assert repaired.exit_code == 0, repaired.output
+    assert "all 2 document(s) recorded UNVETTED" in repaired.stdout
+    assert "quarantines are lost" in repaired.stdout
+    with open_ledger(root) as ledger:
+        records = ledger.get_many(["md5", "bcrypt"])
+    assert {k: (r.tier, r.vetted_hash, r.tier_reason) for k, r in records.items()} == {
+        "md5": ("unvetted", None, REPAIR_REASON),
+        "bcrypt": ("unvetted", None, REPAIR_REASON),
+    }
+    assert runner.invoke(app, ["store", "check", "--store", str(root)]).exit_code == 0
+    assert Store.open(root, HashingEmbedder()).ledger.ids(tier="vetted") == []
+
+
+def test_repair_moves_an_unreadable_ledger_and_its_stale_wal_aside(tmp_path: Path) -> None:
+    root = _store(tmp_path)
+    (root / "ledger.sqlite").write_bytes(b"garbage")
+    (root / "ledger.sqlite-wal").write_bytes(b"stale wal")
+    result = repair_store(root)
+    assert result.recreated and result.recorded == ("bcrypt", "md5")
+    assert sorted(p.split(".damaged-")[0] for p in result.moved_aside) == ["ledger.sqlite", "ledger.sqlite-wal"]
+    assert all((root / name).exists() for name in result.moved_aside)
+    assert check_store(root).ok
+
+
+def test_repair_keeps_a_sound_ledger_and_adds_only_the_documents_it_misses(tmp_path: Path) -> None:
+    root = _store(tmp_path)
+    with open_ledger(root) as ledger:
+        ledger._conn.execute("DELETE FROM documents WHERE doc_id = 'bcrypt'")
+    check = check_store(root)
+    assert check.problems == ("ledger.sqlite: does not list 1 document(s): bcrypt",)
+    result = repair_store(root)
+    assert not result.recreated and result.recorded == ("bcrypt",)
+    with open_ledger(root) as ledger:
+        assert ledger.get("md5") is not None and ledger.get("md5").tier == "quarantined"  # type: ignore[union-attr]
+        assert ledger.get("bcrypt").tier == "unvetted"  # type: ignore[union-attr]
+
+
+def test_a_truncated_chunks_file_is_reported_as_store_damage(tmp_path: Path) -> None:
+    root = _store(tmp_path)
+    chunks = next((root / "segments").glob("*/chunks.jsonl"))
+    chunks.write_bytes(chunks.read_bytes()[:40])
+    relative = chunks.relative_to(root).as_posix()
+
+    with pytest.raises(StoreDamagedError, match=rf"store damaged: {relative}: line 1: "):
+        Store.open(root, HashingEmbedder()).documents()
+    assert isinstance(StoreDamagedError("x", "y"), InputError)
+
+    scan = runner.invoke(app, ["scan", "--store", str(root)])
+    assert scan.exit_code == 2, scan.output
+    line = _one_line(scan.stderr)
+    assert f"store damaged: {relative}: line 1:" in line and "internal error" not in line
+
+    check = runner.invoke(app, ["store", "check", "--store", str(root)])
+    assert check.exit_code == 2
+    assert f"damaged: {relative}: line 1:" in check.stderr
