@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import typer
 
@@ -36,10 +37,10 @@ def ask(
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON."),
     spans: bool = typer.Option(False, "--spans", help="Show the quoted source span of every sentence."),
     top_k: int | None = typer.Option(None, "--top-k", "-k", min=1, help="Documents to retrieve (default 5)."),
-    policy: str | None = typer.Option(
+    policy: Literal["drop-suspicious", "flag", "block"] | None = typer.Option(
         None,
         "--policy",
-        help="Pre-generation gate: drop-suspicious (default) | flag | block; quarantined documents never pass.",
+        help="Pre-generation gate (default drop-suspicious); quarantined documents never pass.",
     ),
     calibration: Path | None = typer.Option(None, "--calibration", help="Calibration JSON (from eval calibrate)."),
     config: Path | None = ConfigOption,

@@ -6,6 +6,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Literal
 
 import typer
 from rich.table import Table
@@ -27,12 +28,14 @@ def attack(
     out: Path = typer.Option(..., "--out", "-o", help="Folder for clean.jsonl, poisoned.jsonl, ground_truth.jsonl."),
     dataset: str | None = typer.Option(None, "--dataset", help="truthfulqa | fever | secure_coding."),
     docs: Path | None = typer.Option(None, "--docs", help="Attack your own documents (JSONL with id, text)."),
-    strategy: str = typer.Option(
-        "mixed", "--strategy", help="contradiction | instruction_injection | entity_swap | subtle_manipulation | mixed."
-    ),  # fmt: skip
+    strategy: Literal["contradiction", "instruction_injection", "entity_swap", "subtle_manipulation", "mixed"] = (
+        typer.Option("mixed", "--strategy", help="Attack strategy; mixed draws from the four.")
+    ),
     rate: float | None = typer.Option(None, "--rate", help="Fraction of documents to poison (default 0.30)."),
     seed: int | None = typer.Option(None, "--seed", help="Random seed (default 42)."),
-    families: str = typer.Option("held_out", "--families", help="held_out | development | all."),
+    families: Literal["held_out", "development", "all"] = typer.Option(
+        "held_out", "--families", help="Attack families to draw from."
+    ),
     no_spacy: bool = typer.Option(False, "--no-spacy", help="Rule-based entity swaps only (no spaCy NER)."),
     data_dir: Path | None = DataDirOption,
     as_json: bool = typer.Option(False, "--json", help="Print the attack summary as JSON."),
@@ -85,8 +88,10 @@ def run(
     n: int | None = typer.Option(None, "--n", min=1, help="Evaluation queries per dataset (default 50)."),
     n_calib: int | None = typer.Option(None, "--n-calib", min=0, help="Calibration queries (default n // 2)."),
     repeats: int = typer.Option(1, "--repeats", min=1, help="Attack repeats (seeds seed, seed+1, ...)."),
-    generator: str = typer.Option("extractive", "--generator", help="extractive | openai."),
-    families: str = typer.Option("held_out", "--families", help="Attack families: held_out | development | all."),
+    generator: Literal["extractive", "openai"] = typer.Option("extractive", "--generator", help="Answer writer."),
+    families: Literal["held_out", "development", "all"] = typer.Option(
+        "held_out", "--families", help="Attack families to draw from."
+    ),
     no_attack_success: bool = typer.Option(False, "--no-attack-success", help="Skip the end-to-end adoption check."),
     seed: int | None = typer.Option(None, "--seed", help="Seed (default 42)."),
     data_dir: Path | None = DataDirOption,

@@ -10,13 +10,12 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import typer
 from rich.table import Table
 
 from ragtrust.cli.common import console, err_console, handle_errors, print_json
-from ragtrust.errors import ConfigError
 
 
 @handle_errors
@@ -28,8 +27,8 @@ def fusion(
     with_skipped_flags: bool = typer.Option(
         False, "--with-skipped-flags", help="Ablation: add a '<signal>:skipped' indicator per signal (a format leak)."
     ),
-    method: str = typer.Option(
-        "auto", "--method", help="Calibrator: auto (sigmoid below 1000 docs) | sigmoid | isotonic."
+    method: Literal["auto", "sigmoid", "isotonic"] = typer.Option(
+        "auto", "--method", help="Calibrator (auto: sigmoid below 1000 docs, else isotonic)."
     ),
     fpr: float = typer.Option(0.02, "--fpr", min=0.0, max=0.5, help="False-positive budget on clean documents."),
     seed: int = typer.Option(0, "--seed", help="Seed of the calibration folds."),
@@ -41,14 +40,12 @@ def fusion(
     """Learned, calibrated fusion vs the noisy-OR P_i vs each signal: AUC, recall at <= 2% FPR, ECE."""
     from ragtrust.eval.fusion import fusion_report, write_fusion_report
 
-    if method not in ("auto", "sigmoid", "isotonic"):
-        raise ConfigError(f"--method must be auto, sigmoid or isotonic, got {method!r}")
     command = "ragtrust " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report, model = fusion_report(
         train,
         heldout,
         skipped_flags=with_skipped_flags,
-        method=method,  # type: ignore[arg-type]
+        method=method,
         fpr=fpr,
         seed=seed,
         exclude_shared=not keep_shared,

@@ -10,12 +10,14 @@ import importlib
 
 import typer
 
+from ragtrust.cli.group import RagtrustGroup
+
 COMMAND_MODULES = (
     "ragtrust.cli.core",  # ask, screen, verify, demo
     "ragtrust.cli.nli",  # nli (predict, eval, train, export, calibrate)
     "ragtrust.cli.injection",  # injection (predict, train, export, calibrate, eval)
     "ragtrust.cli.evidence",  # align
-    "ragtrust.cli.store",  # ingest, scan, vet, quarantine, delete, ledger
+    "ragtrust.cli.store",  # ingest, scan, vet, quarantine, delete, ledger, store check / repair
     "ragtrust.cli.evaluation",  # attack, eval run / report / calibrate
     "ragtrust.cli.evidence_report",  # eval evidence (OWASP evidence report)
     "ragtrust.cli.relevance",  # eval relevance (fit the relevance thresholds)
@@ -25,6 +27,7 @@ COMMAND_MODULES = (
 
 app = typer.Typer(
     name="ragtrust",
+    cls=RagtrustGroup,  # plain metavars in --help, one-line usage errors
     help="A trust layer for RAG: screen retrieved documents, ground answers, verify, measure.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

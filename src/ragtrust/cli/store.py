@@ -1,7 +1,8 @@
-"""Store commands: ingest, scan, vet, quarantine, delete, ledger.
+"""Store commands: ingest, scan, vet, quarantine, delete, ledger, store check / repair.
 
 Exit codes (see :mod:`ragtrust.cli.common`): 0 success; 2 bad input (nothing could be
-ingested, unknown ids, missing store); 3 ``scan`` found suspicious documents.
+ingested, unknown ids, missing store) or a damaged store (``store check`` found damage,
+or any command met a missing ledger); 3 ``scan`` found suspicious documents.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -107,7 +108,7 @@ def _print_skipped(skipped: list[tuple[str, str]]) -> None:
 def ingest(
     paths: list[Path] = _INGEST_PATHS,
     store: Path | None = StoreOption,
-    tier: str | None = typer.Option(None, "--tier", help="trust tier to record: vetted or unvetted"),
+    tier: Literal["vetted", "unvetted"] | None = typer.Option(None, "--tier", help="trust tier to record"),
     include: list[str] = _INCLUDE,
     exclude: list[str] = _EXCLUDE,
     json_out: bool = typer.Option(False, "--json", help="print the ingest report as JSON"),
@@ -155,7 +156,7 @@ def scan(
     quarantine_above: float | None = typer.Option(
         None, "--quarantine-above", min=0.0, max=1.0, help="quarantine store documents with P above this"
     ),
-    engine: str = typer.Option("local", "--engine", help="local or ray"),
+    engine: Literal["local", "ray"] = typer.Option("local", "--engine", help="where to run the scan"),
     witnesses: int = typer.Option(3, "--witnesses", min=0, help="corpus neighbours per document (0: off)"),
     limit: int = typer.Option(20, "--limit", min=1, help="rows in the summary table"),
     json_out: bool = typer.Option(False, "--json", help="print the scan report as JSON"),
@@ -319,14 +320,87 @@ def ledger_command(
     console.print(log)
 
 
+@handle_errors
+def store_check(
+    store: Path | None = StoreOption,
+    json_out: bool = typer.Option(False, "--json", help="print the findings as JSON"),
+) -> None:
+    """Verify a store: manifest, segment files and ledger; exit 2 naming the damage."""
+    from ragtrust.ingest.store import check_store
+
+    root = _store_path(store)
+    result = check_store(root)
+    if json_out:
+        print_json(result.to_dict())
+    elif result.ok:
+        console.print(
+            f"store {root} is sound: generation {result.generation}, {result.documents} document(s), "
+            f"{result.chunks} chunk(s), all listed in the ledger",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        for problem in result.problems:
+            err_console.print(f"[bold red]damaged:[/] {problem}", highlight=False, soft_wrap=True)
+        fixes = []
+        if any(p.startswith("ledger.sqlite") for p in result.problems):
+            fixes.append(f"`ragtrust store repair --store {root}` re-creates the ledger, every document unvetted")
+        if any(not p.startswith("ledger.sqlite") for p in result.problems):
+            fixes.append("damaged segments or manifests need a re-ingest into a new store")
+        err_console.print(f"store {root} is damaged: {'; '.join(fixes)}", highlight=False, soft_wrap=True)
+    if not result.ok:
+        raise typer.Exit(EXIT_USAGE)
+
+
+@handle_errors
+def store_repair(
+    store: Path | None = StoreOption,
+    json_out: bool = typer.Option(False, "--json", help="print what was done as JSON"),
+) -> None:
+    """Re-create a missing or unreadable ledger; every document is recorded UNVETTED."""
+    from ragtrust.ingest.store import repair_store
+
+    root = _store_path(store)
+    result = repair_store(root)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    if result.moved_aside:
+        console.print(f"kept the old ledger files as {', '.join(result.moved_aside)}", highlight=False, soft_wrap=True)
+    if result.recreated:
+        console.print(
+            f"re-created the ledger of {root}: all {result.documents} document(s) recorded UNVETTED; "
+            "earlier vetting and quarantines are lost: vet or quarantine them again "
+            "(`ragtrust vet` / `ragtrust quarantine`)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    elif result.recorded:
+        console.print(
+            f"the ledger was sound; recorded {len(result.recorded)} document(s) it did not list as UNVETTED",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        console.print(
+            f"the ledger of {root} is sound and lists every document: nothing to repair",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 def register(app: typer.Typer) -> None:
-    """Add ingest, scan, vet, quarantine, delete and ledger to ``app``."""
+    """Add ingest, scan, vet, quarantine, delete, ledger and ``store check`` / ``store repair`` to ``app``."""
     app.command("ingest")(ingest)
     app.command("scan")(scan)
     app.command("vet")(vet)
     app.command("quarantine")(quarantine)
     app.command("delete")(delete_command)
     app.command("ledger")(ledger_command)
+    store_app = typer.Typer(help="Check or repair a store's files and provenance ledger.", no_args_is_help=True)
+    store_app.command("check")(store_check)
+    store_app.command("repair")(store_repair)
+    app.add_typer(store_app, name="store")
 
 
 def _parent_key(db: Any, doc_id: str) -> str:

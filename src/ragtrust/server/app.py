@@ -38,6 +38,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -52,6 +53,7 @@ from ragtrust.errors import (
     MissingDependencyError,
     ModelError,
     RagTrustError,
+    StoreDamagedError,
 )
 from ragtrust.server import schemas as S
 from ragtrust.server.metrics import CONTENT_TYPE, ServerMetrics
@@ -125,6 +127,8 @@ def map_exception(exc: BaseException) -> ApiError:
     """Translate a ragtrust (or unexpected) exception into an :class:`ApiError`."""
     if isinstance(exc, ApiError):
         return exc
+    if isinstance(exc, StoreDamagedError):  # the operator's to fix (`ragtrust store check`), not the client's
+        return ApiError(503, "store_damaged", str(exc))
     if isinstance(exc, InputError):
         return ApiError(422, "invalid_input", str(exc))
     if isinstance(exc, ConfigError):
@@ -151,16 +155,24 @@ _STATUS_TYPES = {
     415: "unsupported_media_type",
 }
 
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    code: {"model": S.ErrorOut, "description": desc}
-    for code, desc in {
-        400: "malformed JSON or bad request",
-        401: "missing or wrong API key",
-        413: "request body too large",
-        422: "request failed validation",
-        503: "models not ready, overloaded, timed out, or no store",
-    }.items()
+_ERROR_DESCRIPTIONS = {
+    400: "malformed JSON, a bad Content-Length, or a configuration error",
+    401: "missing or wrong API key",
+    404: "no document with this id",
+    413: "request body too large",
+    422: "request failed validation",
+    502: "the answer writer or another backend failed",
+    503: "models not ready, overloaded, timed out, or no store",
 }
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for the error statuses a route can return (401 is added when keys are on)."""
+    return {code: {"model": S.ErrorOut, "description": _ERROR_DESCRIPTIONS[code]} for code in codes}
+
+
+#: errors of a route that reads a JSON body and calls the gate
+ERROR_RESPONSES = error_responses(400, 413, 422, 503)
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[str, str, int]:
@@ -263,6 +275,7 @@ class Runtime:
     ready: asyncio.Event = dataclasses.field(init=False)
     lock: ReadWriteLock = dataclasses.field(default_factory=ReadWriteLock, init=False)
     warm_error: str | None = dataclasses.field(default=None, init=False)
+    warm_error_type: str = dataclasses.field(default="model_error", init=False)
     _warm_task: asyncio.Task[None] | None = dataclasses.field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -283,6 +296,10 @@ class Runtime:
         started = time.perf_counter()
         try:
             await asyncio.get_running_loop().run_in_executor(self.pool, gate.warm_up)
+        except StoreDamagedError as exc:  # reported by /readyz and every endpoint, as 503 store_damaged
+            self.warm_error, self.warm_error_type = str(exc), "store_damaged"
+            logger.error("%s", exc)
+            return
         except Exception as exc:  # reported by /readyz and every endpoint
             self.warm_error = f"model warm-up failed: {exc}"
             logger.error("model warm-up failed", exc_info=exc)
@@ -312,7 +329,7 @@ class Runtime:
             raise ApiError(503, "not_configured", "the server was started without a trust gate")
         if warm and not self.ready.is_set():
             if self.warm_error:
-                raise ApiError(503, "model_error", self.warm_error)
+                raise ApiError(503, self.warm_error_type, self.warm_error)
             raise ApiError(503, "not_ready", "the models are still loading; retry shortly", {"Retry-After": "5"})
         return self.gate
 
@@ -554,7 +571,7 @@ def _add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per en
 
     @app.post(
         "/v1/ask",
-        responses=ERROR_RESPONSES,
+        responses=error_responses(400, 413, 422, 502, 503),
         response_model=S.VerdictOut,
         tags=["trust"],
         summary="Full pipeline on the store",
@@ -637,7 +654,7 @@ def _add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per en
 
     @app.get(
         "/v1/documents/{doc_id:path}",
-        responses=ERROR_RESPONSES,
+        responses=error_responses(404, 503),
         response_model=S.DocumentOut,
         tags=["store"],
         summary="One document",
@@ -667,13 +684,17 @@ def _add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per en
             provenance=_as_dict(record),
         )
 
-    @app.get("/healthz", responses=ERROR_RESPONSES, response_model=S.HealthOut, tags=["ops"], summary="Liveness")
+    @app.get("/healthz", response_model=S.HealthOut, tags=["ops"], summary="Liveness")
     async def healthz() -> S.HealthOut:
         """200 while the process serves requests."""
         return S.HealthOut(version=__version__)
 
     @app.get(
-        "/readyz", responses=ERROR_RESPONSES, response_model=S.ReadyOut, tags=["ops"], summary="Readiness (models warm)"
+        "/readyz",
+        responses=error_responses(503),
+        response_model=S.ReadyOut,
+        tags=["ops"],
+        summary="Readiness (models warm)",
     )
     async def readyz(request: Request) -> S.ReadyOut:
         """200 once the models are warm; 503 before (or when warm-up failed)."""
@@ -683,7 +704,6 @@ def _add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per en
 
     @app.get(
         "/metrics",
-        responses=ERROR_RESPONSES,
         response_class=PlainTextResponse,
         tags=["ops"],
         summary="Prometheus metrics",
@@ -705,22 +725,40 @@ def _add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per en
             },
         )
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        """The UI's icon, where browsers look for it (an SVG: every current browser reads it)."""
+        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
+
 
 def _openapi(app: FastAPI, secured: bool) -> Callable[[], dict[str, Any]]:
     def build() -> dict[str, Any]:
         if app.openapi_schema:
             return app.openapi_schema
         schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-        if secured:
-            components = schema.setdefault("components", {})
-            components["securitySchemes"] = {
-                "bearer": {"type": "http", "scheme": "bearer"},
-                "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
-            }
-            for path, operations in schema.get("paths", {}).items():
-                if path.startswith(PROTECTED_PREFIXES):
-                    for operation in operations.values():
-                        operation["security"] = [{"bearer": []}, {"apiKey": []}]
+        components = schema.setdefault("components", {})
+        # the schemes are always declared (how a client sends a key); they are required only when keys are on
+        components["securitySchemes"] = {
+            "bearer": {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer <key>"},
+            "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+        }
+        unauthorized = error_responses(401)[401]
+        for path, operations in schema.get("paths", {}).items():
+            for operation in operations.values():
+                responses = operation.get("responses", {})
+                # FastAPI adds its own 422 to routes with parameters; ours are declared where they can happen
+                if "HTTPValidationError" in json.dumps(responses.get("422", {})):
+                    del responses["422"]
+                if secured and path.startswith(PROTECTED_PREFIXES):
+                    operation["security"] = [{"bearer": []}, {"apiKey": []}]
+                    responses["401"] = {
+                        "description": unauthorized["description"],
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
+                    }
+        schemas = components.get("schemas", {})
+        if "HTTPValidationError" not in json.dumps(schema.get("paths", {})):
+            for unused in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(unused, None)
         app.openapi_schema = schema
         return schema
 
@@ -821,13 +859,15 @@ def create_app(
             await runtime.close()
             app.state.ragtrust = None
 
-    app = FastAPI(
+    # FastAPIOffline serves /docs and /redoc with their assets from the package: no CDN
+    app = FastAPIOffline(
         title="ragtrust",
         version=__version__,
         description=(
             "A trust layer for RAG: screen retrieved documents for poisoning, ground answers in "
             "verbatim evidence, verify with NLI and fuse the results into a Trust Index. Errors are "
-            '`{"error": {"type", "message"}}`.'
+            '`{"error": {"type", "message"}}`. When the server has API keys, `/v1/*` and `/metrics` need '
+            "`Authorization: Bearer <key>` or `X-API-Key: <key>`."
         ),
         lifespan=lifespan,
     )
