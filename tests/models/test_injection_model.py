@@ -386,3 +386,27 @@ def test_training_needs_both_classes(tiny_injection_dir: Path, tmp_path: Path) -
     only_positive = [e for e in _examples() if e.label == 1]
     with pytest.raises(InputError, match="both benign and injection"):
         train(_config(tmp_path / "run", tiny_injection_dir, tmp_path), log=lambda _: None, examples=only_positive)
+
+
+def test_run_temperature_reads_the_training_report(tmp_path: Path) -> None:
+    from ragtrust.models.export import run_temperature
+
+    final = tmp_path / "run" / "final"
+    final.mkdir(parents=True)
+    assert run_temperature(final) == 1.0  # no report: no scaling
+    (final.parent / "train_report.json").write_text('{"temperature": 1.25}', encoding="utf-8")
+    assert run_temperature(final) == 1.25
+    (final.parent / "train_report.json").write_text('{"steps": 3}', encoding="utf-8")
+    with pytest.raises(ModelError, match="pass --temperature"):
+        run_temperature(final)
+
+
+def test_a_manifest_without_its_files_is_a_model_error(tmp_path: Path) -> None:
+
+    manifest = tmp_path / "injection_manifest.json"
+    manifest.write_text('{"sha256": "x", "tokenizer_file": "t.json"}', encoding="utf-8")
+    with pytest.raises(ModelError, match="malformed injection manifest"):
+        OnnxInjection(manifest_path=str(manifest)).warm_up()
+    manifest.write_text("[1]", encoding="utf-8")
+    with pytest.raises(ModelError, match="not a JSON object"):
+        OnnxInjection(manifest_path=str(manifest)).warm_up()

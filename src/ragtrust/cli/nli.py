@@ -180,13 +180,10 @@ def export_cmd(
     no_quantize: bool = typer.Option(False, "--no-quantize", help="Keep fp32 instead of int8."),
 ) -> None:
     """Export to ONNX, quantise to int8, write the manifest OnnxNLI loads."""
-    import json
-
-    from ragtrust.models.export import package_model
+    from ragtrust.models.export import package_model, run_temperature
 
     if temperature is None:
-        report = hf_dir.parent / "train_report.json"
-        temperature = float(json.loads(report.read_text())["temperature"]) if report.exists() else 1.0
+        temperature = run_temperature(hf_dir)
     manifest = package_model(hf_dir, out, temperature=temperature, quantize=not no_quantize)
     console.print(f"wrote {manifest}")
 

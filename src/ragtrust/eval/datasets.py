@@ -23,7 +23,8 @@ Document forms:
 - **secure_coding**: the bundled 40 rules (:mod:`ragtrust.data.kb`), "question + answer".
 
 Data location: ``--data-dir`` / ``RAGTRUST_DATA_DIR``; otherwise ``../shared/data``
-relative to the working directory, then ``/work/shared/data``. The knowledge base ships
+relative to the working directory, then ``shared/data`` beside the source checkout (an
+editable install's repository folder). The knowledge base ships
 inside the package and needs no data directory.
 
 Sampling is deterministic (seed 42 by default): a seeded permutation of the items gives
@@ -115,7 +116,7 @@ class Benchmark:
 
 
 def resolve_data_dir(data_dir: str | Path | None = None, *, env: Mapping[str, str] | None = None) -> Path:
-    """The data directory: explicit value, ``RAGTRUST_DATA_DIR``, ``../shared/data``, ``/work/shared/data``.
+    """The data directory: explicit value, ``RAGTRUST_DATA_DIR``, ``../shared/data``, beside the checkout.
 
     The first existing candidate wins; when none exists the explicit (or first) candidate is
     returned so the loader's error names where it looked.
@@ -125,7 +126,9 @@ def resolve_data_dir(data_dir: str | Path | None = None, *, env: Mapping[str, st
         return Path(data_dir)
     if env.get("RAGTRUST_DATA_DIR"):
         return Path(env["RAGTRUST_DATA_DIR"])
-    candidates = [Path.cwd().parent / "shared" / "data", Path("/work/shared/data")]
+    # src/ragtrust/eval/datasets.py -> the folder holding the repository
+    checkout = Path(__file__).resolve().parents[4]
+    candidates = [Path.cwd().parent / "shared" / "data", checkout / "shared" / "data"]
     for candidate in candidates:
         if candidate.is_dir():
             return candidate

@@ -50,6 +50,45 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def read_model_manifest(path: Path, kind: str) -> dict[str, Any]:
+    """A packaged model's manifest JSON (``kind`` names the model in errors, e.g. ``"NLI"``).
+
+    Raises:
+        ModelError: the file is missing, unreadable or not a JSON object.
+    """
+    if not path.exists():
+        raise ModelError(f"the {kind} model manifest {path} is missing; reinstall ragtrust")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{path}: unreadable {kind} manifest ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ModelError(f"{path}: the {kind} manifest is not a JSON object")
+    return data
+
+
+def verified_model_files(
+    manifest_file: Path, manifest: dict[str, Any], kind: str, verify: bool
+) -> tuple[Path, str, Path]:
+    """``(ONNX file, its sha256, tokenizer file)`` named by a manifest, the ONNX file checked.
+
+    Raises:
+        ModelError: a key is missing, the ONNX file is absent, or (``verify``) its sha256
+            differs from the manifest's.
+    """
+    try:
+        model_file = manifest_file.parent / str(manifest["onnx_file"])
+        sha = str(manifest["sha256"])
+        tokenizer_file = manifest_file.parent / str(manifest["tokenizer_file"])
+    except KeyError as exc:
+        raise ModelError(f"{manifest_file}: malformed {kind} manifest (no {exc})") from exc
+    if not model_file.exists():
+        raise ModelError(f"{kind} model file {model_file} is missing; reinstall ragtrust")
+    if verify and sha256_file(model_file) != sha:
+        raise ModelError(f"{model_file}: sha256 does not match the manifest; the file is corrupt or was replaced")
+    return model_file, sha, tokenizer_file
+
+
 def load_tokenizer(path: Path = TOKENIZER_FILE, max_length: int = 256) -> Any:
     """A ``tokenizers.Tokenizer`` with truncation at ``max_length`` and no fixed padding."""
     from tokenizers import Tokenizer
@@ -312,4 +351,12 @@ def default_embedder(settings: Any = None) -> Any:
     return TransformersEmbedder(model=name)
 
 
-__all__ = ["OnnxEmbedder", "TransformersEmbedder", "default_embedder", "load_tokenizer", "sha256_file"]
+__all__ = [
+    "OnnxEmbedder",
+    "TransformersEmbedder",
+    "default_embedder",
+    "load_tokenizer",
+    "read_model_manifest",
+    "sha256_file",
+    "verified_model_files",
+]

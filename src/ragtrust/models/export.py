@@ -253,6 +253,21 @@ def write_manifest(
     return path
 
 
+def run_temperature(hf_dir: str | Path) -> float:
+    """The temperature a training run fitted (``train_report.json`` beside ``hf_dir``; 1.0 without one).
+
+    Raises:
+        ModelError: the report exists but cannot be read or has no numeric temperature.
+    """
+    report = Path(hf_dir).parent / "train_report.json"
+    if not report.exists():
+        return 1.0
+    try:
+        return float(json.loads(report.read_text(encoding="utf-8"))["temperature"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ModelError(f"{report}: no readable temperature ({exc!r}); pass --temperature") from exc
+
+
 def package_model(
     hf_dir: str | Path,
     out_dir: str | Path,
@@ -297,6 +312,7 @@ def package_model(
 
 __all__ = [
     "export_onnx",
+    "run_temperature",
     "optimize_bert",
     "package_embedder",
     "package_model",

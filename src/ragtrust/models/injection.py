@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,15 @@ import numpy.typing as npt
 
 from ragtrust.errors import MissingDependencyError, ModelError
 from ragtrust.models.base import ReloadsAfterPickle
-from ragtrust.models.embedder import ASSETS, SLOW_FUSIONS, _pad, _session, load_tokenizer, sha256_file
+from ragtrust.models.embedder import (
+    ASSETS,
+    SLOW_FUSIONS,
+    _pad,
+    _session,
+    load_tokenizer,
+    read_model_manifest,
+    verified_model_files,
+)
 
 MANIFEST_FILE = ASSETS / "injection_manifest.json"
 #: label-name fragments of the positive ("tries to instruct the reader") class
@@ -72,13 +79,7 @@ def injection_label_index(id2label: dict[int, str] | dict[str, str]) -> int:
 
 def read_manifest(path: Path = MANIFEST_FILE) -> dict[str, Any]:
     """An injection model's manifest (files, sha256, temperature, labels, calibration)."""
-    if not path.exists():
-        raise ModelError(f"the injection model manifest {path} is missing; reinstall ragtrust")
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"{path}: unreadable injection manifest ({exc})") from exc
-    return data
+    return read_model_manifest(path, "injection")
 
 
 def _softmax(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -118,17 +119,12 @@ class OnnxInjection(ReloadsAfterPickle):
             return
         manifest_file = Path(self.manifest_path) if self.manifest_path else MANIFEST_FILE
         manifest = read_manifest(manifest_file)
+        verify = self.verify_checksum
+        model_file, sha, tokenizer_file = verified_model_files(manifest_file, manifest, "injection", verify)
         try:
-            model_file = manifest_file.parent / manifest["onnx_file"]
-            sha = str(manifest["sha256"])
             positive = injection_label_index({int(k): v for k, v in manifest["id2label"].items()})
-            tokenizer_file = manifest_file.parent / manifest["tokenizer_file"]
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ModelError(f"{manifest_file}: malformed injection manifest ({exc!r})") from exc
-        if not model_file.exists():
-            raise ModelError(f"injection model file {model_file} is missing; reinstall ragtrust")
-        if self.verify_checksum and sha256_file(model_file) != sha:
-            raise ModelError(f"{model_file}: sha256 does not match the manifest; the file is corrupt or was replaced")
         self.model_id = manifest.get("model_id", self.model_id)
         self.fingerprint = f"{self.model_id}@{sha[:16]}"
         self.max_length = int(manifest.get("max_length", self.max_length))

@@ -27,7 +27,7 @@ from typing import Any
 
 from ragtrust.errors import InputError
 from ragtrust.models.injection_data import DataConfig, Example, build_training_set
-from ragtrust.models.nli_training import _epoch_stream, expected_calibration_error, fit_temperature
+from ragtrust.models.nli_training import _epoch_stream, _ResumableRun, expected_calibration_error, fit_temperature
 
 LABELS: tuple[str, str] = ("benign", "injection")
 
@@ -115,37 +115,8 @@ def train(  # noqa: C901 - one loop, as in nli_training
     planned = max(1, int(steps_per_epoch * cfg.epochs))
     if cfg.max_steps:
         planned = min(planned, cfg.max_steps)
-    no_decay = ("bias", "LayerNorm.weight")
-    optim = torch.optim.AdamW(
-        [
-            {
-                "params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
-                "weight_decay": cfg.weight_decay,
-            },
-            {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
-        ],
-        lr=cfg.lr,
-    )
-    ckpt_path = out / "checkpoint.pt"
-    state: dict[str, Any] = {"step": 0, "total_steps": planned, "elapsed_s": 0.0}
-    if ckpt_path.exists():
-        ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)
-        model.load_state_dict(ckpt["model"])
-        optim.load_state_dict(ckpt["optim"])
-        state = ckpt["state"]
-        log(f"resumed from step {state['step']} of {state['total_steps']}")
-
-    def lr_at(step: int) -> float:
-        total = int(state["total_steps"])
-        warm = max(1, int(total * cfg.warmup_frac))
-        if step < warm:
-            return cfg.lr * (step + 1) / warm
-        return float(cfg.lr * max(0.0, (total - step) / max(1, total - warm)))
-
-    def save_checkpoint() -> None:
-        tmp = ckpt_path.with_suffix(".tmp")
-        torch.save({"model": model.state_dict(), "optim": optim.state_dict(), "state": state}, tmp)
-        tmp.replace(ckpt_path)
+    run = _ResumableRun(model, cfg, planned, out / "checkpoint.pt", device, log)
+    state, optim = run.state, run.optim
 
     stream = _epoch_stream(lengths, cfg)
     for _ in range(state["step"]):  # replay the batch order to resume exactly
@@ -159,8 +130,7 @@ def train(  # noqa: C901 - one loop, as in nli_training
         batch = [train_set[i] for i in next(stream)]
         labels = torch.tensor([e.label for e in batch], device=device)
         loss = loss_fn(model(**encode(batch)).logits, labels)
-        for g in optim.param_groups:
-            g["lr"] = lr_at(state["step"])
+        run.set_lr()
         optim.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -179,16 +149,16 @@ def train(  # noqa: C901 - one loop, as in nli_training
         if state["step"] % cfg.log_every == 0:
             log(
                 f"step {state['step']}/{state['total_steps']} loss {running / max(1, seen):.4f} "
-                f"lr {lr_at(state['step']):.2e} elapsed {state['elapsed_s'] / 60:.1f} min"
+                f"lr {run.lr_at(state['step']):.2e} elapsed {state['elapsed_s'] / 60:.1f} min"
             )
             running, seen = 0.0, 0
         if now - last_ckpt > cfg.checkpoint_every_min * 60:
-            save_checkpoint()
+            run.save()
             last_ckpt = now
         if stop_after_steps is not None and state["step"] >= stop_after_steps:
-            save_checkpoint()
+            run.save()
             return {"interrupted_at": state["step"]}
-    save_checkpoint()
+    run.save()
 
     model.eval()
     logits_list = []

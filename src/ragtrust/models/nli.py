@@ -23,7 +23,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -37,7 +36,14 @@ import numpy.typing as npt
 
 from ragtrust.errors import InputError, MissingDependencyError, ModelError
 from ragtrust.models.base import NLI_LABELS, NLIModel, ReloadsAfterPickle
-from ragtrust.models.embedder import ASSETS, SLOW_FUSIONS, _session, load_tokenizer, sha256_file
+from ragtrust.models.embedder import (
+    ASSETS,
+    SLOW_FUSIONS,
+    _session,
+    load_tokenizer,
+    read_model_manifest,
+    verified_model_files,
+)
 from ragtrust.registry import register
 from ragtrust.text import split_sentences
 
@@ -78,10 +84,7 @@ def _softmax(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 
 def read_manifest(path: Path = MANIFEST_FILE) -> dict[str, Any]:
     """The shipped model's manifest (file names, sha256, temperature, window, metrics)."""
-    if not path.exists():
-        raise ModelError(f"the shipped NLI model manifest {path} is missing; reinstall ragtrust")
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
+    return read_model_manifest(path, "NLI")
 
 
 @register("nli", "builtin")
@@ -119,17 +122,13 @@ class OnnxNLI(ReloadsAfterPickle):
             return
         manifest_file = Path(self.manifest_path) if self.manifest_path else MANIFEST_FILE
         manifest = read_manifest(manifest_file)
-        model_file = manifest_file.parent / manifest["onnx_file"]
-        if not model_file.exists():
-            raise ModelError(f"NLI model file {model_file} is missing; reinstall ragtrust")
-        if self.verify_checksum and sha256_file(model_file) != manifest["sha256"]:
-            raise ModelError(f"{model_file}: sha256 does not match the manifest; the file is corrupt or was replaced")
+        model_file, sha, tokenizer_file = verified_model_files(manifest_file, manifest, "NLI", self.verify_checksum)
         self.model_id = manifest.get("model_id", self.model_id)
-        self.fingerprint = f"{self.model_id}@{manifest['sha256'][:16]}"
+        self.fingerprint = f"{self.model_id}@{sha[:16]}"
         self.max_length = int(manifest.get("max_length", self.max_length))
         self._perm = label_permutation({int(k): v for k, v in manifest["id2label"].items()})
         self._temperature = float(manifest.get("temperature", 1.0))
-        tok = load_tokenizer(manifest_file.parent / manifest["tokenizer_file"], self.max_length)
+        tok = load_tokenizer(tokenizer_file, self.max_length)
         tok.enable_truncation(max_length=self.max_length, strategy="longest_first")
         self._tokenizer = tok
         self._session = _session(model_file, self.threads, SLOW_FUSIONS)

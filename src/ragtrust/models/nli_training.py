@@ -407,6 +407,64 @@ class _BatchPlan(Protocol):
     batch_size: int
 
 
+class _Schedule(Protocol):
+    """The optimiser settings both training configs share."""
+
+    lr: float
+    weight_decay: float
+    warmup_frac: float
+
+
+class _ResumableRun:
+    """AdamW (no decay on biases and LayerNorm), warm-up then linear decay, a resumable checkpoint.
+
+    The NLI and injection trainings share it: ``state`` holds ``step``, ``total_steps`` and
+    ``elapsed_s``; an existing checkpoint restores the model, optimiser and state.
+    """
+
+    def __init__(
+        self, model: Any, cfg: _Schedule, planned: int, ckpt_path: Path, device: Any, log: Callable[[str], None]
+    ) -> None:
+        import torch
+
+        no_decay = ("bias", "LayerNorm.weight")
+        named = list(model.named_parameters())
+        decayed = [p for n, p in named if not any(k in n for k in no_decay)]
+        plain = [p for n, p in named if any(k in n for k in no_decay)]
+        self.optim = torch.optim.AdamW(
+            [{"params": decayed, "weight_decay": cfg.weight_decay}, {"params": plain, "weight_decay": 0.0}], lr=cfg.lr
+        )
+        self.model, self.cfg, self.ckpt_path = model, cfg, ckpt_path
+        self.state: dict[str, Any] = {"step": 0, "total_steps": planned, "elapsed_s": 0.0}
+        if ckpt_path.exists():
+            ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)
+            model.load_state_dict(ckpt["model"])
+            self.optim.load_state_dict(ckpt["optim"])
+            self.state = ckpt["state"]
+            log(f"resumed from step {self.state['step']} of {self.state['total_steps']}")
+
+    def lr_at(self, step: int) -> float:
+        """Linear warm-up over ``warmup_frac`` of the steps, then linear decay to 0."""
+        total = int(self.state["total_steps"])
+        warm = max(1, int(total * self.cfg.warmup_frac))
+        if step < warm:
+            return self.cfg.lr * (step + 1) / warm
+        return float(self.cfg.lr * max(0.0, (total - step) / max(1, total - warm)))
+
+    def set_lr(self) -> None:
+        """Apply the learning rate of the current step."""
+        for g in self.optim.param_groups:
+            g["lr"] = self.lr_at(self.state["step"])
+
+    def save(self) -> None:
+        """Write the checkpoint atomically."""
+        import torch
+
+        tmp = self.ckpt_path.with_suffix(".tmp")
+        torch.save({"model": self.model.state_dict(), "optim": self.optim.state_dict(), "state": self.state}, tmp)
+        tmp.replace(self.ckpt_path)
+
+
 def _epoch_stream(lengths: list[int], cfg: _BatchPlan) -> Iterator[list[int]]:
     epoch = 0
     while True:
@@ -489,34 +547,8 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
     if cfg.max_steps:
         planned = min(planned, cfg.max_steps)
 
-    no_decay = ("bias", "LayerNorm.weight")
-    groups = [
-        {
-            "params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
-            "weight_decay": cfg.weight_decay,
-        },
-        {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
-    ]
-    optim = torch.optim.AdamW(groups, lr=cfg.lr)
-    state: dict[str, Any] = {"step": 0, "total_steps": planned, "elapsed_s": 0.0}
-    if ckpt_path.exists():
-        ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)
-        model.load_state_dict(ckpt["model"])
-        optim.load_state_dict(ckpt["optim"])
-        state = ckpt["state"]
-        log(f"resumed from step {state['step']} of {state['total_steps']}")
-
-    def lr_at(step: int) -> float:
-        total = int(state["total_steps"])
-        warm = max(1, int(total * cfg.warmup_frac))
-        if step < warm:
-            return cfg.lr * (step + 1) / warm
-        return float(cfg.lr * max(0.0, (total - step) / max(1, total - warm)))
-
-    def save_checkpoint() -> None:
-        tmp = ckpt_path.with_suffix(".tmp")
-        torch.save({"model": model.state_dict(), "optim": optim.state_dict(), "state": state}, tmp)
-        tmp.replace(ckpt_path)
+    run = _ResumableRun(model, cfg, planned, ckpt_path, device, log)
+    state, optim = run.state, run.optim
 
     stream = _epoch_stream(lengths, cfg)
     for _ in range(state["step"]):  # replay the batch order to resume exactly
@@ -542,8 +574,7 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
             # 2-way data: maximise P(neutral) + P(contradiction) = 1 - P(entailment)
             loss_terms.append(-torch.logsumexp(logp[~three][:, 1:], dim=-1))
         loss = torch.cat(loss_terms).mean()
-        for g in optim.param_groups:
-            g["lr"] = lr_at(state["step"])
+        run.set_lr()
         optim.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -569,13 +600,13 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         if state["step"] % cfg.log_every == 0:
             log(
                 f"step {state['step']}/{state['total_steps']} loss {running / seen:.4f} "
-                f"lr {lr_at(state['step']):.2e} elapsed {state['elapsed_s'] / 60:.1f} min"
+                f"lr {run.lr_at(state['step']):.2e} elapsed {state['elapsed_s'] / 60:.1f} min"
             )
             running, seen = 0.0, 0
         if now - last_ckpt > cfg.checkpoint_every_min * 60:
-            save_checkpoint()
+            run.save()
             last_ckpt = now
-    save_checkpoint()
+    run.save()
 
     # Validation: accuracy and temperature scaling on the 3-way validation pairs.
     model.eval()

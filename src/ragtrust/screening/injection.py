@@ -48,7 +48,7 @@ from ragtrust.models.injection import InjectionModel, load_injection_model
 from ragtrust.models.windows import sentence_windows
 from ragtrust.registry import register
 from ragtrust.screening.base import Signal
-from ragtrust.screening.linguistic import _INVISIBLE, HOMOGLYPHS
+from ragtrust.screening.linguistic import HOMOGLYPHS, fold_non_ascii
 
 #: the score of a document exactly at the calibrated threshold (above the default
 #: suspicious threshold 0.7, so a window the model flags makes its document suspicious)
@@ -56,7 +56,6 @@ FLAG_SCORE = 0.75
 #: threshold of a model without a calibration (a Hugging Face checkpoint): its own 0.5
 DEFAULT_THRESHOLD = 0.5
 _QUOTE_MAX = 240
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _WORD = re.compile(r"\w+")
 _LATIN = re.compile(r"[A-Za-z]")
 
@@ -68,24 +67,7 @@ def normalize_for_model(text: str) -> tuple[str, list[int]]:
         >>> normalize_for_model("ign\u043ere \u200bthis, \u0434\u0430")[0]  # Cyrillic o in a Latin word
         'ignore this, \u0434\u0430'
     """
-    chars: list[str] = []
-    index: list[int] = []
-    last = 0
-    for m in _NON_ASCII.finditer(text):
-        i, ch = m.start(), m.group(0)
-        if i > last:
-            chars.append(text[last:i])
-            index.extend(range(last, i))
-        last = i + 1
-        if _INVISIBLE.match(ch):
-            continue
-        folded = unicodedata.normalize("NFKC", ch)
-        chars.append(folded)
-        index.extend([i] * len(folded))
-    if last < len(text):
-        chars.append(text[last:])
-        index.extend(range(last, len(text)))
-    normalised = "".join(chars)
+    normalised, index = fold_non_ascii(text, lambda ch: unicodedata.normalize("NFKC", ch))
     if normalised.isascii():
         return normalised, index
     pieces: list[str] = []

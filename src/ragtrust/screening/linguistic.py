@@ -52,7 +52,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -114,6 +114,46 @@ def _scramble_key(word: str) -> tuple[str, str, str] | None:
 _TYPO_INDEX = {_scramble_key(w): w for w in P.TYPOGLYCEMIA_KEYWORDS}
 
 
+def fold_non_ascii(text: str, fold: Callable[[str], str]) -> tuple[str, list[int]]:
+    """Drop invisible characters and replace every other non-ASCII one by ``fold(ch)``.
+
+    ASCII passes through unchanged (every invisible character and look-alike is non-ASCII),
+    so only the non-ASCII characters are looked at one by one. Returns ``(folded, index)``
+    where ``folded[k]`` came from ``text[index[k]]``; the regex signal and the injection
+    model's input normalisation share it with different ``fold`` rules.
+
+    Example:
+        >>> fold_non_ascii("a\u200bb\u00e9", str.upper)
+        ('abÉ', [0, 2, 3])
+    """
+    chars: list[str] = []
+    index: list[int] = []
+    last = 0
+    for m in _NON_ASCII.finditer(text):
+        i, ch = m.start(), m.group(0)
+        if i > last:
+            chars.append(text[last:i])
+            index.extend(range(last, i))
+        last = i + 1
+        if _INVISIBLE.match(ch):
+            continue
+        folded = fold(ch)
+        chars.append(folded)
+        index.extend([i] * len(folded))
+    if last < len(text):
+        chars.append(text[last:])
+        index.extend(range(last, len(text)))
+    return "".join(chars), index
+
+
+def _fold_look_alike(ch: str) -> str:
+    """A look-alike letter to its ASCII letter; anything else NFKC-folded, then look-alikes."""
+    folded = HOMOGLYPHS.get(ch)
+    if folded is None:
+        folded = "".join(HOMOGLYPHS.get(c, c) for c in unicodedata.normalize("NFKC", ch))
+    return folded
+
+
 def normalize_for_matching(text: str) -> tuple[str, list[int]]:
     r"""Normalise ``text`` for pattern matching and map every character back.
 
@@ -125,28 +165,7 @@ def normalize_for_matching(text: str) -> tuple[str, list[int]]:
         >>> norm, idx[:3]
         ('ignore this', [0, 1, 2])
     """
-    chars: list[str] = []
-    index: list[int] = []
-    last = 0
-    # ASCII passes through unchanged (every invisible character and look-alike is non-ASCII),
-    # so only the non-ASCII characters are looked at one by one
-    for m in _NON_ASCII.finditer(text):
-        i, ch = m.start(), m.group(0)
-        if i > last:
-            chars.append(text[last:i])
-            index.extend(range(last, i))
-        last = i + 1
-        if _INVISIBLE.match(ch):
-            continue
-        folded = HOMOGLYPHS.get(ch)
-        if folded is None:
-            folded = "".join(HOMOGLYPHS.get(c, c) for c in unicodedata.normalize("NFKC", ch))
-        chars.append(folded)
-        index.extend([i] * len(folded))
-    if last < len(text):
-        chars.append(text[last:])
-        index.extend(range(last, len(text)))
-    normalised = "".join(chars)
+    normalised, index = fold_non_ascii(text, _fold_look_alike)
     # fold scrambled instruction words back (same length, so the index map is unchanged)
     pieces: list[str] = []
     last = 0
