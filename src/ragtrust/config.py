@@ -71,8 +71,15 @@ class ScreeningConfig(_Section):
     high_risk_threshold: float = Field(0.8, ge=0, le=1)
     drop_threshold: float = Field(0.7, ge=0, le=1, description="drop-suspicious drops P_i above this")
     fail_closed: bool = True
+    witnesses: int = Field(
+        5,
+        ge=0,
+        le=50,
+        description="documents of the store nearest to the retrieved ones, read as witnesses by claim_conflict",
+    )
     signals: tuple[str, ...] = (
         "injection",
+        "claim_conflict",
         "linguistic",
         "structural",
         "intra_consistency",

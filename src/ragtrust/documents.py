@@ -292,6 +292,56 @@ class AnswerSentence(_JsonMixin):
 
 
 @dataclass(frozen=True)
+class ClaimRef(_JsonMixin):
+    """One side of a knowledge conflict: a claim with its span in its document.
+
+    Attributes:
+        doc_id / start / end / text: ``document.text[start:end] == text``.
+        url: the document's citation target.
+        origin: ``retrieved`` (in the top-K), ``store`` (a witness pulled from the store) or
+            ``vetted`` (the last vetted version of the document, from the provenance ledger).
+    """
+
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    url: str | None = None
+    origin: str = "retrieved"
+
+
+@dataclass(frozen=True)
+class Conflict(_JsonMixin):
+    """Two claims that disagree (issue 15; :mod:`ragtrust.screening.conflicts`).
+
+    Attributes:
+        left / right: the two claims.
+        kind: ``number`` / ``date`` / ``entity`` / ``negation`` / ``modal`` / ``quantifier``
+            (a token diff found it) or ``nli`` (the NLI model called the pair a contradiction).
+        strength: in [0, 1].
+        left_words / right_words: the words that differ (diff findings).
+        contradiction: the NLI contradiction probability of the pair (max of both directions).
+        blamed: the id of the document the evidence says is wrong; ``None`` = contested.
+        resolution: how the blame was decided, in words.
+    """
+
+    left: ClaimRef
+    right: ClaimRef
+    kind: str
+    strength: float
+    left_words: str = ""
+    right_words: str = ""
+    contradiction: float | None = None
+    blamed: str | None = None
+    resolution: str = ""
+
+    @property
+    def doc_ids(self) -> tuple[str, str]:
+        """The two documents' ids."""
+        return self.left.doc_id, self.right.doc_id
+
+
+@dataclass(frozen=True)
 class Verdict(_JsonMixin):
     """The result of one query through the trust layer (SPEC section 2).
 
@@ -318,6 +368,9 @@ class Verdict(_JsonMixin):
         decision_reasons: the conditions of the decision that failed, in words (e.g.
             ``"T = 0.412 < tau 0.5"``, ``"a suspicious document (kb-3, P = 0.91) was used in
             the context"``); empty exactly when ``trusted``.
+        conflicts: claims of the retrieved documents (or their witnesses) that disagree, both
+            sides with their spans; a contested conflict that touches a sentence of the answer
+            makes the verdict untrusted.
     """
 
     query: str
@@ -342,6 +395,7 @@ class Verdict(_JsonMixin):
     warnings: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     decision_reasons: tuple[str, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
     stage: str = "full"  # full | screen | verify
     timings_s: Mapping[str, float] = field(default_factory=dict, hash=False, compare=False)
     models: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
@@ -354,6 +408,8 @@ class Verdict(_JsonMixin):
 
 __all__ = [
     "AnswerSentence",
+    "ClaimRef",
+    "Conflict",
     "Document",
     "DocumentScreening",
     "Passage",

@@ -52,12 +52,15 @@ from typing import Any
 from ragtrust.config import Settings, load_settings
 from ragtrust.documents import (
     AnswerSentence,
+    ClaimRef,
+    Conflict,
     Document,
     DocumentScreening,
     Passage,
     Query,
     RetrievedDoc,
     Verdict,
+    normalize_text,
 )
 from ragtrust.errors import ConfigError, InputError, RagTrustError
 from ragtrust.models.base import Embedder, NLIModel
@@ -289,6 +292,15 @@ class TrustGate:
     # ------------------------------------------------------------------ stages
     def retrieve(self, question: str) -> tuple[list[RetrievedDoc], list[str]]:
         """Top-K documents for ``question`` and any warnings from the retriever."""
+        retriever = self._current_retriever()
+        if retriever is None:
+            raise ConfigError("this TrustGate has no retriever or store: pass documents to screen/verify instead")
+        docs = retriever.retrieve(question, top_k=self.settings.retrieval.top_k)
+        warnings = list(getattr(self.retriever, "last_warnings", []) or [])
+        return docs, warnings
+
+    def _current_retriever(self) -> Retriever | None:
+        """The retriever, rebuilt when the store published a new generation."""
         if self.store is not None and (self.retriever is None or self._store_generation is not None):
             # Follow the store: a write (ingest through the server, another process) publishes
             # a new generation; rebuild the retriever over it instead of serving a stale index.
@@ -299,11 +311,38 @@ class TrustGate:
                     mode=self.settings.retrieval.mode, top_k=self.settings.retrieval.top_k
                 )
                 self._store_generation = generation
-        if self.retriever is None:
-            raise ConfigError("this TrustGate has no retriever or store: pass documents to screen/verify instead")
-        docs = self.retriever.retrieve(question, top_k=self.settings.retrieval.top_k)
-        warnings = list(getattr(self.retriever, "last_warnings", []) or [])
-        return docs, warnings
+        return self.retriever
+
+    def _witnesses(self, docs: Sequence[RetrievedDoc]) -> tuple[list[RetrievedDoc], list[str]]:
+        """Documents of the store nearest to ``docs`` that are not among them, and any error.
+
+        Only looked up when a screening signal reads witnesses and the retriever has a dense
+        index (a store, :meth:`from_documents`); ``screening.witnesses`` = 0 turns it off.
+        """
+        k = self.settings.screening.witnesses
+        signals = getattr(self.screener, "signals", ())
+        if k <= 0 or not docs or not any(getattr(sig, "uses_witnesses", False) for sig in signals):
+            return [], []
+        try:
+            index = _dense_index(self._current_retriever())
+            if index is None:
+                return [], []
+            return index.neighbours([d.document for d in docs], k), []
+        except Exception as exc:  # noqa: BLE001 - fail closed: recorded, verdict not trusted
+            return [], [f"witness lookup failed: {type(exc).__name__}: {exc}"]
+
+    def _screen(self, docs: Sequence[RetrievedDoc], query: str | None) -> Any:
+        """Stage 1 with the store's witnesses; a failed witness lookup is a screening error."""
+        import dataclasses
+
+        witnesses, errors = self._witnesses(docs)
+        if witnesses:
+            report = self.screener.screen(docs, query, witnesses=witnesses)
+        else:
+            report = self.screener.screen(docs, query)
+        if errors:
+            report = dataclasses.replace(report, errors=(*report.errors, *errors))
+        return report
 
     def ask(self, question: str) -> Verdict:
         """Answer ``question`` from the store with a full trust verdict."""
@@ -326,7 +365,7 @@ class TrustGate:
         self.warm_up()
         watch = _Stopwatch()
         with watch.stage("screen"):
-            report = self.screener.screen(docs, query)
+            report = self._screen(docs, query)
         gated = self._gate(report.documents, docs)
         warnings = [*report.warnings, *gated.quarantine_warnings("must not be used to answer")]
         refusal = None
@@ -366,7 +405,7 @@ class TrustGate:
         self.warm_up()
         watch = _Stopwatch()
         with watch.stage("screen"):
-            report = self.screener.screen(docs, query)
+            report = self._screen(docs, query)
         gated = self._gate(report.documents, docs)
         warnings = [*report.warnings, *gated.quarantine_warnings("was not used as evidence")]
         if gated.withheld_suspicious:
@@ -515,7 +554,7 @@ class TrustGate:
             warnings.append("Nothing was retrieved for this question: there is no evidence to answer from.")
             return self._empty_verdict(question, warnings, watch)
         with watch.stage("screen"):
-            report = self.screener.screen(docs, question)
+            report = self._screen(docs, question)
         warnings.extend(report.warnings)
         gated = self._gate(report.documents, docs)
         warnings.extend(gated.quarantine_warnings("was withheld from the generator"))
@@ -673,6 +712,12 @@ class TrustGate:
         # are the closest evidence, not an answer, however well grounded they are.
         if not_stated and self.settings.relevance.not_stated_fails and stage != "screen":
             reasons.append("the answer says the documentation does not explicitly state an answer to the question")
+        # Two sources that disagree: an answer built on a contested claim (or on the side the
+        # witnesses blame) is not trusted, whatever T says.
+        conflicts = tuple(getattr(report, "conflicts", ()) or ())
+        conflict_reasons, conflict_warnings = _conflict_use(stage, conflicts, sentences, gated.documents)
+        reasons.extend(conflict_reasons)
+        warnings.extend(conflict_warnings)
         with watch.stage("trust"):
             result = compute_trust(
                 factuality,
@@ -720,6 +765,7 @@ class TrustGate:
             warnings=tuple(dict.fromkeys(warnings)),
             errors=tuple(errors),
             decision_reasons=tuple(dict.fromkeys(reasons)),
+            conflicts=conflicts,
             stage=stage,
             timings_s=dict(watch.timings),
             models=self._models(),
@@ -790,6 +836,59 @@ def _suspicious_use(
             "Do not rely on the answer."
         )
     return reasons, warnings
+
+
+def _dense_index(retriever: Any) -> Any:
+    """The dense index behind a retriever (dense, or the dense side of a hybrid), else ``None``."""
+    for candidate in (retriever, getattr(retriever, "dense", None)):
+        index = getattr(candidate, "index", None)
+        if index is not None and callable(getattr(index, "neighbours", None)):
+            return index
+    return None
+
+
+def _touches(sentence: AnswerSentence, claim: ClaimRef) -> bool:
+    """Whether an answer sentence uses a claim: a verified span overlaps it, or the texts contain each other."""
+    if any(sp.doc_id == claim.doc_id and sp.start < claim.end and claim.start < sp.end for sp in sentence.spans):
+        return True
+    mine, theirs = normalize_text(sentence.text).lower(), normalize_text(claim.text).lower()
+    return bool(mine and theirs) and (theirs in mine or mine in theirs)
+
+
+def _conflict_use(
+    stage: str,
+    conflicts: Sequence[Conflict],
+    sentences: Sequence[AnswerSentence],
+    screenings: Sequence[DocumentScreening],
+) -> tuple[list[str], list[str]]:
+    """Decision reasons and warnings for conflicts that touch the answer (or, screening alone, the context).
+
+    A contested conflict fails the decision when the answer uses either claim (a screening
+    verdict: when either document would be in the context); a resolved one when the answer
+    uses the blamed side.
+    """
+    kept = {d.doc_id for d in screenings if d.action != "dropped"}
+    reasons: list[str] = []
+    warnings: list[str] = []
+    for c in conflicts:
+        sides = [side for side in (c.left, c.right) if side.origin == "retrieved" and side.doc_id in kept]
+        if c.blamed is not None:
+            sides = [side for side in sides if side.doc_id == c.blamed]
+        if stage != "screen":
+            sides = [side for side in sides if any(_touches(s, side) for s in sentences)]
+        if not sides:
+            continue
+        said = f"{c.left.doc_id} says {_short(c.left.text)}, {c.right.doc_id} says {_short(c.right.text)}"
+        how = "contested" if c.blamed is None else f"{c.blamed} blamed: {c.resolution}"
+        use = "would use" if stage == "screen" else "uses"
+        reasons.append(f"the answer {use} a claim that another source contradicts ({c.kind}, {how}): {said}")
+        warnings.append(f"Sources disagree ({c.kind}, {how}): {said}. The answer {use} one side; check which is right.")
+    return reasons, warnings
+
+
+def _short(text: str, limit: int = 100) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026")
 
 
 def _score_reason(trust_score: float, tau: float) -> str:

@@ -205,6 +205,33 @@ class DenseIndex:
         """Row of a document id (``KeyError`` when absent)."""
         return self._rows[doc_id]
 
+    def neighbours(self, docs: Sequence[Document], top_k: int) -> list[RetrievedDoc]:
+        """The ``top_k`` indexed documents nearest to any of ``docs`` (not ``docs`` themselves).
+
+        An indexed document is searched with its stored vector, another one is embedded.
+        Each neighbour's score is its best cosine to one of ``docs``; nearest first. These
+        are the *witnesses* of the claim-conflict signal: statements of the same facts that
+        did not make the top-K.
+        """
+        if top_k <= 0 or not docs or not len(self.documents):
+            return []
+        rows = [self._rows.get(d.id) for d in docs]
+        missing = [d.text for d, r in zip(docs, rows, strict=True) if r is None]
+        embedded = iter(embed_texts(self.embedder, missing)) if missing else iter(())
+        vectors = np.vstack([self.vectors[r] if r is not None else next(embedded) for r in rows])
+        scores, found = self.search(vectors, top_k + len(docs))
+        exclude = {d.id for d in docs}
+        best: dict[int, float] = {}
+        for score_row, index_row in zip(scores, found, strict=True):
+            for score, row in zip(score_row, index_row, strict=True):
+                if row >= 0 and self.documents[int(row)].id not in exclude:
+                    best[int(row)] = max(best.get(int(row), -1.0), float(score))
+        ranked = sorted(best.items(), key=lambda item: -item[1])[:top_k]
+        return [
+            RetrievedDoc(self.documents[row], float(np.clip(score, 0.0, 1.0)), rank, "witness")
+            for rank, (row, score) in enumerate(ranked, start=1)
+        ]
+
     def retriever(self, top_k: int = 5) -> DenseRetriever:
         """Wrap this index in a :class:`DenseRetriever`."""
         return DenseRetriever(index=self, default_top_k=top_k)

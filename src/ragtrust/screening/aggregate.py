@@ -27,10 +27,15 @@ high-risk document (``P_i > high_risk_threshold``) in proportion to its relevanc
 (``s_i / s_max = 1`` without similarities). This keeps the reference's "raise to the top
 document's P" while respecting the relevance weighting; it is monotone in every P_i.
 
-**Consistency C** comes from the cross-document signal
-(:func:`ragtrust.screening.cross.consistency_from`); 1.0 when that signal is not
-configured or the batch has one document (nothing disagrees), 0.0 when it failed (fail
-closed).
+**Consistency C** comes from the signals that compare documents (the claim-conflict and
+cross-document signals write it into their details; :func:`consistency_from`): the lowest
+of them; 1.0 when none is configured or the batch has one document (nothing disagrees),
+0.0 when one of them failed (fail closed).
+
+**Conflicts and witnesses.** The claim-conflict signal
+(:mod:`ragtrust.screening.conflicts`) also reads *witnesses*, documents of the store that did
+not make the top-K (``screen(docs, query, witnesses=...)``); its conflicts are collected
+into ``ScreeningReport.conflicts``.
 
 Example:
     >>> from ragtrust.screening.linguistic import LinguisticSignal
@@ -49,10 +54,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragtrust.config import ScreeningConfig, Settings
-from ragtrust.documents import DocumentScreening, RetrievedDoc, SignalResult
+from ragtrust.documents import Conflict, DocumentScreening, RetrievedDoc, SignalResult
 from ragtrust.errors import ConfigError, InputError
 from ragtrust.models.base import Embedder, NLIModel
 from ragtrust.screening.base import Signal
+from ragtrust.screening.conflicts import CLAIM_CONFLICT, conflicts_from
 from ragtrust.screening.cross import consistency_from
 
 #: how much a full-strength finding of each signal alone means "poisoned" (noisy-OR
@@ -63,6 +69,7 @@ from ragtrust.screening.cross import consistency_from
 #: add at most 0.3 on its own. Unknown (plugin) signals count fully.
 DEFAULT_SIGNAL_WEIGHTS: Mapping[str, float] = {
     "injection": 1.0,
+    "claim_conflict": 1.0,
     "linguistic": 1.0,
     "provenance": 1.0,
     "intra_consistency": 0.85,
@@ -71,6 +78,8 @@ DEFAULT_SIGNAL_WEIGHTS: Mapping[str, float] = {
     "semantic_outlier": 0.3,
 }
 CROSS_SIGNAL = "cross_consistency"
+#: the signals that compare the documents of a batch and report the consistency C
+CONSISTENCY_SIGNALS = frozenset({CROSS_SIGNAL, "claim_conflict"})
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,7 @@ class ScreeningReport:
         warnings: plain-language warnings for a person.
         errors: signals that raised (any one means: do not trust; fail closed).
         timings_s: seconds per signal.
+        conflicts: claims that disagree (claim-conflict signal), strongest first.
     """
 
     documents: tuple[DocumentScreening, ...]
@@ -92,6 +102,7 @@ class ScreeningReport:
     warnings: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     timings_s: dict[str, float] = field(default_factory=dict)
+    conflicts: tuple[Conflict, ...] = ()
 
     @property
     def suspicious(self) -> tuple[DocumentScreening, ...]:
@@ -107,6 +118,7 @@ class ScreeningReport:
             "warnings": list(self.warnings),
             "errors": list(self.errors),
             "timings_s": dict(self.timings_s),
+            "conflicts": [c.to_dict() for c in self.conflicts],
         }
 
 
@@ -191,8 +203,10 @@ class Screener:
         """Names of the configured signals, in order."""
         return [_signal_name(s) for s in self.signals]
 
-    def screen(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> ScreeningReport:
-        """Screen a retrieved set.
+    def screen(
+        self, docs: Sequence[RetrievedDoc], query: str | None = None, witnesses: Sequence[RetrievedDoc] = ()
+    ) -> ScreeningReport:
+        """Screen a retrieved set; ``witnesses`` go to the signals that read them.
 
         Raises:
             InputError: ``docs`` is not a sequence of :class:`~ragtrust.documents.RetrievedDoc`.
@@ -202,13 +216,19 @@ class Screener:
         per_doc: list[list[SignalResult]] = [[] for _ in docs]
         errors: list[str] = []
         timings: dict[str, float] = {}
-        cross_results: list[SignalResult] | None = None
-        cross_failed = False
+        found_consistency: list[float] = []
+        consistency_failed = False
+        conflicts: list[Conflict] = []
         for signal in self.signals:
             name = _signal_name(signal)
             start = time.perf_counter()
             try:
-                results = list(signal.score_batch(docs, query)) if docs else []
+                if not docs:
+                    results = []
+                elif getattr(signal, "uses_witnesses", False):
+                    results = list(signal.score_batch(docs, query, witnesses=witnesses))  # type: ignore[call-arg]
+                else:
+                    results = list(signal.score_batch(docs, query))
                 if len(results) != len(docs):
                     raise RuntimeError(f"returned {len(results)} results for {len(docs)} documents")
             except Exception as exc:  # noqa: BLE001 - fail closed: any failure is recorded
@@ -218,13 +238,17 @@ class Screener:
                     SignalResult(name=name, skipped=True, skip_reason=f"error: {exc}", details={"error": True})
                     for _ in docs
                 ]
-                cross_failed = cross_failed or name == CROSS_SIGNAL
+                consistency_failed = consistency_failed or name in CONSISTENCY_SIGNALS
+            else:
+                value = consistency_from(results)
+                if value is not None:
+                    found_consistency.append(value)
+                if name == CLAIM_CONFLICT:
+                    conflicts.extend(conflicts_from(results))
             finally:
                 timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
             for i, r in enumerate(results):
                 per_doc[i].append(r)
-            if name == CROSS_SIGNAL and not cross_failed:
-                cross_results = results
         probabilities = [fuse(rs, self.weights) for rs in per_doc]
         weights = relevance_weights(docs)
         screened = tuple(
@@ -239,11 +263,7 @@ class Screener:
             )
             for doc, p, w, rs in zip(docs, probabilities, weights, per_doc, strict=True)
         )
-        if cross_failed:
-            consistency = 0.0
-        else:
-            found = consistency_from(cross_results) if cross_results else None
-            consistency = 1.0 if found is None else found
+        consistency = 0.0 if consistency_failed else min(found_consistency, default=1.0)
         return ScreeningReport(
             documents=screened,
             poison_probability=batch_poison(probabilities, docs, self.config.high_risk_threshold),
@@ -251,6 +271,7 @@ class Screener:
             warnings=tuple(self._warnings(screened, errors)),
             errors=tuple(errors),
             timings_s=timings,
+            conflicts=tuple(conflicts),
         )
 
     def _warnings(self, screened: Sequence[DocumentScreening], errors: Sequence[str]) -> list[str]:

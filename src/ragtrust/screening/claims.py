@@ -1,0 +1,353 @@
+r"""Claims, their alignment across documents, and the conflict diff (issue 15).
+
+A **claim** is an assertion of a document (:func:`ragtrust.text.assertions`: no question,
+no heading) that reads as prose: code, table rows and link lists are not claims
+(:func:`is_prose`). Each claim keeps its character span in its document, so a conflict can
+be shown as two spans side by side.
+
+**Alignment.** Two claims of different documents talk about the same thing when their
+embeddings are close (cosine >= ``min_cosine``) *and* they share content words (overlap
+coefficient of their content words >= ``min_overlap``). Only aligned pairs go to the
+expensive checks, so the cost grows with the number of aligned pairs, not with the square
+of the number of claims; :func:`aligned_pairs` keeps at most ``max_pairs`` pairs, the most
+similar first.
+
+**The conflict diff** (:func:`diff_conflict`) compares two aligned claims token by token.
+Two kinds of finding, each with the differing words of both claims:
+
+* *near-identical claims* (token similarity >= ``NEAR_IDENTICAL``, few tokens changed):
+  a token that was replaced, inserted or deleted is a conflict when it is a number or a
+  number word (``number``), a year, month or weekday (``date``), a negation (``negation``),
+  a modal verb or a requirement word (``modal``: must -> may, required -> optional), a
+  quantifier or bound (``quantifier``: always -> sometimes, at least 10 -> at least 4), or a
+  name or identifier (``entity``: capitalised mid-sentence, or letters mixed with digits
+  such as CWE-79, SHA-256, TLS 1.3). A replaced ordinary word is a paraphrase, not a conflict.
+* *quantities* in any two aligned claims: a number (or range) followed by the same unit
+  ("23 episodes" / "24 episodes"), or by two units of time ("two to five years" / "three
+  weeks", compared in days), whose ranges do not overlap is a ``number`` conflict.
+
+Example:
+    >>> diff_conflict("Passwords must be hashed with bcrypt.", "Passwords may be hashed with bcrypt.").kind
+    'modal'
+    >>> diff_conflict("A queen bee lives two to five years.", "A queen bee lives about three weeks.").kind
+    'number'
+    >>> diff_conflict("Use parameterised queries.", "Use prepared statements.") is None
+    True
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ragtrust.text import assertions
+
+#: token similarity (difflib ratio) at which two claims count as near-identical
+NEAR_IDENTICAL = 0.5
+#: at most this many tokens may change (per side) between near-identical claims
+MAX_CHANGED = 6
+
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+|\d+", re.UNICODE)
+_STOP = frozenset(
+    "a an the of to in on at is are was were be been by for with and or as that this it its from do does "
+    "can may must should will would you your we our they their which when what than then there these those "
+    "have has had but if into also more most any all each such only other not no".split()
+)
+NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
+    "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000,
+    "million": 10**6, "billion": 10**9, "dozen": 12, "half": 0.5, "once": 1, "twice": 2, "single": 1,
+    "double": 2, "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+    "eighth": 8, "ninth": 9, "tenth": 10,
+}  # fmt: skip
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday".split()
+)
+NEGATIONS = frozenset("not no never none nothing neither nor cannot without nobody nowhere".split())
+MODALS = frozenset(
+    "must shall should may might can could will would need needs required require requires optional "
+    "mandatory recommended necessary unnecessary forbidden prohibited allowed permitted".split()
+)
+QUANTIFIERS = frozenset(
+    "all every each always never some sometimes often rarely seldom usually occasionally generally typically "
+    "mostly most few many several least minimum maximum only more less fewer greater higher lower above below "
+    "over under exactly approximately almost nearly majority minority".split()
+)
+#: units of time, in days, so "two to five years" and "three weeks" compare
+TIME_UNITS = {
+    "second": 1 / 86400, "minute": 1 / 1440, "hour": 1 / 24, "day": 1.0, "week": 7.0, "month": 30.4,
+    "year": 365.25, "decade": 3652.5, "century": 36525.0,
+}  # fmt: skip
+_RANGE_JOINERS = frozenset("to and or through".split())
+_HEDGE_FILLERS = frozenset("about around approximately roughly nearly almost only just up over some".split())
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim: a prose assertion with its span in its document.
+
+    Attributes:
+        doc: index of the document in the pool the claim was extracted from.
+        start / end: character offsets (``document.text[start:end] == text``).
+        text: the claim.
+    """
+
+    doc: int
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class DiffFinding:
+    """What the conflict diff found between two claims.
+
+    Attributes:
+        kind: ``number`` / ``date`` / ``entity`` / ``negation`` / ``modal`` / ``quantifier``.
+        left / right: the differing words of each claim (may be empty for an insertion).
+    """
+
+    kind: str
+    left: str
+    right: str
+
+
+def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
+    """Whether a sentence reads as a claim: enough words, mostly letters, not code or a table row.
+
+    Example:
+        >>> is_prose("Use a per-user salt of at least 16 bytes."), is_prose("| a | b | c |")
+        (True, False)
+        >>> is_prose("x = hashlib.sha256(pw).hexdigest()")
+        False
+    """
+    text = sentence.strip()
+    if not text or len(text) > max_chars:
+        return False
+    if text.startswith(("|", "```", "    ", "<", "{", "[!")) or text.count("|") >= 2:
+        return False
+    if re.search(r"[{};=]\s*$|\(\)|==|=>|->|::|\bdef |\bfunction\b|\breturn\b.*;", text):
+        return False
+    tokens = [t for t in _TOKEN.findall(text) if t.isalpha()]
+    if len(tokens) < min_words:
+        return False
+    letters = sum(c.isalpha() or c.isspace() for c in text)
+    return letters / len(text) >= 0.75
+
+
+def extract_claims(doc: int, text: str, max_claims: int = 40) -> list[Claim]:
+    """The prose assertions of ``text`` (at most ``max_claims``, in order), with their spans.
+
+    Example:
+        >>> text = "## Salt\\n\\nWhy salt? A salt defeats rainbow tables.\\n\\n| salt | 16 bytes |"
+        >>> [(c.text, c.start) for c in extract_claims(0, text)]
+        [('A salt defeats rainbow tables.', 19)]
+    """
+    out: list[Claim] = []
+    for sentence in assertions(text):
+        if is_prose(sentence.text):
+            out.append(Claim(doc=doc, start=sentence.start, end=sentence.end, text=sentence.text))
+            if len(out) >= max_claims:
+                break
+    return out
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased content words (stop words and one-letter tokens removed)."""
+    return {t.lower() for t in _TOKEN.findall(text) if len(t) > 1 and t.lower() not in _STOP}
+
+
+def overlap_coefficient(a: set[str], b: set[str]) -> float:
+    """``|a & b| / min(|a|, |b|)`` (0 when either is empty)."""
+    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
+
+
+def aligned_pairs(
+    claims: Sequence[Claim],
+    vectors: npt.NDArray[np.float32],
+    *,
+    min_cosine: float,
+    min_overlap: float,
+    max_pairs: int,
+    same_document: bool = True,
+) -> list[tuple[int, int, float]]:
+    """``(i, j, cosine)`` for claim pairs that talk about the same thing, most similar first.
+
+    Pairs of claims with identical (normalised) text are left out: a sentence repeated
+    verbatim agrees with itself. Pairs inside one document are kept when ``same_document``.
+    """
+    n = len(claims)
+    if n < 2:
+        return []
+    sims = vectors @ vectors.T
+    iu, ju = np.triu_indices(n, 1)
+    keep = sims[iu, ju] >= min_cosine
+    candidates = sorted(
+        ((int(i), int(j), float(sims[i, j])) for i, j in zip(iu[keep], ju[keep], strict=True)),
+        key=lambda p: -p[2],
+    )
+    words = [content_words(c.text) for c in claims]
+    norm = [" ".join(c.text.lower().split()) for c in claims]
+    out: list[tuple[int, int, float]] = []
+    for i, j, cos in candidates:
+        if not same_document and claims[i].doc == claims[j].doc:
+            continue
+        if norm[i] == norm[j] or overlap_coefficient(words[i], words[j]) < min_overlap:
+            continue
+        out.append((i, j, cos))
+        if len(out) >= max_pairs:
+            break
+    return out
+
+
+def _tokens(text: str) -> list[tuple[str, str, int]]:
+    """``(folded, original, start)`` tokens; decimals such as 1.3 and 10,000 stay whole."""
+    return [(m.group(0).lower(), m.group(0), m.start()) for m in _TOKEN.finditer(text)]
+
+
+def _number(token: str) -> float | None:
+    if token in NUMBER_WORDS:
+        return float(NUMBER_WORDS[token])
+    try:
+        return float(token.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _is_date(token: str) -> bool:
+    return token in _MONTHS or (token.isdigit() and len(token) == 4 and 1500 <= int(token) <= 2099)
+
+
+def _is_entity(original: str, start: int) -> bool:
+    """A name or identifier: capitalised away from the sentence start, or letters and digits mixed."""
+    if any(c.isdigit() for c in original) and any(c.isalpha() for c in original):
+        return True
+    if original[:1].isupper() and start > 0:
+        return True
+    return len(original) >= 2 and original.isupper()
+
+
+def _classify(words: Sequence[tuple[str, str, int]]) -> str | None:
+    """The strongest conflict kind among changed tokens (``None``: an ordinary paraphrase)."""
+    kinds = []
+    for folded, original, start in words:
+        if folded in NEGATIONS or folded == "t":  # "don't" is tokenised don / t
+            kinds.append("negation")
+        elif folded in MODALS and not original[:1].isupper():  # "may", not "May"
+            kinds.append("modal")
+        elif _is_date(folded):
+            kinds.append("date")
+        elif _number(folded) is not None:
+            kinds.append("number")
+        elif folded in MODALS:
+            kinds.append("modal")
+        elif folded in QUANTIFIERS:
+            kinds.append("quantifier")
+        elif _is_entity(original, start):
+            kinds.append("entity")
+    for kind in ("negation", "date", "number", "entity", "modal", "quantifier"):
+        if kind in kinds:
+            return kind
+    return None
+
+
+def _quantities(text: str) -> list[tuple[str, float, float, str]]:
+    """``(unit, low, high, phrase)`` per number or range followed by a unit word (time in days)."""
+    tokens = _tokens(text)
+    out = []
+    i = 0
+    while i < len(tokens):
+        value = _number(tokens[i][0])
+        if value is None or _is_date(tokens[i][0]) or tokens[i][0] in ("first", "second", "once", "single"):
+            i += 1
+            continue
+        low = high = value
+        k = i + 1
+        # "two to five years", "10 or 12 rounds", "5-10 days" (the dash is not a token)
+        while k + 1 < len(tokens) and tokens[k][0] in _RANGE_JOINERS and _number(tokens[k + 1][0]) is not None:
+            other = _number(tokens[k + 1][0])
+            assert other is not None
+            low, high = min(low, other), max(high, other)
+            k += 2
+        while k < len(tokens) and _number(tokens[k][0]) is not None and tokens[k][0] in NUMBER_WORDS:
+            multiplier = _number(tokens[k][0])  # "two hundred", "3 million"
+            assert multiplier is not None
+            if multiplier >= 100:
+                low, high = low * multiplier, high * multiplier
+            k += 1
+        if k < len(tokens) and tokens[k][0].isalpha() and tokens[k][0] not in _STOP:
+            unit = tokens[k][0]
+            singular = unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit
+            phrase = text[tokens[i][2] : tokens[k][2] + len(tokens[k][1])]
+            if singular in TIME_UNITS:
+                out.append(("time", low * TIME_UNITS[singular], high * TIME_UNITS[singular], phrase))
+            else:
+                out.append((singular, low, high, phrase))
+        i = k
+    return out
+
+
+def quantity_conflict(left: str, right: str) -> DiffFinding | None:
+    """Two quantities of the same unit (or two durations) whose ranges do not overlap.
+
+    Example:
+        >>> quantity_conflict("Season 4 has 23 episodes.", "The fourth season contains 24 episodes.")
+        DiffFinding(kind='number', left='23 episodes', right='24 episodes')
+    """
+    a, b = _quantities(left), _quantities(right)
+    for unit_a, lo_a, hi_a, phrase_a in a:
+        same = [q for q in b if q[0] == unit_a]
+        # a shared value means the claims may be talking about different things
+        if not same or any(lo_b <= hi_a * 1.0001 and lo_a <= hi_b * 1.0001 for _, lo_b, hi_b, _ in same):
+            continue
+        return DiffFinding("number", phrase_a, same[0][3])
+    return None
+
+
+def diff_conflict(left: str, right: str) -> DiffFinding | None:
+    """The conflict between two aligned claims that a token diff shows (see the module docstring)."""
+    a, b = _tokens(left), _tokens(right)
+    if not a or not b:
+        return None
+    matcher = difflib.SequenceMatcher(None, [t[0] for t in a], [t[0] for t in b], autojunk=False)
+    if matcher.ratio() >= NEAR_IDENTICAL:
+        changed_a: list[tuple[str, str, int]] = []
+        changed_b: list[tuple[str, str, int]] = []
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "equal":
+                changed_a.extend(a[i1:i2])
+                changed_b.extend(b[j1:j2])
+        if changed_a or changed_b:
+            if max(len(changed_a), len(changed_b)) <= MAX_CHANGED:
+                kind = _classify(changed_a + changed_b)
+                # a filler such as "about" added next to an unchanged number is not a conflict
+                if kind is not None and not _only_fillers(changed_a, changed_b):
+                    return DiffFinding(
+                        kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b)
+                    )
+    return quantity_conflict(left, right)
+
+
+def _only_fillers(a: Sequence[tuple[str, str, int]], b: Sequence[tuple[str, str, int]]) -> bool:
+    return all(t[0] in _HEDGE_FILLERS for t in (*a, *b)) and not any(t[0] == "only" for t in (*a, *b))
+
+
+__all__ = [
+    "Claim",
+    "DiffFinding",
+    "aligned_pairs",
+    "content_words",
+    "diff_conflict",
+    "extract_claims",
+    "is_prose",
+    "overlap_coefficient",
+    "quantity_conflict",
+]

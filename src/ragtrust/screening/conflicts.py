@@ -1,0 +1,434 @@
+"""Knowledge conflicts: claims that disagree, with witnesses, and who is to blame (issue 15).
+
+A poisoned fact can only be caught by something that knows better. This signal compares
+*claims*, not whole documents:
+
+1. **Pool.** The retrieved documents, plus *witnesses*: documents of the store near the
+   retrieved ones that did not make the top-K (passed in by the pipeline, ``origin
+   "store"``), and, for a retrieved document whose content changed since it was vetted,
+   the text of its last vetted version from the provenance ledger (``origin "vetted"``).
+2. **Claims** (:func:`~ragtrust.screening.claims.extract_claims`): prose assertions with
+   their spans, at most ``max_claims_per_doc`` per document and ``max_claims`` in all
+   (a warning says when a cap cut the work). Claims are embedded once and cached.
+3. **Alignment** (:func:`~ragtrust.screening.claims.aligned_pairs`): pairs with cosine >=
+   ``min_cosine`` and content-word overlap >= ``min_overlap``, at least one side retrieved,
+   at most ``max_pairs`` (most similar first): the work grows with aligned pairs, not K².
+4. **Two checks per aligned pair.** The conflict diff
+   (:func:`~ragtrust.screening.claims.diff_conflict`: numbers, dates, names, negation,
+   modals, quantifiers) with strength ``diff_strength[kind]``; and NLI contradiction in both
+   directions, ``c = max(c(a->b), c(b->a))``, mapped through the ramp
+   ``clip((c - low) / (high - low))`` whose ``low`` is calibrated per model on aligned pairs of
+   clean text (``signal_calibration["claim_conflict"]`` in the model manifest; ``ragtrust eval
+   conflicts --calibrate``), :data:`DEFAULT_RAMP` otherwise. A pair is a conflict when either
+   check fires; its strength is the larger.
+5. **Attribution** (documented rule, in this order). A conflict between claim *a* of
+   document X and claim *b* of document Y:
+
+   * X == Y: the document contradicts itself; it is blamed with ``intra_factor`` x strength.
+   * the last vetted version of a document is one side: the other side is blamed
+     ("the vetted version says otherwise").
+   * the ledger's tiers differ (vetted against unvetted): the unvetted side is blamed.
+   * one document states both sides (it contradicts itself on the point) and the other does
+     not: it is blamed.
+   * majority of independent witnesses: every other document of the pool that has a claim in
+     conflict with *b* and none in conflict with *a* sides with *a* (and vice versa). Sides
+     are counted in independent sources: chunks of one parent document and near-duplicate
+     texts count once. The side with more sources wins; the other side's document is blamed.
+   * otherwise the conflict is **contested**: nobody is blamed, both documents get
+     ``contested_factor`` x strength, and the pipeline refuses to trust an answer that uses
+     either claim.
+
+A document's score is its strongest blame (a witness from the store gets no result: it is
+not in the retrieved set). The batch consistency C is ``1 - max`` over conflicts of the
+strength (contested) or half the strength (resolved); 1.0 without conflicts. Every result
+carries the conflicts that touch its document in ``details["conflicts"]`` (the
+:class:`~ragtrust.documents.Conflict` form), and the cost in ``details`` (claims, aligned
+pairs, NLI pairs).
+
+Example:
+    >>> from ragtrust.testing import HashingEmbedder, LexicalNLI, retrieved
+    >>> docs = retrieved(["A queen bee lives two to five years in the hive.",
+    ...                   "In the hive, a queen bee lives two to five years.",
+    ...                   "A queen bee lives about three weeks in the hive."])
+    >>> rs = ClaimConflictSignal(nli=LexicalNLI(), embedder=HashingEmbedder(), min_cosine=0.3).score_batch(docs)
+    >>> [round(r.score, 2) for r in rs]
+    [0.0, 0.0, 0.9]
+    >>> rs[2].details["conflicts"][0]["resolution"]
+    '2 independent sources against 1'
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ragtrust.documents import ClaimRef, Conflict, Document, RetrievedDoc, SignalResult
+from ragtrust.errors import ModelError
+from ragtrust.models.base import CONTRADICTION, Embedder, NLIModel
+from ragtrust.registry import register
+from ragtrust.screening.base import Signal
+from ragtrust.screening.calibration import resolve_ramp
+from ragtrust.screening.claims import Claim, aligned_pairs, diff_conflict, extract_claims
+from ragtrust.screening.intra import contradiction_ramp
+
+#: the signal's name
+CLAIM_CONFLICT = "claim_conflict"
+#: strength of a diff finding, per kind (a changed number or name is near-certain evidence
+#: when the claims are otherwise the same; a modal or quantifier change a little less)
+DEFAULT_DIFF_STRENGTH: Mapping[str, float] = {
+    "number": 0.9,
+    "date": 0.9,
+    "entity": 0.9,
+    "negation": 0.9,
+    "modal": 0.8,
+    "quantifier": 0.8,
+}
+VETTED = "vetted"
+STORE = "store"
+RETRIEVED = "retrieved"
+
+
+@dataclass(frozen=True)
+class _PoolDoc:
+    document: Document
+    origin: str
+    group: str
+    tier: str | None = None
+
+
+def _parent(doc: Document) -> str:
+    parent = doc.metadata.get("parent_id")
+    if isinstance(parent, str) and parent:
+        return parent
+    head, sep, tail = doc.id.rpartition("#")
+    return head if sep and tail.isdigit() else doc.id
+
+
+def _shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
+    words = text.lower().split()
+    return {tuple(words[i : i + n]) for i in range(max(1, len(words) - n + 1))}
+
+
+@register("signal", CLAIM_CONFLICT)
+@dataclass
+class ClaimConflictSignal(Signal):
+    """Aligned-claim conflicts with witnesses and attribution (see the module docstring).
+
+    Attributes:
+        nli: the NLI model (one ``predict`` call per batch).
+        embedder: embeds the claims (cached by text).
+        ledger: the store's provenance ledger (vetted versions and tiers); optional.
+        min_cosine / min_overlap: alignment thresholds.
+        max_pairs: aligned pairs checked per batch (cost bound).
+        max_claims_per_doc / max_claims: claim caps.
+        low / high: the NLI contradiction ramp (``None`` = the model's calibration).
+        diff_strength: strength of a diff finding per kind.
+        intra_factor: blame of a document that contradicts itself.
+        contested_factor: score of each side of a contested conflict.
+        near_duplicate: 5-gram shingle Jaccard at which two witnesses count as one source.
+        cache_size: claim embeddings kept (entries).
+    """
+
+    nli: NLIModel
+    embedder: Embedder
+    ledger: Any = None
+    min_cosine: float = 0.6
+    min_overlap: float = 0.3
+    max_pairs: int = 48
+    max_claims_per_doc: int = 40
+    max_claims: int = 400
+    low: float | None = None
+    high: float | None = None
+    diff_strength: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_DIFF_STRENGTH))
+    intra_factor: float = 0.6
+    contested_factor: float = 0.5
+    near_duplicate: float = 0.8
+    cache_size: int = 50_000
+
+    name: ClassVar[str] = CLAIM_CONFLICT
+    document_level: ClassVar[bool] = False
+    uses_witnesses: ClassVar[bool] = True
+    _cache: OrderedDict[str, npt.NDArray[np.float32]] = field(default_factory=OrderedDict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def warm_up(self) -> None:
+        """Warm the NLI model and the embedder."""
+        for part in (self.nli, self.embedder):
+            warm = getattr(part, "warm_up", None)
+            if callable(warm):
+                warm()
+
+    # ------------------------------------------------------------------ pool and claims
+    def _pool(self, docs: Sequence[RetrievedDoc], witnesses: Sequence[RetrievedDoc]) -> list[_PoolDoc]:
+        pool = [_PoolDoc(d.document, RETRIEVED, _parent(d.document), self._tier(d.document)) for d in docs]
+        seen = {d.id for d in docs}
+        for w in witnesses:
+            if w.id not in seen:
+                seen.add(w.id)
+                pool.append(_PoolDoc(w.document, STORE, _parent(w.document), self._tier(w.document)))
+        for d in docs:
+            vetted = self._vetted_version(d.document)
+            if vetted is not None:
+                pool.append(_PoolDoc(vetted, VETTED, _parent(d.document), VETTED))
+        return pool
+
+    def _tier(self, doc: Document) -> str | None:
+        if self.ledger is None:
+            return None
+        try:
+            record = self.ledger.get(_parent(doc))
+        except Exception:  # noqa: BLE001 - no tier known: attribution falls back to witnesses
+            return None
+        return None if record is None else record.tier
+
+    def _vetted_version(self, doc: Document) -> Document | None:
+        """The last vetted text of ``doc``'s parent when the served text is not in it."""
+        if self.ledger is None:
+            return None
+        try:
+            record = self.ledger.get(_parent(doc))
+            if record is None or record.vetted_hash is None or not record.changed_since_vetted:
+                return None
+            text = self.ledger.version_text(record.doc_id, record.vetted_hash)
+        except Exception:  # noqa: BLE001 - the provenance signal reports ledger failures
+            return None
+        if not text or " ".join(doc.text.split()) in " ".join(text.split()):
+            return None
+        return Document(id=f"{record.doc_id}@vetted", text=text, url=doc.url, source="provenance ledger")
+
+    def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[0] != len(missing):
+                raise ModelError(f"embedder returned shape {vectors.shape}, expected ({len(missing)}, dim)")
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+            with self._lock:
+                for text, vec in zip(missing, vectors, strict=True):
+                    self._cache[text] = vec
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        with self._lock:
+            rows = []
+            for t in texts:
+                vec = self._cache.get(t)
+                if vec is None:  # evicted by a concurrent batch: embed again
+                    vec = np.asarray(self.embedder.embed([t]), dtype=np.float32)[0]
+                    vec = vec / max(float(np.linalg.norm(vec)), 1e-12)
+                rows.append(vec)
+        return np.vstack(rows) if rows else np.zeros((0, 1), np.float32)
+
+    # ------------------------------------------------------------------ scoring
+    def score_batch(
+        self, docs: Sequence[RetrievedDoc], query: str | None = None, witnesses: Sequence[RetrievedDoc] = ()
+    ) -> list[SignalResult]:
+        """Score the retrieved documents; conflicts go into each result's details."""
+        if not docs:
+            return []
+        pool = self._pool(docs, witnesses)
+        notes: list[str] = []
+        claims: list[Claim] = []
+        for i, p in enumerate(pool):
+            found = extract_claims(i, p.document.text, self.max_claims_per_doc)
+            if len(found) == self.max_claims_per_doc:
+                notes.append(f"{p.document.id}: only the first {self.max_claims_per_doc} claims compared")
+            room = self.max_claims - len(claims)
+            if room <= 0:
+                notes.append(f"claim cap {self.max_claims} reached: {len(pool) - i} document(s) not compared")
+                break
+            claims.extend(found[:room])
+        retrieved = len(docs)
+        pairs: list[tuple[int, int, float]] = []
+        if len(claims) >= 2:
+            vectors = self._embed([c.text for c in claims])
+            candidates = aligned_pairs(
+                claims,
+                vectors,
+                min_cosine=self.min_cosine,
+                min_overlap=self.min_overlap,
+                max_pairs=10 * self.max_pairs,
+            )
+            # at least one side in the retrieved set; witness-witness pairs testify to nothing
+            pairs = [p for p in candidates if claims[p[0]].doc < retrieved or claims[p[1]].doc < retrieved]
+            if len(pairs) > self.max_pairs:
+                notes.append(f"{len(pairs)} aligned claim pairs; the {self.max_pairs} most similar were checked")
+                pairs = pairs[: self.max_pairs]
+        conflicts, nli_pairs = self._check(pool, claims, pairs)
+        resolved = [self._attribute(pool, claims, c, conflicts) for c in conflicts]
+        return self._results(docs, pool, claims, resolved, len(pairs), nli_pairs, notes)
+
+    def _check(
+        self, pool: Sequence[_PoolDoc], claims: Sequence[Claim], pairs: Sequence[tuple[int, int, float]]
+    ) -> tuple[list[tuple[int, int, str, float, str, str, float | None]], int]:
+        """``(i, j, kind, strength, left_words, right_words, contradiction)`` per conflicting pair."""
+        if not pairs:
+            return [], 0
+        low, high, _ = resolve_ramp(self.nli, CLAIM_CONFLICT, self.low, self.high)
+        texts = [(claims[i].text, claims[j].text) for i, j, _ in pairs]
+        nli_input = [p for a, b in texts for p in ((a, b), (b, a))]
+        probs = np.asarray(self.nli.predict(nli_input), dtype=np.float64)
+        if probs.shape != (len(nli_input), 3):
+            raise ModelError(f"NLI model returned shape {probs.shape}, expected ({len(nli_input)}, 3)")
+        out = []
+        for m, ((i, j, _), (a, b)) in enumerate(zip(pairs, texts, strict=True)):
+            c = float(max(probs[2 * m, CONTRADICTION], probs[2 * m + 1, CONTRADICTION]))
+            nli_strength = contradiction_ramp(c, low, high)
+            finding = diff_conflict(a, b)
+            diff_strength = self.diff_strength.get(finding.kind, 0.0) if finding is not None else 0.0
+            if finding is not None and diff_strength >= nli_strength:
+                out.append((i, j, finding.kind, diff_strength, finding.left, finding.right, c))
+            elif nli_strength > 0:
+                out.append((i, j, "nli", nli_strength, "", "", c))
+        return out, len(nli_input)
+
+    def _attribute(
+        self,
+        pool: Sequence[_PoolDoc],
+        claims: Sequence[Claim],
+        conflict: tuple[int, int, str, float, str, str, float | None],
+        every: Sequence[tuple[int, int, str, float, str, str, float | None]],
+    ) -> tuple[tuple[int, int, str, float, str, str, float | None], int | None, str]:
+        """``(conflict, blamed pool index or None, resolution)`` by the rule of the module docstring."""
+        i, j = conflict[0], conflict[1]
+        x, y = claims[i].doc, claims[j].doc
+        if x == y:
+            return conflict, x, "the document contradicts itself"
+        px, py = pool[x], pool[y]
+        if px.origin == VETTED or py.origin == VETTED:
+            blamed = y if px.origin == VETTED else x
+            return conflict, blamed, "the vetted version says otherwise"
+        if {px.tier, py.tier} == {"vetted", "unvetted"}:
+            return conflict, (x if px.tier == "unvetted" else y), "an unvetted source against a vetted one"
+        # claims in conflict with each claim, by document
+        against: dict[int, set[int]] = {i: set(), j: set()}
+        for a, b, *_ in every:
+            for side, other in ((a, b), (b, a)):
+                if side in against:
+                    against[side].add(claims[other].doc)
+        # x states both sides when another claim of x conflicts with x's own claim i
+        x_both, y_both = x in against[i], y in against[j]
+        if x_both != y_both:
+            return conflict, (x if x_both else y), "states both sides of the conflict"
+        side_a = {d for d in against[j] if d not in against[i]} | {x}
+        side_b = {d for d in against[i] if d not in against[j]} | {y}
+        n_a, n_b = self._sources(pool, side_a), self._sources(pool, side_b)
+        if n_a != n_b and max(n_a, n_b) >= 2:
+            winner_count, loser_count = max(n_a, n_b), min(n_a, n_b)
+            blamed = y if n_a > n_b else x
+            return conflict, blamed, f"{winner_count} independent sources against {loser_count}"
+        return conflict, None, f"contested: {n_a} source(s) against {n_b}"
+
+    def _sources(self, pool: Sequence[_PoolDoc], members: set[int]) -> int:
+        """Independent sources among ``members``: one per parent document, near-duplicates merged."""
+        reps: list[tuple[str, set[tuple[str, ...]]]] = []
+        for m in sorted(members):
+            group, shingles = pool[m].group, _shingles(pool[m].document.text)
+            duplicate = False
+            for rep_group, rep_shingles in reps:
+                union = len(shingles | rep_shingles)
+                if rep_group == group or (union and len(shingles & rep_shingles) / union >= self.near_duplicate):
+                    duplicate = True
+                    break
+            if not duplicate:
+                reps.append((group, shingles))
+        return len(reps)
+
+    def _results(
+        self,
+        docs: Sequence[RetrievedDoc],
+        pool: Sequence[_PoolDoc],
+        claims: Sequence[Claim],
+        resolved: Sequence[tuple[tuple[int, int, str, float, str, str, float | None], int | None, str]],
+        aligned: int,
+        nli_pairs: int,
+        notes: Sequence[str],
+    ) -> list[SignalResult]:
+        def ref(c: Claim) -> ClaimRef:
+            p = pool[c.doc]
+            return ClaimRef(p.document.id, c.start, c.end, c.text, p.document.url, p.origin)
+
+        scores = [0.0] * len(docs)
+        per_doc: list[list[Conflict]] = [[] for _ in docs]
+        worst = 0.0
+        for (i, j, kind, strength, lw, rw, contradiction), blamed, resolution in resolved:
+            x, y = claims[i].doc, claims[j].doc
+            conflict = Conflict(
+                left=ref(claims[i]),
+                right=ref(claims[j]),
+                kind=kind,
+                strength=round(float(strength), 4),
+                left_words=lw,
+                right_words=rw,
+                contradiction=None if contradiction is None else round(contradiction, 4),
+                blamed=None if blamed is None else pool[blamed].document.id,
+                resolution=resolution,
+            )
+            if x == y:
+                share = {x: self.intra_factor * strength}
+            elif blamed is None:
+                share = {x: self.contested_factor * strength, y: self.contested_factor * strength}
+            else:
+                share = {blamed: strength}
+            worst = max(worst, strength if blamed is None else strength / 2)
+            for d in {x, y}:
+                if d < len(docs):
+                    scores[d] = max(scores[d], share.get(d, 0.0))
+                    per_doc[d].append(conflict)
+        consistency = round(1.0 - worst, 6)
+        results = []
+        for k, doc in enumerate(docs):
+            reasons: list[str] = []
+            for c in sorted(per_doc[k], key=lambda c: -c.strength)[:2]:
+                mine, other = (c.left, c.right) if c.left.doc_id == doc.id else (c.right, c.left)
+                verb = "is contradicted by" if c.blamed == doc.id else "conflicts with"
+                where = {VETTED: "its vetted version", STORE: f"{other.doc_id} (from the store)"}.get(
+                    other.origin, other.doc_id
+                )
+                if other.doc_id == doc.id:
+                    where = "itself"
+                reasons.append(f"{verb} {where} ({c.kind}, {c.resolution}): {_quote(mine.text)} vs {_quote(other.text)}")
+            results.append(
+                SignalResult(
+                    name=self.name,
+                    score=float(min(1.0, max(0.0, scores[k]))),
+                    reasons=tuple(reasons),
+                    details={
+                        "consistency": consistency,
+                        "conflicts": [c.to_dict() for c in per_doc[k]],
+                        "claims": sum(1 for c in claims if c.doc == k),
+                        "aligned_pairs": aligned,
+                        "nli_pairs": nli_pairs,
+                        "witnesses": sum(1 for p in pool if p.origin != RETRIEVED),
+                        "notes": list(notes),
+                    },
+                )
+            )
+        return results
+
+
+def _quote(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026")
+
+
+def conflicts_from(results: Sequence[SignalResult]) -> list[Conflict]:
+    """The distinct conflicts recorded by this signal in a list of per-document results."""
+    seen: dict[tuple[str, int, str, int], Conflict] = {}
+    for r in results:
+        if r.name != CLAIM_CONFLICT or r.skipped:
+            continue
+        for raw in r.details.get("conflicts", ()):
+            c = raw if isinstance(raw, Conflict) else Conflict.from_dict(raw)
+            seen.setdefault((c.left.doc_id, c.left.start, c.right.doc_id, c.right.start), c)
+    return sorted(seen.values(), key=lambda c: -c.strength)
+
+
+__all__ = ["CLAIM_CONFLICT", "DEFAULT_DIFF_STRENGTH", "ClaimConflictSignal", "conflicts_from"]
