@@ -53,6 +53,7 @@ VERDICT_KEYS = {
     "warnings",
     "errors",
     "decision_reasons",
+    "conflicts",
     "stage",
     "timings_s",
     "models",

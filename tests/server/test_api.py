@@ -6,18 +6,29 @@ import asyncio
 import dataclasses
 import json
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
-from ragtrust.documents import Verdict
+from ragtrust.documents import (
+    AnswerSentence,
+    ClaimRef,
+    Conflict,
+    DocumentScreening,
+    Passage,
+    SignalResult,
+    Span,
+    Verdict,
+)
 from ragtrust.errors import BackendError, ConfigError, InputError, ModelError
 from ragtrust.server import schemas as S
 from ragtrust.server.app import create_app, is_loopback_host
 
-from .conftest import KB, InstrumentedGate, memory_store, real_gate
+from .conftest import KB, KB_CONFLICTS, InstrumentedGate, memory_store, real_gate
 
 pytestmark = pytest.mark.anyio
 
@@ -158,9 +169,66 @@ async def test_health_ready_metrics_openapi_docs_and_ui(gate: InstrumentedGate, 
     assert css.status_code == 200 and "mark.cite" in css.text
 
 
-async def test_verdict_schema_covers_every_verdict_field() -> None:
-    domain = {f.name for f in dataclasses.fields(Verdict)}
-    assert domain <= set(S.VerdictOut.model_fields), domain - set(S.VerdictOut.model_fields)
+@pytest.mark.parametrize(
+    ("domain", "schema"),
+    [
+        (Verdict, S.VerdictOut),
+        (Conflict, S.ConflictOut),
+        (ClaimRef, S.ClaimRefOut),
+        (DocumentScreening, S.DocumentScreeningOut),
+        (SignalResult, S.SignalOut),
+        (Span, S.SpanOut),
+        (AnswerSentence, S.AnswerSentenceOut),
+        (Passage, S.PassageOut),
+    ],
+)
+async def test_response_schema_covers_every_domain_field(domain: type, schema: type[BaseModel]) -> None:
+    # the schemas ignore unknown keys: a field missing here would vanish from every response
+    fields = {f.name for f in dataclasses.fields(domain)}
+    assert fields <= set(schema.model_fields), fields - set(schema.model_fields)
+
+
+async def test_verdict_schema_nests_the_conflict_schemas() -> None:
+    assert S.VerdictOut.model_fields["conflicts"].annotation == list[S.ConflictOut]
+    assert S.ConflictOut.model_fields["left"].annotation is S.ClaimRefOut
+    assert S.ConflictOut.model_fields["right"].annotation is S.ClaimRefOut
+
+
+async def test_verdict_schema_keeps_the_conflicts() -> None:
+    witness = replace(KB_CONFLICTS[0], left=replace(KB_CONFLICTS[0].left, origin="vetted"))
+    verdict = Verdict(query="q", trust_score=0.55, trust_level="LOW", trusted=False, tau=0.5, factuality=1.0,
+                      consistency=0.2, poison_probability=0.3, conflicts=(*KB_CONFLICTS, witness))  # fmt: skip
+    out = S.VerdictOut.model_validate({**verdict.to_dict(), "decision": verdict.decision})
+    assert [c.blamed for c in out.conflicts] == [None, "password-storage", None]
+    assert out.conflicts[1].left_words == "are unsuitable" and out.conflicts[2].left.origin == "vetted"
+    assert Verdict.from_dict(out.model_dump(exclude={"decision"})) == verdict
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/ask", {"question": "How should I store passwords?"}),
+        ("/v1/screen", {"documents": DOCS, "query": "database"}),
+        ("/v1/verify", {"answer": "Use parameterised queries.", "documents": DOCS}),
+    ],
+)
+async def test_every_verdict_route_returns_the_conflicts(make_client: Any, path: str, body: dict[str, Any]) -> None:
+    gate = InstrumentedGate(store=memory_store(), conflicts=KB_CONFLICTS)
+    async with make_client(create_app(gate=gate)) as client:
+        r = await client.post(path, json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["conflicts"] == [c.to_dict() for c in KB_CONFLICTS]
+
+
+async def test_openapi_publishes_the_conflict_schemas(gate: InstrumentedGate, make_client: Any) -> None:
+    async with make_client(create_app(gate=gate)) as client:
+        schemas = (await client.get("/openapi.json")).json()["components"]["schemas"]
+    conflicts = schemas["VerdictOut"]["properties"]["conflicts"]
+    assert conflicts["type"] == "array" and conflicts["items"]["$ref"].endswith("/ConflictOut")
+    assert set(schemas["ConflictOut"]["properties"]) == {f.name for f in dataclasses.fields(Conflict)}
+    assert set(schemas["ClaimRefOut"]["properties"]) == {f.name for f in dataclasses.fields(ClaimRef)}
+    assert schemas["ConflictOut"]["properties"]["left"]["$ref"].endswith("/ClaimRefOut")
+    assert {"left", "right", "kind", "strength"} <= set(schemas["ConflictOut"]["required"])
 
 
 async def test_verdict_schema_keeps_the_decision_reasons() -> None:

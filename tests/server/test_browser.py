@@ -20,7 +20,7 @@ import pytest
 
 from ragtrust.server.app import create_app
 
-from .conftest import InstrumentedGate, memory_store, real_gate
+from .conftest import KB_CONFLICTS, InstrumentedGate, memory_store, real_gate
 
 pytestmark = pytest.mark.browser
 
@@ -50,9 +50,18 @@ def _playwright() -> Any:
 @pytest.fixture
 def live_server(tmp_path: Path) -> Iterator[tuple[str, Any]]:
     """Uvicorn on 127.0.0.1 (random free port) in a thread, serving the real gate if built."""
+    yield from _serve(real_gate(tmp_path) or InstrumentedGate(store=memory_store()))
+
+
+@pytest.fixture
+def conflict_server() -> Iterator[tuple[str, Any]]:
+    """The same, with a gate whose every verdict carries :data:`KB_CONFLICTS`."""
+    yield from _serve(InstrumentedGate(store=memory_store(), conflicts=KB_CONFLICTS))
+
+
+def _serve(gate: Any) -> Iterator[tuple[str, Any]]:
     import uvicorn
 
-    gate = real_gate(tmp_path) or InstrumentedGate(store=memory_store())
     app = create_app(gate=gate)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
@@ -145,5 +154,83 @@ def test_citation_opens_the_highlighted_source_span(live_server: tuple[str, Any]
             page.keyboard.press("Escape")
             assert page.locator("#viewer").is_hidden()
             assert page.evaluate("document.activeElement.classList.contains('citation')")
+        finally:
+            browser.close()
+
+
+DIFF_CASES = [
+    ("A queen bee lives three weeks.", "three weeks"),
+    ("A queen bee lives THREE weeks.", "three weeks"),
+    ("You don't need a salt.", "don t"),
+    ("Keys must be rotated; they must not leak.", "must rotated"),
+    ("It cannot be no.", "no"),
+    ("Released in 2019 with 10,000 users.", "10,000"),
+    ("Zürich is not the capital; Bern is.", "Bern"),
+    ("Nothing differs here.", "absent"),
+    ("Nothing differs here.", ""),
+]
+
+
+def test_conflicts_are_shown_side_by_side(conflict_server: tuple[str, Any]) -> None:
+    from ragtrust.cli.render import diff_ranges
+
+    sync_playwright = _playwright()
+    base, _ = conflict_server
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 900})
+            page.goto(base + "/")
+            page.wait_for_selector("#server-status.ok")
+            assert page.locator("#conflicts-panel").is_hidden()  # nothing asked yet
+
+            page.focus("#question")
+            page.keyboard.type("How should I store passwords?")
+            page.keyboard.press("Enter")
+            page.wait_for_selector("#conflicts-panel:not([hidden])")
+
+            rows = page.locator("#conflicts > li.conflict")
+            assert rows.count() == len(KB_CONFLICTS)
+            for i, conflict in enumerate(KB_CONFLICTS):
+                row = rows.nth(i)
+                sides = row.locator(".conflict-sides > .claim")
+                assert sides.count() == 2
+                for side, claim in zip(range(2), (conflict.left, conflict.right), strict=True):
+                    cell = sides.nth(side)
+                    assert cell.locator(".claim-doc").inner_text() == claim.doc_id
+                    assert cell.locator(".claim-text").inner_text() == claim.text
+                badge = row.locator(".conflict-head .badge").inner_text()
+                assert badge == ("contested" if conflict.blamed is None else f"blamed: {conflict.blamed}")
+                assert conflict.kind in row.locator(".conflict-head .meta").inner_text()
+                marks = row.locator("mark.diff").all_inner_texts()
+                assert marks == [w for w in (conflict.left_words, conflict.right_words) if w]
+            # a screen reader hears which side it is; the "vs" is decoration
+            first = rows.nth(0)
+            assert first.locator(".visually-hidden").all_text_contents() == ["Left claim, from ", "Right claim, from "]
+            assert first.locator(".versus").get_attribute("aria-hidden") == "true"
+            assert rows.nth(1).locator(".claim.blamed").count() == 2  # the document contradicts itself
+            assert first.locator(".claim.blamed").count() == 0
+            page.screenshot(path=str(ARTIFACTS / "server-ui-conflicts.png"), full_page=True)
+
+            # a claim's document opens at the claim
+            right = KB_CONFLICTS[0].right
+            first.locator(".claim-doc").nth(1).click()
+            page.wait_for_selector("#doc-text mark.cite")
+            assert page.locator("#viewer-heading").inner_text() == right.doc_id
+            assert "".join(page.locator("#doc-text mark.cite").all_inner_texts()) == right.text
+            assert (page.locator("#doc-text mark.cite").first.get_attribute("title") or "").startswith(
+                "claim in conflict"
+            )
+
+            # the browser marks the same words as the CLI
+            for text, words in DIFF_CASES:
+                ranges = page.evaluate("([t, w]) => window.ragtrust.diffRanges(t, w)", [text, words])
+                assert [tuple(r) for r in ranges] == diff_ranges(text, words), (text, words)
+
+            # a verdict without conflicts hides the panel again
+            page.evaluate("() => window.ragtrust.render({ ...window.ragtrust.state.verdict, conflicts: [] })")
+            assert page.locator("#conflicts-panel").is_hidden()
+            assert page.locator("#conflicts > li").count() == 0
         finally:
             browser.close()

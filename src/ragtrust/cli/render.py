@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console, Group
@@ -9,9 +10,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ragtrust.documents import Verdict
+from ragtrust.documents import ClaimRef, Conflict, Verdict
 
 LEVEL_STYLE = {"HIGH": "bold green", "MEDIUM": "bold yellow", "LOW": "bold dark_orange", "VERY LOW": "bold red"}
+#: tokens as the conflict diff cuts them (``ragtrust.screening.claims``): 1.3 and 10,000 stay whole
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+|\d+")
+#: longest claim shown in the conflicts table, in characters (a window around the differing words)
+CLAIM_WIDTH = 140
 
 
 def decision_line(verdict: Verdict) -> str:
@@ -28,8 +33,124 @@ def decision_line(verdict: Verdict) -> str:
     return f"T = {verdict.trust_score:.3f} >= tau {verdict.tau:g}, but not trusted: {reasons}{capped}"
 
 
+def diff_ranges(text: str, words: str) -> list[tuple[int, int]]:
+    """Where the differing words of a conflict sit in its claim: ``(start, end)`` ranges of ``text``.
+
+    ``words`` is :attr:`Conflict.left_words` / ``right_words`` as the conflict diff wrote it: a
+    phrase of the claim ("two to five years") or its changed tokens joined by spaces ("must
+    not", "don t" for "don't"). Both are cut into tokens the way the diff cuts them; the tokens
+    are found as one run of the claim's tokens, else one by one in order (adjacent ones merged).
+    The web UI (``static/app.js``, ``diffRanges``) does the same.
+
+    Example:
+        >>> diff_ranges("A queen bee lives three weeks.", "three weeks")
+        [(18, 29)]
+        >>> diff_ranges("You don't need a salt.", "don t")
+        [(4, 9)]
+        >>> diff_ranges("Keys must be rotated; they must not leak.", "must rotated")
+        [(5, 9), (13, 20)]
+    """
+    wanted = [m.group(0).casefold() for m in _TOKEN.finditer(words)]
+    if not wanted:
+        return []
+    tokens = list(_TOKEN.finditer(text))
+    folded = [m.group(0).casefold() for m in tokens]
+    n = len(wanted)
+    for i in range(len(tokens) - n + 1):
+        if folded[i : i + n] == wanted:
+            return [(tokens[i].start(), tokens[i + n - 1].end())]
+    out: list[tuple[int, int]] = []
+    cursor = 0
+    for word in wanted:
+        at = next((k for k in range(cursor, len(tokens)) if folded[k] == word), None)
+        if at is None:
+            continue
+        a, b = tokens[at].span()
+        # "don t": one mark over "don't", not two; "must ... not": two marks
+        if out and (not text[out[-1][1] : a].strip() or at == cursor):
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+        cursor = at + 1
+    return out
+
+
+def _clip(text: str, ranges: list[tuple[int, int]], width: int) -> tuple[str, list[tuple[int, int]], int]:
+    """A window of at most ``width`` characters of ``text`` around the first range, cut at spaces."""
+    if len(text) <= width:
+        return text, ranges, 0
+    focus = ranges[0][0] if ranges else 0
+    start = max(0, min(focus - width // 3, len(text) - width))
+    end = start + width
+    if start > 0:  # start after a space, never mid-word
+        space = text.find(" ", start, focus if ranges else end)
+        start = space + 1 if space >= 0 else start
+    if end < len(text):
+        space = text.rfind(" ", max(start, ranges[0][1] if ranges else start), end)
+        end = space if space > start else end
+    kept = [(max(a, start) - start, min(b, end) - start) for a, b in ranges if a < end and b > start]
+    return text[start:end], kept, start
+
+
+def claim_text(claim: ClaimRef, words: str = "", *, width: int = CLAIM_WIDTH) -> Text:
+    """``doc-id`` (its origin when not retrieved) and the quoted claim, differing words in bold.
+
+    Document text is data, never rich markup: it goes in through :class:`~rich.text.Text`.
+    """
+    out = Text()
+    out.append(claim.doc_id, style="bold cyan")
+    if claim.origin != "retrieved":
+        out.append(f" ({claim.origin})", style="dim")
+    shown, ranges, start = _clip(claim.text, diff_ranges(claim.text, words), width)
+    out.append("\n“" + ("…" if start > 0 else ""))
+    quote_at = len(out)
+    out.append(shown)
+    for a, b in ranges:
+        out.stylize("bold magenta", quote_at + a, quote_at + b)
+    out.append(("…" if start + len(shown) < len(claim.text) else "") + "”")
+    return out
+
+
+def blame_text(conflict: Conflict) -> Text:
+    """``contested`` or ``blamed: <doc-id>``, then how it was decided."""
+    out = Text()
+    if conflict.blamed is None:
+        out.append("contested", style="bold yellow")
+    else:
+        out.append("blamed: ", style="bold red")
+        out.append(conflict.blamed, style="bold red")
+    # "contested: 1 source(s) against 1" would repeat the word above
+    resolution = conflict.resolution.removeprefix("contested: ").removeprefix("contested")
+    if resolution:
+        out.append(f"\n{resolution}", style="dim")
+    return out
+
+
+def conflicts_table(conflicts: tuple[Conflict, ...] | list[Conflict]) -> Table:
+    """The claims that disagree, side by side: kind, left claim, right claim, strength, blame."""
+    table = Table(title="Conflicts", expand=True, show_lines=True)
+    table.add_column("kind")
+    table.add_column("left claim")
+    table.add_column("right claim")
+    table.add_column("strength", justify="right")
+    # "contested" and a doc id stay readable in an 80-column terminal
+    table.add_column("blamed / resolution", min_width=12)
+    for c in conflicts:
+        strength = Text(f"{c.strength:.2f}")
+        if c.contradiction is not None:
+            strength.append(f"\nNLI {c.contradiction:.2f}", style="dim")
+        table.add_row(
+            c.kind,
+            claim_text(c.left, c.left_words),
+            claim_text(c.right, c.right_words),
+            strength,
+            blame_text(c),
+        )
+    return table
+
+
 def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = None) -> Panel:
-    """A panel with the decision, scores, answer with citations, documents and warnings."""
+    """A panel with the decision, scores, answer with citations, documents, conflicts and warnings."""
     style = LEVEL_STYLE.get(verdict.trust_level, "bold")
     head = Text()
     head.append("TRUSTED" if verdict.trusted else "FLAGGED", style="bold green" if verdict.trusted else "bold red")
@@ -70,6 +191,8 @@ def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = 
             p_style = "red" if d.suspicious else ("yellow" if d.poison_probability > 0.3 else "green")
             docs.add_row(Text(d.doc_id), sim, Text(f"{d.poison_probability:.2f}", style=p_style), d.action, Text(fired))
         parts.append(docs)
+    if verdict.conflicts:
+        parts.append(conflicts_table(verdict.conflicts))
     if verdict.warnings:
         parts.append(Text("\nWarnings", style="bold"))
         for w in verdict.warnings:
@@ -86,4 +209,14 @@ def print_verdict(console: Console, verdict: Verdict, *, spans: bool = False, ti
     console.print(verdict_panel(verdict, spans=spans, title=title))
 
 
-__all__ = ["LEVEL_STYLE", "decision_line", "print_verdict", "verdict_panel"]
+__all__ = [
+    "CLAIM_WIDTH",
+    "LEVEL_STYLE",
+    "blame_text",
+    "claim_text",
+    "conflicts_table",
+    "decision_line",
+    "diff_ranges",
+    "print_verdict",
+    "verdict_panel",
+]

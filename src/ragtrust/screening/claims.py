@@ -19,9 +19,14 @@ Two kinds of finding, each with the differing words of both claims:
   a token that was replaced, inserted or deleted is a conflict when it is a number or a
   number word (``number``), a year, month or weekday (``date``), a negation (``negation``),
   a modal verb or a requirement word (``modal``: must -> may, required -> optional), a
-  quantifier or bound (``quantifier``: always -> sometimes, at least 10 -> at least 4), or a
-  name or identifier (``entity``: capitalised mid-sentence, or letters mixed with digits
-  such as CWE-79, SHA-256, TLS 1.3). A replaced ordinary word is a paraphrase, not a conflict.
+  quantifier or bound (``quantifier``: always -> sometimes, "only some of the time" added),
+  or a name (``entity``: capitalised mid-sentence, all capitals, or letters mixed with
+  digits: Reed Hastings -> Marc Randolph, AES -> DES). An identifier's number (CWE-79 ->
+  CWE-89, TLS 1.2 -> 1.0, 2048-bit -> 1024-bit) is a ``number``. Tokens that only moved
+  ("In 1998 the company..." / "...founded in 1998") and numbers written two ways (two / 2)
+  are no change; a kind needs changed words of that kind on both sides, except negations,
+  weakening words and quantifiers, which change a claim by being added alone. A replaced
+  ordinary word is a paraphrase, not a conflict.
 * *quantities* in any two aligned claims: a number (or range) followed by the same unit
   ("23 episodes" / "24 episodes"), or by two units of time ("two to five years" / "three
   weeks", compared in days), whose ranges do not overlap is a ``number`` conflict.
@@ -39,7 +44,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +55,7 @@ from ragtrust.text import assertions
 #: token similarity (difflib ratio) at which two claims count as near-identical
 NEAR_IDENTICAL = 0.5
 #: at most this many tokens may change (per side) between near-identical claims
-MAX_CHANGED = 6
+MAX_CHANGED = 8
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+|\d+", re.UNICODE)
 _STOP = frozenset(
@@ -80,6 +85,11 @@ QUANTIFIERS = frozenset(
     "all every each always never some sometimes often rarely seldom usually occasionally generally typically "
     "mostly most few many several least minimum maximum only more less fewer greater higher lower above below "
     "over under exactly approximately almost nearly majority minority".split()
+)
+#: words that weaken a claim when they are added alone (a modal of possibility, a hedge)
+WEAKENING = frozenset(
+    "may might could optional optionally sometimes rarely seldom occasionally usually generally typically often "
+    "mostly perhaps possibly arguably".split()
 )
 #: units of time, in days, so "two to five years" and "three weeks" compare
 TIME_UNITS = {
@@ -129,10 +139,12 @@ def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
         >>> is_prose("x = hashlib.sha256(pw).hexdigest()")
         False
     """
+    if sentence.startswith(("    ", "\t")):  # an indented Markdown code block
+        return False
     text = sentence.strip()
     if not text or len(text) > max_chars:
         return False
-    if text.startswith(("|", "```", "    ", "<", "{", "[!")) or text.count("|") >= 2:
+    if text.startswith(("|", "```", "<", "{", "[!")) or text.count("|") >= 2:
         return False
     if re.search(r"[{};=]\s*$|\(\)|==|=>|->|::|\bdef |\bfunction\b|\breturn\b.*;", text):
         return False
@@ -160,9 +172,25 @@ def extract_claims(doc: int, text: str, max_claims: int = 40) -> list[Claim]:
     return out
 
 
+def _stem(word: str) -> str:
+    """A light stem so that bee / bees and live / lives / lived align (numbers as digits)."""
+    if word in NUMBER_WORDS:
+        return f"{NUMBER_WORDS[word]:g}"
+    for suffix, keep in (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ing", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: len(word) - len(suffix)] + keep
+            break
+    return word.rstrip("e") if len(word) > 3 else word
+
+
 def content_words(text: str) -> set[str]:
-    """Lower-cased content words (stop words and one-letter tokens removed)."""
-    return {t.lower() for t in _TOKEN.findall(text) if len(t) > 1 and t.lower() not in _STOP}
+    """Lower-cased, lightly stemmed content words (stop words and one-letter tokens removed).
+
+    Example:
+        >>> sorted(content_words("Queen bees live two years")) == sorted(content_words("A queen bee lives 2 years"))
+        True
+    """
+    return {_stem(t.lower()) for t in _TOKEN.findall(text) if (len(t) > 1 or t.isdigit()) and t.lower() not in _STOP}
 
 
 def overlap_coefficient(a: set[str], b: set[str]) -> float:
@@ -178,14 +206,16 @@ def aligned_pairs(
     min_overlap: float,
     max_pairs: int,
     same_document: bool = True,
+    identical: bool = False,
 ) -> list[tuple[int, int, float]]:
     """``(i, j, cosine)`` for claim pairs that talk about the same thing, most similar first.
 
-    Pairs of claims with identical (normalised) text are left out: a sentence repeated
-    verbatim agrees with itself. Pairs inside one document are kept when ``same_document``.
+    Pairs of claims with identical (normalised) text are left out unless ``identical``
+    (a sentence repeated verbatim agrees with itself: nothing to check, but it testifies).
+    Pairs inside one document are kept when ``same_document``.
     """
     n = len(claims)
-    if n < 2:
+    if n < 2 or max_pairs <= 0:
         return []
     sims = vectors @ vectors.T
     iu, ju = np.triu_indices(n, 1)
@@ -200,7 +230,11 @@ def aligned_pairs(
     for i, j, cos in candidates:
         if not same_document and claims[i].doc == claims[j].doc:
             continue
-        if norm[i] == norm[j] or overlap_coefficient(words[i], words[j]) < min_overlap:
+        if norm[i] == norm[j]:
+            if identical:
+                out.append((i, j, cos))
+            continue
+        if overlap_coefficient(words[i], words[j]) < min_overlap:
             continue
         out.append((i, j, cos))
         if len(out) >= max_pairs:
@@ -235,27 +269,53 @@ def _is_entity(original: str, start: int) -> bool:
     return len(original) >= 2 and original.isupper()
 
 
-def _classify(words: Sequence[tuple[str, str, int]]) -> str | None:
-    """The strongest conflict kind among changed tokens (``None``: an ordinary paraphrase)."""
-    kinds = []
-    for folded, original, start in words:
-        if folded in NEGATIONS or folded == "t":  # "don't" is tokenised don / t
-            kinds.append("negation")
-        elif folded in MODALS and not original[:1].isupper():  # "may", not "May"
-            kinds.append("modal")
-        elif _is_date(folded):
-            kinds.append("date")
-        elif _number(folded) is not None:
-            kinds.append("number")
-        elif folded in MODALS:
-            kinds.append("modal")
-        elif folded in QUANTIFIERS:
-            kinds.append("quantifier")
-        elif _is_entity(original, start):
-            kinds.append("entity")
-    for kind in ("negation", "date", "number", "entity", "modal", "quantifier"):
-        if kind in kinds:
+def _key(token: tuple[str, str, int]) -> str:
+    """What a token means for the diff: a number's value (two == 2), else its folded form."""
+    value = _number(token[0])
+    return f"#{value:g}" if value is not None and not _is_date(token[0]) else token[0]
+
+
+def _classify(left: Sequence[tuple[str, str, int]], right: Sequence[tuple[str, str, int]]) -> str | None:
+    """The conflict kind of the tokens changed on each side (``None``: an ordinary rewording).
+
+    Moved tokens were removed before. A kind needs evidence on *both* sides (a number
+    replaced by a number, a name by a name, must by may), except negation and weakening
+    words, which change a claim by being added or removed alone.
+    """
+
+    def has(tokens: Sequence[tuple[str, str, int]], test: Callable[[str, str, int], bool]) -> bool:
+        return any(test(*t) for t in tokens)
+
+    def negation(folded: str, original: str, start: int) -> bool:
+        return folded in NEGATIONS or folded == "t"  # "don't" is tokenised don / t
+
+    def date(folded: str, original: str, start: int) -> bool:
+        return _is_date(folded) and not (folded == "may" and not original[:1].isupper())
+
+    def number(folded: str, original: str, start: int) -> bool:  # a year is a number too (2048-bit / 1024-bit)
+        return _number(folded) is not None
+
+    def modal(folded: str, original: str, start: int) -> bool:
+        return folded in MODALS and not (folded == "may" and original[:1].isupper())
+
+    def weakening(folded: str, original: str, start: int) -> bool:
+        return folded in WEAKENING
+
+    def quantifier(folded: str, original: str, start: int) -> bool:
+        return folded in QUANTIFIERS
+
+    def entity(folded: str, original: str, start: int) -> bool:
+        return _is_entity(original, start) and not (modal(folded, original, start) or number(folded, original, start))
+
+    if has(left, negation) != has(right, negation):
+        return "negation"
+    for kind, test in (("date", date), ("number", number), ("entity", entity), ("modal", modal)):
+        if has(left, test) and has(right, test):
             return kind
+    if has(left, weakening) or has(right, weakening):
+        return "modal" if has(left, modal) or has(right, modal) else "quantifier"
+    if has(left, quantifier) or has(right, quantifier):  # "only some of the time" added to a claim
+        return "quantifier"
     return None
 
 
@@ -306,7 +366,9 @@ def quantity_conflict(left: str, right: str) -> DiffFinding | None:
     for unit_a, lo_a, hi_a, phrase_a in a:
         same = [q for q in b if q[0] == unit_a]
         # a shared value means the claims may be talking about different things
-        if not same or any(lo_b <= hi_a * 1.0001 and lo_a <= hi_b * 1.0001 for _, lo_b, hi_b, _ in same):
+        # durations get 5% slack: a year is 12 months, 52 weeks or 365 days
+        slack = 1.05 if unit_a == "time" else 1.0001
+        if not same or any(lo_b <= hi_a * slack and lo_a <= hi_b * slack for _, lo_b, hi_b, _ in same):
             continue
         return DiffFinding("number", phrase_a, same[0][3])
     return None
@@ -317,7 +379,7 @@ def diff_conflict(left: str, right: str) -> DiffFinding | None:
     a, b = _tokens(left), _tokens(right)
     if not a or not b:
         return None
-    matcher = difflib.SequenceMatcher(None, [t[0] for t in a], [t[0] for t in b], autojunk=False)
+    matcher = difflib.SequenceMatcher(None, [_key(t) for t in a], [_key(t) for t in b], autojunk=False)
     if matcher.ratio() >= NEAR_IDENTICAL:
         changed_a: list[tuple[str, str, int]] = []
         changed_b: list[tuple[str, str, int]] = []
@@ -325,15 +387,23 @@ def diff_conflict(left: str, right: str) -> DiffFinding | None:
             if tag != "equal":
                 changed_a.extend(a[i1:i2])
                 changed_b.extend(b[j1:j2])
-        if changed_a or changed_b:
-            if max(len(changed_a), len(changed_b)) <= MAX_CHANGED:
-                kind = _classify(changed_a + changed_b)
-                # a filler such as "about" added next to an unchanged number is not a conflict
-                if kind is not None and not _only_fillers(changed_a, changed_b):
-                    return DiffFinding(
-                        kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b)
-                    )
+        # a token that changed place ("In 1998 the company..." / "...founded in 1998") is no change
+        moved = {_key(t) for t in changed_a} & {_key(t) for t in changed_b}
+        changed_a = [t for t in changed_a if _key(t) not in moved]
+        changed_b = [t for t in changed_b if _key(t) not in moved]
+        if (changed_a or changed_b) and max(len(changed_a), len(changed_b)) <= MAX_CHANGED:
+            kind = _classify(changed_a, changed_b)
+            # "2 to 5 years" / "3 years": the token diff sees a change, the ranges overlap
+            if kind == "number" and _comparable_quantities(left, right) and quantity_conflict(left, right) is None:
+                kind = None
+            if kind is not None and not _only_fillers(changed_a, changed_b):
+                return DiffFinding(kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b))
     return quantity_conflict(left, right)
+
+
+def _comparable_quantities(left: str, right: str) -> bool:
+    units = {q[0] for q in _quantities(left)}
+    return any(q[0] in units for q in _quantities(right))
 
 
 def _only_fillers(a: Sequence[tuple[str, str, int]], b: Sequence[tuple[str, str, int]]) -> bool:

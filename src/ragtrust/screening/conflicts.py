@@ -30,10 +30,12 @@ A poisoned fact can only be caught by something that knows better. This signal c
    * the ledger's tiers differ (vetted against unvetted): the unvetted side is blamed.
    * one document states both sides (it contradicts itself on the point) and the other does
      not: it is blamed.
-   * majority of independent witnesses: every other document of the pool that has a claim in
-     conflict with *b* and none in conflict with *a* sides with *a* (and vice versa). Sides
-     are counted in independent sources: chunks of one parent document and near-duplicate
-     texts count once. The side with more sources wins; the other side's document is blamed.
+   * majority of independent witnesses: every other document of the pool with a claim that
+     *agrees* with *a* (aligned and no conflict found, or the same sentence), none in conflict
+     with *a* and none agreeing with *b*, sides with *a* (and vice versa); a document that was
+     never aligned with either claim has no say. Sides are counted in independent sources:
+     chunks of one parent document and near-duplicate texts count once. When one side has at
+     least two sources and more than the other, the other side's document is blamed.
    * otherwise the conflict is **contested**: nobody is blamed, both documents get
      ``contested_factor`` x strength, and the pipeline refuses to trust an answer that uses
      either claim.
@@ -100,6 +102,47 @@ class _PoolDoc:
     origin: str
     group: str
     tier: str | None = None
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A conflicting pair of claims (indices into the claim list) and what found it."""
+
+    i: int
+    j: int
+    kind: str
+    strength: float
+    left_words: str
+    right_words: str
+    contradiction: float | None
+
+
+@dataclass(frozen=True)
+class _Stances:
+    """Per claim: the documents with a claim that agrees with it, and that conflict with it."""
+
+    agree: dict[int, set[int]]
+    oppose: dict[int, set[int]]
+
+    @classmethod
+    def build(
+        cls, claims: Sequence[Claim], conflicts: Sequence[_Found], agreements: Sequence[tuple[int, int, float]]
+    ) -> _Stances:
+        agree: dict[int, set[int]] = {}
+        oppose: dict[int, set[int]] = {}
+        for table, edges in ((agree, [(p[0], p[1]) for p in agreements]), (oppose, [(c.i, c.j) for c in conflicts])):
+            for a, b in edges:
+                table.setdefault(a, set()).add(claims[b].doc)
+                table.setdefault(b, set()).add(claims[a].doc)
+        return cls(agree, oppose)
+
+    def side(self, mine: int, other: int) -> set[int]:
+        """Documents that agree with claim ``mine``, and neither conflict with it nor agree with ``other``."""
+        return self.agree.get(mine, set()) - self.oppose.get(mine, set()) - self.agree.get(other, set())
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 def _parent(doc: Document) -> str:
@@ -237,16 +280,18 @@ class ClaimConflictSignal(Signal):
         notes: list[str] = []
         claims: list[Claim] = []
         for i, p in enumerate(pool):
-            found = extract_claims(i, p.document.text, self.max_claims_per_doc)
-            if len(found) == self.max_claims_per_doc:
-                notes.append(f"{p.document.id}: only the first {self.max_claims_per_doc} claims compared")
             room = self.max_claims - len(claims)
             if room <= 0:
                 notes.append(f"claim cap {self.max_claims} reached: {len(pool) - i} document(s) not compared")
                 break
-            claims.extend(found[:room])
+            found = extract_claims(i, p.document.text, self.max_claims_per_doc + 1)
+            kept = found[: min(room, self.max_claims_per_doc)]
+            if len(kept) < len(found):
+                notes.append(f"{p.document.id}: only the first {len(kept)} claims compared")
+            claims.extend(kept)
         retrieved = len(docs)
-        pairs: list[tuple[int, int, float]] = []
+        checked: list[tuple[int, int, float]] = []
+        identical: list[tuple[int, int, float]] = []
         if len(claims) >= 2:
             vectors = self._embed([c.text for c in claims])
             candidates = aligned_pairs(
@@ -255,20 +300,25 @@ class ClaimConflictSignal(Signal):
                 min_cosine=self.min_cosine,
                 min_overlap=self.min_overlap,
                 max_pairs=10 * self.max_pairs,
+                identical=True,
             )
             # at least one side in the retrieved set; witness-witness pairs testify to nothing
             pairs = [p for p in candidates if claims[p[0]].doc < retrieved or claims[p[1]].doc < retrieved]
-            if len(pairs) > self.max_pairs:
-                notes.append(f"{len(pairs)} aligned claim pairs; the {self.max_pairs} most similar were checked")
-                pairs = pairs[: self.max_pairs]
-        conflicts, nli_pairs = self._check(pool, claims, pairs)
-        resolved = [self._attribute(pool, claims, c, conflicts) for c in conflicts]
-        return self._results(docs, pool, claims, resolved, len(pairs), nli_pairs, notes)
+            same = [_normal(claims[i].text) == _normal(claims[j].text) for i, j, _ in pairs]
+            identical = [p for p, eq in zip(pairs, same, strict=True) if eq]
+            checked = [p for p, eq in zip(pairs, same, strict=True) if not eq]
+            if len(checked) > self.max_pairs:
+                notes.append(f"{len(checked)} aligned claim pairs; the {self.max_pairs} most similar were checked")
+                checked = checked[: self.max_pairs]
+        conflicts, nli_pairs = self._check(claims, checked)
+        found_pairs = {(c.i, c.j) for c in conflicts}
+        agreements = identical + [p for p in checked if (p[0], p[1]) not in found_pairs]
+        stances = _Stances.build(claims, conflicts, agreements)
+        resolved = [self._attribute(pool, claims, c, stances) for c in conflicts]
+        return self._results(docs, pool, claims, resolved, len(checked), nli_pairs, notes)
 
-    def _check(
-        self, pool: Sequence[_PoolDoc], claims: Sequence[Claim], pairs: Sequence[tuple[int, int, float]]
-    ) -> tuple[list[tuple[int, int, str, float, str, str, float | None]], int]:
-        """``(i, j, kind, strength, left_words, right_words, contradiction)`` per conflicting pair."""
+    def _check(self, claims: Sequence[Claim], pairs: Sequence[tuple[int, int, float]]) -> tuple[list[_Found], int]:
+        """The conflicting pairs among ``pairs`` (diff and NLI), and the NLI pairs scored."""
         if not pairs:
             return [], 0
         low, high, _ = resolve_ramp(self.nli, CLAIM_CONFLICT, self.low, self.high)
@@ -280,51 +330,39 @@ class ClaimConflictSignal(Signal):
         out = []
         for m, ((i, j, _), (a, b)) in enumerate(zip(pairs, texts, strict=True)):
             c = float(max(probs[2 * m, CONTRADICTION], probs[2 * m + 1, CONTRADICTION]))
-            nli_strength = contradiction_ramp(c, low, high)
+            nli_strength = round(contradiction_ramp(c, low, high), 6)
             finding = diff_conflict(a, b)
             diff_strength = self.diff_strength.get(finding.kind, 0.0) if finding is not None else 0.0
             if finding is not None and diff_strength >= nli_strength:
-                out.append((i, j, finding.kind, diff_strength, finding.left, finding.right, c))
+                out.append(_Found(i, j, finding.kind, diff_strength, finding.left, finding.right, c))
             elif nli_strength > 0:
-                out.append((i, j, "nli", nli_strength, "", "", c))
+                out.append(_Found(i, j, "nli", nli_strength, "", "", c))
         return out, len(nli_input)
 
     def _attribute(
-        self,
-        pool: Sequence[_PoolDoc],
-        claims: Sequence[Claim],
-        conflict: tuple[int, int, str, float, str, str, float | None],
-        every: Sequence[tuple[int, int, str, float, str, str, float | None]],
-    ) -> tuple[tuple[int, int, str, float, str, str, float | None], int | None, str]:
+        self, pool: Sequence[_PoolDoc], claims: Sequence[Claim], found: _Found, stances: _Stances
+    ) -> tuple[_Found, int | None, str]:
         """``(conflict, blamed pool index or None, resolution)`` by the rule of the module docstring."""
-        i, j = conflict[0], conflict[1]
+        i, j = found.i, found.j
         x, y = claims[i].doc, claims[j].doc
         if x == y:
-            return conflict, x, "the document contradicts itself"
+            return found, x, "the document contradicts itself"
         px, py = pool[x], pool[y]
         if px.origin == VETTED or py.origin == VETTED:
-            blamed = y if px.origin == VETTED else x
-            return conflict, blamed, "the vetted version says otherwise"
+            return found, (y if px.origin == VETTED else x), "the vetted version says otherwise"
         if {px.tier, py.tier} == {"vetted", "unvetted"}:
-            return conflict, (x if px.tier == "unvetted" else y), "an unvetted source against a vetted one"
-        # claims in conflict with each claim, by document
-        against: dict[int, set[int]] = {i: set(), j: set()}
-        for a, b, *_ in every:
-            for side, other in ((a, b), (b, a)):
-                if side in against:
-                    against[side].add(claims[other].doc)
-        # x states both sides when another claim of x conflicts with x's own claim i
-        x_both, y_both = x in against[i], y in against[j]
+            return found, (x if px.tier == "unvetted" else y), "an unvetted source against a vetted one"
+        # a document with another claim in conflict with its own claim states both sides
+        x_both, y_both = x in stances.oppose[i], y in stances.oppose[j]
         if x_both != y_both:
-            return conflict, (x if x_both else y), "states both sides of the conflict"
-        side_a = {d for d in against[j] if d not in against[i]} | {x}
-        side_b = {d for d in against[i] if d not in against[j]} | {y}
-        n_a, n_b = self._sources(pool, side_a), self._sources(pool, side_b)
+            return found, (x if x_both else y), "states both sides of the conflict"
+        side_a = stances.side(i, j) | {x}
+        side_b = stances.side(j, i) | {y}
+        n_a, n_b = self._sources(pool, side_a - {y}), self._sources(pool, side_b - {x})
         if n_a != n_b and max(n_a, n_b) >= 2:
-            winner_count, loser_count = max(n_a, n_b), min(n_a, n_b)
             blamed = y if n_a > n_b else x
-            return conflict, blamed, f"{winner_count} independent sources against {loser_count}"
-        return conflict, None, f"contested: {n_a} source(s) against {n_b}"
+            return found, blamed, f"{max(n_a, n_b)} independent sources against {min(n_a, n_b)}"
+        return found, None, f"contested: {n_a} source(s) against {n_b}"
 
     def _sources(self, pool: Sequence[_PoolDoc], members: set[int]) -> int:
         """Independent sources among ``members``: one per parent document, near-duplicates merged."""
@@ -346,7 +384,7 @@ class ClaimConflictSignal(Signal):
         docs: Sequence[RetrievedDoc],
         pool: Sequence[_PoolDoc],
         claims: Sequence[Claim],
-        resolved: Sequence[tuple[tuple[int, int, str, float, str, str, float | None], int | None, str]],
+        resolved: Sequence[tuple[_Found, int | None, str]],
         aligned: int,
         nli_pairs: int,
         notes: Sequence[str],
@@ -358,15 +396,16 @@ class ClaimConflictSignal(Signal):
         scores = [0.0] * len(docs)
         per_doc: list[list[Conflict]] = [[] for _ in docs]
         worst = 0.0
-        for (i, j, kind, strength, lw, rw, contradiction), blamed, resolution in resolved:
+        for found, blamed, resolution in resolved:
+            i, j, strength, contradiction = found.i, found.j, found.strength, found.contradiction
             x, y = claims[i].doc, claims[j].doc
             conflict = Conflict(
                 left=ref(claims[i]),
                 right=ref(claims[j]),
-                kind=kind,
+                kind=found.kind,
                 strength=round(float(strength), 4),
-                left_words=lw,
-                right_words=rw,
+                left_words=found.left_words,
+                right_words=found.right_words,
                 contradiction=None if contradiction is None else round(contradiction, 4),
                 blamed=None if blamed is None else pool[blamed].document.id,
                 resolution=resolution,

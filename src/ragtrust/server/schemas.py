@@ -202,8 +202,44 @@ class PassageOut(_Response):
     overlap: float | None = None
 
 
+class ClaimRefOut(_Response):
+    """One side of a knowledge conflict: a claim with its span ``text == document.text[start:end]``."""
+
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    url: str | None = None
+    origin: str = Field(
+        default="retrieved",
+        description="'retrieved' (in the top-K), 'store' (a witness from the store) or 'vetted' (the last vetted "
+        "version of the document)",
+    )
+
+
+class ConflictOut(_Response):
+    """Two claims that disagree, both sides with their spans, and who the evidence blames."""
+
+    left: ClaimRefOut
+    right: ClaimRefOut
+    kind: str = Field(
+        description="'number', 'date', 'entity', 'negation', 'modal', 'quantifier' (a token diff found it) or "
+        "'nli' (the NLI model called the pair a contradiction)"
+    )
+    strength: float = Field(description="in [0, 1]")
+    left_words: str = Field(default="", description="the words of the left claim that differ (diff findings)")
+    right_words: str = Field(default="", description="the words of the right claim that differ (diff findings)")
+    contradiction: float | None = Field(
+        default=None, description="NLI contradiction probability of the pair (max of both directions)"
+    )
+    blamed: str | None = Field(
+        default=None, description="id of the document the evidence says is wrong; null = contested"
+    )
+    resolution: str = Field(default="", description="how the blame was decided, in words")
+
+
 class VerdictOut(_Response):
-    """A verdict: trust score and level, F / C / P, documents, answer and spans."""
+    """A verdict: trust score and level, F / C / P, documents, answer and spans, conflicts."""
 
     query: str
     trust_score: float
@@ -233,6 +269,11 @@ class VerdictOut(_Response):
     errors: list[str] = []
     decision_reasons: list[str] = Field(
         default=[], description="the conditions of the decision that failed, in words; empty when trusted"
+    )
+    conflicts: list[ConflictOut] = Field(
+        default=[],
+        description="claims of the retrieved documents (or their witnesses) that disagree; a contested conflict "
+        "that touches a sentence of the answer makes the verdict untrusted",
     )
     stage: str = "full"
     timings_s: dict[str, float] = {}
@@ -300,6 +341,8 @@ __all__ = [
     "AlignResponse",
     "AnswerSentenceOut",
     "AskRequest",
+    "ClaimRefOut",
+    "ConflictOut",
     "DocumentIn",
     "DocumentOut",
     "DocumentScreeningOut",

@@ -137,6 +137,7 @@
     $("viewer").hidden = true;
     renderAnswer(verdict);
     renderVerdict(verdict);
+    renderConflicts(verdict);
     renderSources(verdict);
   }
 
@@ -245,6 +246,115 @@
     if (!list.children.length) list.append(el("li", { className: "none", text: "No warnings." }));
   }
 
+  // ------------------------------------------------------------------ conflicts
+
+  // Tokens as the conflict diff cuts them (ragtrust.screening.claims): 1.3 and 10,000 stay whole.
+  const TOKEN = /\p{Nd}+(?:[.,]\p{Nd}+)*|\p{L}+|\p{Nd}+/gu;
+
+  // Where the differing words sit in a claim, as [start, end] string indices. The words are a
+  // phrase of the claim ("two to five years") or its changed tokens joined by spaces ("must
+  // not", "don t"): found as one run of the claim's tokens, else one by one in order, adjacent
+  // ones merged. Same rule as ragtrust.cli.render.diff_ranges.
+  function diffRanges(text, words) {
+    const fold = (t) => t.toLowerCase();
+    const wanted = Array.from(String(words || "").matchAll(TOKEN), (m) => fold(m[0]));
+    if (!wanted.length) return [];
+    const tokens = Array.from(text.matchAll(TOKEN), (m) => ({ word: fold(m[0]), start: m.index, end: m.index + m[0].length }));
+    const n = wanted.length;
+    for (let i = 0; i + n <= tokens.length; i++) {
+      if (wanted.every((w, k) => tokens[i + k].word === w)) return [[tokens[i].start, tokens[i + n - 1].end]];
+    }
+    const out = [];
+    let cursor = 0;
+    for (const word of wanted) {
+      let at = -1;
+      for (let k = cursor; k < tokens.length; k++) {
+        if (tokens[k].word === word) {
+          at = k;
+          break;
+        }
+      }
+      if (at < 0) continue;
+      const { start, end } = tokens[at];
+      const last = out[out.length - 1];
+      if (last && (!text.slice(last[1], start).trim() || at === cursor)) last[1] = end;
+      else out.push([start, end]);
+      cursor = at + 1;
+    }
+    return out;
+  }
+
+  function claimQuote(claim, words) {
+    const text = claim.text || "";
+    const quote = el("blockquote", { className: "claim-text" });
+    let last = 0;
+    for (const [a, b] of diffRanges(text, words)) {
+      quote.append(text.slice(last, a));
+      quote.append(el("mark", { className: "diff", text: text.slice(a, b) }));
+      last = b;
+    }
+    quote.append(text.slice(last));
+    return quote;
+  }
+
+  function claimCell(claim, words, side, blamed) {
+    // the vetted version is never the blamed side (it may share the document's id)
+    const isBlamed = blamed !== null && blamed !== undefined && blamed === claim.doc_id && claim.origin !== "vetted";
+    const head = el(
+      "div",
+      { className: "claim-head" },
+      el("span", { className: "visually-hidden", text: side + " claim, from " }),
+      el("button", {
+        type: "button",
+        className: "secondary claim-doc",
+        "aria-label": "Open " + claim.doc_id + " at this claim",
+        // a vetted-version claim indexes the old text: open the document without marking it
+        onclick: () => openDocument(claim.doc_id, claim.origin === "vetted" ? null : Object.assign({ label: "claim in conflict" }, claim)),
+        text: claim.doc_id,
+      }),
+      claim.origin && claim.origin !== "retrieved"
+        ? el("span", { className: "badge origin", text: claim.origin === "vetted" ? "vetted version" : "from the store" })
+        : null,
+      isBlamed ? el("span", { className: "badge suspicious", text: "blamed" }) : null,
+    );
+    return el("div", { className: "claim" + (isBlamed ? " blamed" : "") }, head, claimQuote(claim, words));
+  }
+
+  function renderConflicts(v) {
+    const conflicts = v.conflicts || [];
+    const list = $("conflicts");
+    list.replaceChildren();
+    $("conflicts-panel").hidden = !conflicts.length;
+    for (const c of conflicts) {
+      const contested = c.blamed === null || c.blamed === undefined;
+      const resolution = (c.resolution || "").replace(/^contested:?\s*/, "");
+      const facts = [c.kind, "strength " + fmt(c.strength)];
+      if (typeof c.contradiction === "number") facts.push("NLI contradiction " + fmt(c.contradiction));
+      list.append(
+        el(
+          "li",
+          { className: "conflict" },
+          el(
+            "div",
+            { className: "conflict-head" },
+            el("span", {
+              className: "badge " + (contested ? "contested" : "suspicious"),
+              text: contested ? "contested" : "blamed: " + c.blamed,
+            }),
+            el("span", { className: "meta", text: facts.join(" · ") + (resolution ? " — " + resolution : "") }),
+          ),
+          el(
+            "div",
+            { className: "conflict-sides" },
+            claimCell(c.left, c.left_words, "Left", c.blamed),
+            el("span", { className: "versus", "aria-hidden": "true", text: "vs" }),
+            claimCell(c.right, c.right_words, "Right", c.blamed),
+          ),
+        ),
+      );
+    }
+  }
+
   function renderSources(v) {
     const list = $("sources");
     list.replaceChildren();
@@ -317,7 +427,7 @@
   function highlight(text, cited, suspicious) {
     const chars = Array.from(text);
     const ranges = [];
-    if (cited) ranges.push({ start: cited.start, end: cited.end, kind: "cite", label: "cited passage" });
+    if (cited) ranges.push({ start: cited.start, end: cited.end, kind: "cite", label: cited.label || "cited passage" });
     for (const s of suspicious) ranges.push({ start: s.start, end: s.end, kind: "suspicious", label: s.label });
     const cuts = new Set([0, chars.length]);
     for (const r of ranges) {
@@ -414,5 +524,5 @@
   });
 
   // exposed for debugging in the console and for tests
-  window.ragtrust = { openCitation, openDocument, render, state };
+  window.ragtrust = { diffRanges, openCitation, openDocument, render, state };
 })();

@@ -1,0 +1,337 @@
+"""Claims, their alignment and the conflict diff (issue 15): :mod:`ragtrust.screening.claims`.
+
+Table-driven: each kind of swap the diff must name, paraphrases it must leave alone, the
+quantity ranges, what counts as a claim, and the alignment bounds. Cases marked ``xfail``
+(strict) are known false positives of the diff, kept so that a fix shows up as XPASS.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragtrust.screening.claims import (
+    Claim,
+    DiffFinding,
+    aligned_pairs,
+    diff_conflict,
+    extract_claims,
+    is_prose,
+    quantity_conflict,
+)
+from ragtrust.testing import HashingEmbedder
+
+# (left, right, kind, left words, right words)
+SWAPS = [
+    ("Passwords must be at least 10 characters long.", "Passwords must be at least 4 characters long.",
+     "number", "10", "4"),
+    ("The company was founded in 1998 in California.", "The company was founded in 2004 in California.",
+     "date", "1998", "2004"),
+    ("The release is planned for March next year.", "The release is planned for June next year.",
+     "date", "March", "June"),
+    ("Netflix was co-founded by Reed Hastings in California.",
+     "Netflix was co-founded by Marc Randolph in California.", "entity", "Reed Hastings", "Marc Randolph"),
+    ("Input validation is a complete defence against injection.",
+     "Input validation is not a complete defence against injection.", "negation", "", "not"),
+    ("Store the session token in a secure cookie.", "Never store the session token in a secure cookie.",
+     "negation", "", "Never"),
+    ("Passwords must be hashed with bcrypt before storage.", "Passwords may be hashed with bcrypt before storage.",
+     "modal", "must", "may"),
+    ("Multi-factor authentication is required for administrators.",
+     "Multi-factor authentication is optional for administrators.", "modal", "required", "optional"),
+    ("The server always validates the origin header.", "The server sometimes validates the origin header.",
+     "quantifier", "always", "sometimes"),
+]  # fmt: skip
+
+# (left, right, left words, right words): identifiers whose letters stay and digits change
+IDENTIFIERS = [
+    pytest.param("This flaw is classified as CWE-79 in the report.",
+                 "This flaw is classified as CWE-89 in the report.", "79", "89", id="CWE"),
+    pytest.param("Servers should require TLS 1.2 for all connections.",
+                 "Servers should require TLS 1.0 for all connections.", "1.2", "1.0", id="TLS"),
+    pytest.param("Generate a 2048-bit RSA key for signing.", "Generate a 1024-bit RSA key for signing.",
+                 "2048", "1024", id="key-size"),
+]  # fmt: skip
+
+PARAPHRASES = [
+    ("Use parameterised queries.", "Use prepared statements."),
+    ("Use parameterised queries to prevent SQL injection.", "Use prepared statements to prevent SQL injection."),
+    ("Bees make honey from the nectar of flowers.", "Honey is made by bees from the nectar of flowers."),
+    ("Salts must be unique per user.", "Each user must get a unique salt."),
+    ("Use a salt of at least 16 bytes per password.", "Per password, use a salt of at least 16 bytes."),
+    ("A queen bee lives three weeks.", "A queen bee lives about three weeks."),
+    ("The queen bee lives two to five years.", "A queen bee lives for two to five years."),
+    ("Reed Hastings co-founded Netflix.", "Netflix was co-founded by Reed Hastings."),
+]
+
+#: rewordings the diff still calls conflicts: a moved token counts as a changed one, digits
+#: against number words, an imperative against "should be", equal durations in other units
+KNOWN_FALSE_CONFLICTS = [
+    pytest.param("In 1998 the company was founded.", "The company was founded in 1998.", id="moved-year"),
+    pytest.param(
+        "Netflix was co-founded in 1997 by Reed Hastings and Marc Randolph.",
+        "In 1997, Reed Hastings and Marc Randolph co-founded Netflix.",
+        id="moved-names",
+    ),
+    pytest.param(
+        "Rotate the signing keys every ninety days.", "Every ninety days, rotate the signing keys.", id="moved-number"
+    ),
+    pytest.param("The queen bee lives two to five years.", "The queen bee lives 2 to 5 years.", id="digits-vs-words"),
+    pytest.param("A queen bee lives 2 to 5 years.", "A queen bee lives 3 years.", id="value-inside-range"),
+    pytest.param("The token expires after 24 hours.", "The token expires after one day.", id="same-duration"),
+    pytest.param(
+        "Store passwords with a slow hash such as Argon2.",
+        "Passwords should be stored with a slow hash such as Argon2.",
+        id="imperative-vs-should",
+    ),
+]
+
+
+@pytest.mark.parametrize(("left", "right", "kind", "left_words", "right_words"), SWAPS)
+def test_the_diff_names_the_swap(left: str, right: str, kind: str, left_words: str, right_words: str) -> None:
+    assert diff_conflict(left, right) == DiffFinding(kind, left_words, right_words)
+    # symmetric: the same finding with the sides exchanged
+    assert diff_conflict(right, left) == DiffFinding(kind, right_words, left_words)
+
+
+@pytest.mark.parametrize(("left", "right", "left_words", "right_words"), IDENTIFIERS)
+def test_an_identifier_swap_is_a_conflict_on_the_changed_part(
+    left: str, right: str, left_words: str, right_words: str
+) -> None:
+    finding = diff_conflict(left, right)
+    assert finding is not None
+    assert (finding.left, finding.right) == (left_words, right_words)
+
+
+@pytest.mark.parametrize(("left", "right", "left_words", "right_words"), IDENTIFIERS)
+def test_an_identifier_swap_is_a_number_conflict(left: str, right: str, left_words: str, right_words: str) -> None:
+    """CWE-79 / TLS 1.2 / 2048-bit: the identifier's number changed (a name swap is ``entity``)."""
+    finding = diff_conflict(left, right)
+    assert finding is not None and finding.kind == "number"
+
+
+@pytest.mark.parametrize(("left", "right"), PARAPHRASES)
+def test_paraphrase_agreement_is_no_conflict(left: str, right: str) -> None:
+    assert diff_conflict(left, right) is None
+    assert diff_conflict(right, left) is None
+
+
+@pytest.mark.parametrize(("left", "right"), KNOWN_FALSE_CONFLICTS)
+def test_rewording_is_no_conflict(left: str, right: str) -> None:
+    assert diff_conflict(left, right) is None
+
+
+def test_a_sentence_agrees_with_itself() -> None:
+    text = "Passwords must be hashed with bcrypt before storage."
+    assert diff_conflict(text, text) is None
+    assert diff_conflict(text, "") is None
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "left_phrase", "right_phrase"),
+    [
+        ("A queen bee lives two to five years.", "A queen bee lives about three weeks.",
+         "two to five years", "three weeks"),
+        ("The queen bee lives two to five years and lays up to 2,000 eggs a day in spring.",
+         "A queen bee lives three weeks and is then replaced by the workers.", "two to five years", "three weeks"),
+        ("Season 4 has 23 episodes.", "The fourth season contains 24 episodes.", "23 episodes", "24 episodes"),
+        ("Season 4 has 23 episodes.", "Season 4 has 24 episodes.", "23 episodes", "24 episodes"),
+    ],
+)  # fmt: skip
+def test_quantities_whose_ranges_do_not_overlap_conflict(
+    left: str, right: str, left_phrase: str, right_phrase: str
+) -> None:
+    assert quantity_conflict(left, right) == DiffFinding("number", left_phrase, right_phrase)
+    finding = diff_conflict(left, right)
+    assert finding is not None and finding.kind == "number"
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("A queen bee lives 2 to 5 years.", "A queen bee lives 3 years."),
+        ("Queens live 2 to 5 years in a healthy colony.", "In a healthy hive, a queen typically survives 3 years."),
+        ("A queen bee lives three weeks.", "A queen lives 21 days."),
+        ("The token expires after 24 hours.", "The token expires after one day."),
+        ("The hive holds 3 eggs.", "The queen lived 4 years."),  # different units
+    ],
+)
+def test_overlapping_or_unrelated_quantities_do_not_conflict(left: str, right: str) -> None:
+    assert quantity_conflict(left, right) is None
+    assert quantity_conflict(right, left) is None
+
+
+def test_overlapping_quantities_in_different_sentences_pass_the_diff() -> None:
+    left, right = (
+        "Queens live 2 to 5 years in a healthy colony.",
+        "In a healthy hive, a queen typically survives 3 years.",
+    )
+    assert diff_conflict(left, right) is None
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        pytest.param("The warranty lasts 12 months from purchase.", "The warranty lasts one year from purchase.",
+                     id="12-months"),
+        pytest.param("The warranty lasts 36 months.", "The warranty lasts 3 years.", id="36-months"),
+    ],
+)  # fmt: skip
+def test_equal_durations_in_months_and_years_do_not_conflict(left: str, right: str) -> None:
+    assert quantity_conflict(left, right) is None
+
+
+# ---------------------------------------------------------------------------------- claims
+@pytest.mark.parametrize(
+    "line",
+    [
+        "x = hashlib.sha256(pw).hexdigest()",
+        "def hash_password(pw):",
+        "if (user == null) { return; }",
+        "const key = crypto.randomBytes(32);",
+        "SELECT * FROM users WHERE id = ?;",
+        "std::vector<int> v;",
+        "<script>alert(1)</script>",
+        "```python",
+        "| Algorithm | Cost |",
+        "| bcrypt | 12 |",
+        "bcrypt | 12 | yes",
+        "## Password storage",
+        "Too short.",
+        "",
+    ],
+)
+def test_code_tables_headings_and_fragments_are_not_prose(line: str) -> None:
+    assert not is_prose(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Use a per-user salt of at least 16 bytes.",
+        "- Use Argon2id with a memory cost of 19 MiB.",
+        "The queen bee lives two to five years and lays up to 2,000 eggs a day in spring.",
+    ],
+)
+def test_assertions_are_prose(line: str) -> None:
+    assert is_prose(line)
+
+
+def test_an_overlong_sentence_is_not_prose() -> None:
+    assert not is_prose("word " * 200)
+
+
+def test_an_indented_code_line_is_not_prose() -> None:
+    assert not is_prose("    return hmac.compare_digest(stored, supplied)")
+
+
+DOCUMENT = """# Password storage
+
+Why salt passwords? A unique salt defeats precomputed rainbow tables. Use Argon2id for new systems.
+
+```python
+hashed = argon2.hash(password)
+```
+
+| Algorithm | Work factor |
+| --- | --- |
+| bcrypt | 12 |
+
+## Rotation
+Keys must be rotated every ninety days. Is that enough?
+"""
+
+
+def test_extract_claims_keeps_prose_assertions_with_their_spans() -> None:
+    claims = extract_claims(3, DOCUMENT)
+    assert [c.text for c in claims] == [
+        "A unique salt defeats precomputed rainbow tables.",
+        "Use Argon2id for new systems.",
+        "Keys must be rotated every ninety days.",
+    ]
+    for claim in claims:
+        assert claim.doc == 3
+        assert DOCUMENT[claim.start : claim.end] == claim.text
+
+
+def test_extract_claims_leaves_out_questions_code_tables_and_headings() -> None:
+    texts = " ".join(c.text for c in extract_claims(0, DOCUMENT))
+    for left_out in ("Why salt", "Is that enough", "argon2.hash", "bcrypt | 12", "Work factor", "Rotation"):
+        assert left_out not in texts
+
+
+def test_extract_claims_stops_at_max_claims() -> None:
+    text = " ".join(f"The hive number {i} holds many worker bees." for i in range(50))
+    claims = extract_claims(0, text, max_claims=7)
+    assert len(claims) == 7
+    assert all(text[c.start : c.end] == c.text for c in claims)
+    assert [c.start for c in claims] == sorted(c.start for c in claims)
+
+
+@pytest.mark.parametrize("text", ["", "   \n\n", "```\nx = 1\n```", "| a | b |\n| 1 | 2 |", "## Heading only"])
+def test_a_document_without_prose_has_no_claims(text: str) -> None:
+    assert extract_claims(0, text) == []
+
+
+def test_unicode_spans_round_trip() -> None:
+    text = "Die Königin lebt zwei bis fünf Jahre im Stock. Élan vital governs every worker bee’s day."
+    claims = extract_claims(0, text)
+    assert claims
+    assert all(text[c.start : c.end] == c.text for c in claims)
+
+
+# ---------------------------------------------------------------------------------- alignment
+QUEEN = "A queen bee lives two to five years in the hive."
+SHORT = "A queen bee lives about three weeks in the hive."
+ARGON = "Argon2id is the recommended password hashing algorithm today."
+
+
+def _claims(texts: list[str], docs: list[int] | None = None) -> tuple[list[Claim], np.ndarray]:
+    docs = docs if docs is not None else list(range(len(texts)))
+    claims = [Claim(d, 0, len(t), t) for d, t in zip(docs, texts, strict=True)]
+    return claims, HashingEmbedder().embed(texts)
+
+
+def test_claims_about_the_same_thing_are_aligned_and_unrelated_ones_not() -> None:
+    claims, vectors = _claims([QUEEN, SHORT, ARGON])
+    pairs = aligned_pairs(claims, vectors, min_cosine=0.3, min_overlap=0.3, max_pairs=10)
+    assert [(i, j) for i, j, _ in pairs] == [(0, 1)]
+    assert 0.3 <= pairs[0][2] <= 1.0
+
+
+def test_alignment_needs_both_the_embedding_and_the_shared_words() -> None:
+    claims, vectors = _claims([QUEEN, SHORT])
+    assert aligned_pairs(claims, vectors, min_cosine=0.99, min_overlap=0.0, max_pairs=10) == []
+    assert aligned_pairs(claims, vectors, min_cosine=-1.0, min_overlap=1.0, max_pairs=10) == []
+
+
+def test_identical_text_is_not_paired() -> None:
+    claims, vectors = _claims([QUEEN, QUEEN, "a queen  bee lives two to five years IN the hive."])
+    assert aligned_pairs(claims, vectors, min_cosine=0.0, min_overlap=0.0, max_pairs=10) == []
+
+
+def test_max_pairs_keeps_the_most_similar() -> None:
+    texts = [QUEEN, SHORT, "A queen bee lives about four weeks in the hive.", "A queen bee lives ten days in the hive."]
+    claims, vectors = _claims(texts)
+    every = aligned_pairs(claims, vectors, min_cosine=0.0, min_overlap=0.3, max_pairs=100)
+    assert len(every) >= 3
+    cosines = [c for _, _, c in every]
+    assert cosines == sorted(cosines, reverse=True)
+    assert aligned_pairs(claims, vectors, min_cosine=0.0, min_overlap=0.3, max_pairs=2) == every[:2]
+    assert aligned_pairs(claims, vectors, min_cosine=0.0, min_overlap=0.3, max_pairs=1) == every[:1]
+
+
+def test_max_pairs_zero_gives_no_pairs() -> None:
+    claims, vectors = _claims([QUEEN, SHORT])
+    assert aligned_pairs(claims, vectors, min_cosine=0.0, min_overlap=0.3, max_pairs=0) == []
+
+
+def test_pairs_inside_one_document_are_kept_unless_asked_not_to() -> None:
+    claims, vectors = _claims([QUEEN, SHORT], docs=[0, 0])
+    assert len(aligned_pairs(claims, vectors, min_cosine=0.3, min_overlap=0.3, max_pairs=10)) == 1
+    assert aligned_pairs(claims, vectors, min_cosine=0.3, min_overlap=0.3, max_pairs=10, same_document=False) == []
+
+
+def test_fewer_than_two_claims_give_no_pairs() -> None:
+    claims, vectors = _claims([QUEEN])
+    assert aligned_pairs(claims, vectors, min_cosine=0.0, min_overlap=0.0, max_pairs=10) == []

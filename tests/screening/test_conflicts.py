@@ -1,0 +1,523 @@
+"""The claim-conflict signal (issue 15): pool, witnesses, attribution, caps, and the Screener.
+
+Most cases use the deterministic fakes (``min_cosine=0.3``: the hashing embedder spreads
+cosines lower than a sentence model); the ``model`` tests run the same scenarios with the
+shipped NLI model and embedder. ``xfail`` (strict) cases are known defects, kept so that a
+fix shows up as XPASS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from ragtrust import registry
+from ragtrust.config import load_settings
+from ragtrust.documents import ClaimRef, Conflict, Document, RetrievedDoc, SignalResult
+from ragtrust.errors import ModelError
+from ragtrust.ingest.ledger import Ledger
+from ragtrust.screening.aggregate import Screener
+from ragtrust.screening.conflicts import CLAIM_CONFLICT, ClaimConflictSignal, conflicts_from
+from ragtrust.testing import HashingEmbedder, LexicalNLI, RaisingNLI, retrieved
+
+LONG = "A queen bee lives two to five years in the hive."
+LONG_REWORDED = "In the hive, a queen bee lives two to five years."
+SHORT = "A queen bee lives about three weeks in the hive."
+ARGON = "Argon2id is the recommended password hashing algorithm today."
+HONEY = "Honey keeps for years in a sealed jar at room temperature."
+
+
+@dataclass
+class NeutralNLI:
+    """An NLI model that never sees a contradiction: only the conflict diff can fire."""
+
+    model_id: str = "neutral-nli"
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
+        return np.tile(np.array([0.1, 0.8, 0.1], dtype=np.float32), (len(pairs), 1))
+
+
+@dataclass
+class CountingEmbedder:
+    """The hashing embedder, counting the texts it was asked to embed."""
+
+    inner: HashingEmbedder = field(default_factory=HashingEmbedder)
+    texts: list[str] = field(default_factory=list)
+    model_id: str = "counting"
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+@dataclass
+class BadShapeEmbedder:
+    model_id: str = "bad-shape"
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.ones((len(texts) + 1, 8), dtype=np.float32)
+
+
+@dataclass
+class BadShapeNLI:
+    model_id: str = "bad-shape-nli"
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
+        return np.ones((len(pairs), 2), dtype=np.float32)
+
+
+def fake_signal(**params: Any) -> ClaimConflictSignal:
+    params.setdefault("nli", LexicalNLI())
+    params.setdefault("embedder", HashingEmbedder())
+    params.setdefault("min_cosine", 0.3)
+    return ClaimConflictSignal(**params)
+
+
+def doc(doc_id: str, text: str, **metadata: Any) -> RetrievedDoc:
+    return RetrievedDoc(Document(id=doc_id, text=text, url=f"file://{doc_id}.md", metadata=metadata), 0.8, 1)
+
+
+def conflicts(results: Sequence[SignalResult]) -> list[Conflict]:
+    return conflicts_from(results)
+
+
+# ---------------------------------------------------------------------------------- attribution
+def test_the_poisoned_document_is_blamed_by_two_independent_witnesses() -> None:
+    results = fake_signal().score_batch([doc("a", LONG), doc("b", LONG_REWORDED), doc("p", SHORT)])
+    assert [r.name for r in results] == [CLAIM_CONFLICT] * 3
+    assert results[0].score == 0.0 and results[1].score == 0.0
+    assert results[2].score == pytest.approx(0.9)
+    found = conflicts(results)
+    assert len(found) == 2
+    for c in found:
+        assert c.blamed == "p"
+        assert c.resolution == "2 independent sources against 1"
+        assert c.kind == "number"
+        assert "p" in c.doc_ids
+    assert all(r.reasons[0].startswith("is contradicted by") for r in results[2:])
+    assert results[0].reasons[0].startswith("conflicts with p")
+    # resolved conflicts weigh half: C = 1 - 0.9 / 2
+    assert results[0].details["consistency"] == pytest.approx(0.55)
+
+
+def test_one_against_one_is_contested() -> None:
+    signal = fake_signal()
+    results = signal.score_batch([doc("a", LONG), doc("p", SHORT)])
+    (c,) = conflicts(results)
+    assert c.blamed is None
+    assert c.resolution.startswith("contested")
+    expected = signal.contested_factor * c.strength
+    assert [r.score for r in results] == pytest.approx([expected, expected])
+    assert results[0].details["consistency"] == pytest.approx(1 - c.strength)
+
+
+def test_the_contested_factor_scales_both_sides() -> None:
+    results = fake_signal(contested_factor=0.2).score_batch([doc("a", LONG), doc("p", SHORT)])
+    (c,) = conflicts(results)
+    assert [r.score for r in results] == pytest.approx([0.2 * c.strength] * 2)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (doc("kb#0", LONG), doc("kb#1", LONG_REWORDED)),
+        (doc("part-a", LONG, parent_id="kb"), doc("part-b", LONG_REWORDED, parent_id="kb")),
+    ],
+    ids=["chunk-ids", "parent-id-metadata"],
+)
+def test_chunks_of_one_parent_count_once(first: RetrievedDoc, second: RetrievedDoc) -> None:
+    results = fake_signal().score_batch([first, second, doc("p", SHORT)])
+    found = conflicts(results)
+    assert len(found) == 2
+    assert all(c.blamed is None and c.resolution == "contested: 1 source(s) against 1" for c in found)
+    assert results[2].score == pytest.approx(0.45)
+
+
+def test_near_duplicate_witnesses_count_once() -> None:
+    extra = " Queens are fed royal jelly by the workers."
+    near = " Queens are fed royal jelly by workers."
+    duplicates = fake_signal().score_batch([doc("x", LONG + extra), doc("y", LONG + near), doc("p", SHORT)])
+    assert all(c.blamed is None for c in conflicts(duplicates))
+    # control: two different texts stating the same fact are two sources
+    different = " Drones die after mating in early summer."
+    independent = fake_signal().score_batch([doc("x", LONG + extra), doc("y", LONG + different), doc("p", SHORT)])
+    assert {c.blamed for c in conflicts(independent)} == {"p"}
+
+
+def test_a_store_witness_testifies_but_gets_no_result() -> None:
+    nli = LexicalNLI()
+    results = fake_signal(nli=nli).score_batch([doc("a", LONG), doc("p", SHORT)], witnesses=[doc("w", LONG_REWORDED)])
+    assert len(results) == 2
+    assert results[0].score == 0.0 and results[1].score == pytest.approx(0.9)
+    found = conflicts(results)
+    assert {c.blamed for c in found} == {"p"}
+    assert {c.resolution for c in found} == {"2 independent sources against 1"}
+    store_sides = [side for c in found for side in (c.left, c.right) if side.doc_id == "w"]
+    assert store_sides and all(side.origin == "store" for side in store_sides)
+    assert any("w (from the store)" in reason for reason in results[1].reasons)
+    assert results[0].details["witnesses"] == 1
+
+
+def test_a_witness_already_retrieved_is_not_counted_twice() -> None:
+    results = fake_signal().score_batch([doc("a", LONG), doc("p", SHORT)], witnesses=[doc("a", LONG)])
+    assert all(c.blamed is None for c in conflicts(results))
+    assert results[0].details["witnesses"] == 0
+
+
+def test_witnesses_that_disagree_with_each_other_are_not_compared() -> None:
+    nli = LexicalNLI()
+    results = fake_signal(nli=nli).score_batch([doc("r", ARGON)], witnesses=[doc("w1", LONG), doc("w2", SHORT)])
+    assert results[0].score == 0.0
+    assert conflicts(results) == []
+    assert results[0].details["aligned_pairs"] == 0 and nli.pairs_seen == 0
+
+
+def test_a_document_stating_both_sides_is_blamed() -> None:
+    results = fake_signal().score_batch([doc("x", f"{LONG} {SHORT}"), doc("y", LONG_REWORDED)])
+    found = conflicts(results)
+    assert found and all(c.blamed == "x" for c in found)
+    resolutions = {c.resolution for c in found}
+    assert resolutions == {"the document contradicts itself", "states both sides of the conflict"}
+    assert results[0].score == pytest.approx(0.9)
+    assert results[1].score == 0.0
+    assert any("itself" in reason for reason in results[0].reasons)
+
+
+def test_a_self_contradiction_alone_scores_the_intra_factor() -> None:
+    signal = fake_signal(intra_factor=0.5)
+    (result,) = signal.score_batch([doc("x", f"{LONG} {SHORT}")])
+    (c,) = conflicts([result])
+    assert c.doc_ids == ("x", "x") and c.blamed == "x"
+    assert result.score == pytest.approx(0.5 * c.strength)
+
+
+def _ledger(tmp_path: Path, vetted: str, edited: str) -> Ledger:
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.record(Document(id="kb", text=vetted), "kb.md", tier="vetted")
+    ledger.record(Document(id="kb", text=edited), "kb.md")
+    return ledger
+
+
+def test_the_vetted_version_blames_the_edit(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path, "Use a 64-bit nonce.", "Use a 32-bit nonce.")
+    signal = fake_signal(ledger=ledger)
+    (result,) = signal.score_batch([doc("kb#0", "Use a 32-bit nonce.", parent_id="kb")])
+    (c,) = conflicts([result])
+    assert result.score == pytest.approx(0.9)
+    assert c.blamed == "kb#0"
+    assert c.resolution == "the vetted version says otherwise"
+    assert (c.left.origin, c.right.origin) == ("retrieved", "vetted")
+    assert c.right.text == "Use a 64-bit nonce."
+    assert result.details["witnesses"] == 1
+    assert "its vetted version" in result.reasons[0]
+
+
+def test_the_vetted_diff_reports_the_changed_words(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path, "Use a 64-bit nonce.", "Use a 32-bit nonce.")
+    (result,) = fake_signal(ledger=ledger, nli=NeutralNLI()).score_batch(
+        [doc("kb#0", "Use a 32-bit nonce.", parent_id="kb")]
+    )
+    (c,) = conflicts([result])
+    assert (c.kind, c.left_words, c.right_words) == ("number", "32", "64")
+    assert c.blamed == "kb#0"
+
+
+def test_a_tie_between_diff_and_nli_keeps_the_diff(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path, "Use a 64-bit nonce.", "Use a 32-bit nonce.")
+    (result,) = fake_signal(ledger=ledger).score_batch([doc("kb#0", "Use a 32-bit nonce.", parent_id="kb")])
+    (c,) = conflicts([result])
+    assert (c.kind, c.left_words, c.right_words) == ("number", "32", "64")
+
+
+def test_an_unchanged_chunk_of_an_edited_document_has_no_vetted_witness(tmp_path: Path) -> None:
+    ledger = _ledger(
+        tmp_path, "Use a 64-bit nonce. Rotate keys every year.", "Use a 32-bit nonce. Rotate keys every year."
+    )
+    (result,) = fake_signal(ledger=ledger).score_batch([doc("kb#1", "Rotate keys every year.", parent_id="kb")])
+    assert result.details["witnesses"] == 0
+    assert result.score == 0.0
+
+
+def test_an_unvetted_source_is_blamed_against_a_vetted_one(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.record(Document(id="good", text=LONG), "good.md", tier="vetted")
+    ledger.record(Document(id="bad", text=SHORT), "bad.md", tier="unvetted")
+    results = fake_signal(ledger=ledger).score_batch([doc("good", LONG), doc("bad", SHORT)])
+    (c,) = conflicts(results)
+    assert c.blamed == "bad"
+    assert c.resolution == "an unvetted source against a vetted one"
+    assert results[0].score == 0.0 and results[1].score == pytest.approx(0.9)
+
+
+# ---------------------------------------------------------------------------------- no conflict
+def test_unrelated_neighbours_give_no_conflict() -> None:
+    nli = LexicalNLI()
+    results = fake_signal(nli=nli).score_batch(retrieved([LONG, ARGON, HONEY]))
+    assert [r.score for r in results] == [0.0, 0.0, 0.0]
+    assert conflicts(results) == []
+    assert all(r.details["consistency"] == 1.0 and r.details["aligned_pairs"] == 0 for r in results)
+    assert nli.calls == 0
+
+
+def test_agreeing_documents_give_no_conflict() -> None:
+    results = fake_signal().score_batch(retrieved([LONG, LONG_REWORDED]))
+    assert conflicts(results) == []
+    assert [r.score for r in results] == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["```python\nhashed = argon2.hash(password)\n```", "| algorithm | cost |\n| bcrypt | 12 |"],
+        ["", "   "],
+        ["## Heading", "What is the nonce size?"],
+    ],
+    ids=["code-and-table", "blank", "heading-and-question"],
+)
+def test_documents_without_claims_score_zero(texts: list[str]) -> None:
+    results = fake_signal().score_batch(retrieved(texts))
+    assert len(results) == len(texts)
+    assert all(r.score == 0.0 and not r.skipped and r.details["claims"] == 0 for r in results)
+
+
+def test_no_documents_no_results() -> None:
+    assert fake_signal().score_batch([]) == []
+
+
+# ---------------------------------------------------------------------------------- caps
+def test_many_near_duplicate_claims_are_bounded() -> None:
+    nli = LexicalNLI()
+    signal = fake_signal(nli=nli, max_pairs=12)
+    texts = [f"A queen bee lives {n} years in the hive." for n in range(300)]
+    results = signal.score_batch(retrieved(texts))
+    assert len(results) == 300
+    details = results[0].details
+    assert details["aligned_pairs"] == 12
+    assert details["nli_pairs"] <= 2 * signal.max_pairs
+    assert nli.pairs_seen <= 2 * signal.max_pairs
+    assert any("the 12 most similar were checked" in note for note in details["notes"])
+    assert all(0.0 <= r.score <= 1.0 for r in results)
+
+
+def test_a_document_with_thousands_of_sentences_is_capped() -> None:
+    nli = LexicalNLI()
+    signal = fake_signal(nli=nli)
+    big = " ".join(f"Sentence number {i} says the hive holds {i} bees in total." for i in range(5000))
+    results = signal.score_batch(retrieved([big, "The hive holds 12 bees in total according to the count."]))
+    details = results[0].details
+    assert details["claims"] == signal.max_claims_per_doc
+    assert f"doc-0: only the first {signal.max_claims_per_doc} claims compared" in details["notes"]
+    assert details["nli_pairs"] <= 2 * signal.max_pairs and nli.pairs_seen <= 2 * signal.max_pairs
+
+
+def test_the_claim_cap_leaves_documents_out_with_a_note() -> None:
+    texts = [f"Hive {name} holds about ten thousand worker bees in summer." for name in ("one", "two", "three")]
+    results = fake_signal(max_claims=2).score_batch(retrieved(texts))
+    assert [r.details["claims"] for r in results] == [1, 1, 0]
+    assert any("claim cap 2 reached: 1 document(s) not compared" in n for n in results[0].details["notes"])
+
+
+def test_the_claim_cap_notes_a_document_cut_short() -> None:
+    first = "Bees make honey from nectar. Honey keeps for years in a jar. Queens lay eggs in spring."
+    second = "Workers build the comb from wax. Drones mate with the queen in flight. Guards defend the hive."
+    results = fake_signal(max_claims=5).score_batch(retrieved([first, second]))
+    assert [r.details["claims"] for r in results] == [3, 2]
+    assert results[0].details["notes"]
+
+
+def test_a_document_at_the_per_document_cap_is_not_noted() -> None:
+    text = "Bees make honey from nectar. Honey keeps for years in a jar. Queens lay eggs in spring."
+    (result,) = fake_signal(max_claims_per_doc=3).score_batch(retrieved([text]))
+    assert result.details["claims"] == 3
+    assert result.details["notes"] == []
+
+
+# ---------------------------------------------------------------------------------- models and plumbing
+def test_claims_are_embedded_once_and_cached() -> None:
+    embedder = CountingEmbedder()
+    signal = fake_signal(embedder=embedder)
+    docs = [doc("a", LONG), doc("p", SHORT)]
+    first = signal.score_batch(docs)
+    assert sorted(embedder.texts) == sorted([LONG, SHORT])
+    second = signal.score_batch(docs)
+    assert len(embedder.texts) == 2
+    assert [r.score for r in first] == [r.score for r in second]
+
+
+def test_a_small_cache_still_scores_correctly() -> None:
+    signal = fake_signal(cache_size=1)
+    results = signal.score_batch([doc("a", LONG), doc("b", LONG_REWORDED), doc("p", SHORT)])
+    assert {c.blamed for c in conflicts(results)} == {"p"}
+    assert len(signal._cache) == 1
+
+
+def test_a_malformed_embedding_is_a_model_error() -> None:
+    with pytest.raises(ModelError, match="embedder returned shape"):
+        fake_signal(embedder=BadShapeEmbedder()).score_batch([doc("a", LONG), doc("p", SHORT)])
+
+
+def test_a_malformed_nli_output_is_a_model_error() -> None:
+    with pytest.raises(ModelError, match="NLI model returned shape"):
+        fake_signal(nli=BadShapeNLI()).score_batch([doc("a", LONG), doc("p", SHORT)])
+
+
+def test_the_signal_is_registered_and_built_from_a_spec() -> None:
+    signal = registry.build(
+        "signal",
+        {"type": "claim_conflict", "params": {"min_cosine": 0.4, "max_pairs": 7}},
+        nli=LexicalNLI(),
+        embedder=HashingEmbedder(),
+    )
+    assert isinstance(signal, ClaimConflictSignal)
+    assert (signal.min_cosine, signal.max_pairs) == (0.4, 7)
+    assert signal.uses_witnesses and not signal.document_level
+
+
+def test_conflicts_from_deduplicates_and_sorts_by_strength() -> None:
+    def conflict(right: str, strength: float) -> Conflict:
+        return Conflict(ClaimRef("a", 0, 5, "aaaaa"), ClaimRef(right, 0, 5, "bbbbb"), "number", strength)
+
+    weak, strong = conflict("b", 0.3), conflict("c", 0.9)
+    results = [
+        SignalResult(CLAIM_CONFLICT, 0.5, details={"conflicts": [weak.to_dict(), strong.to_dict()]}),
+        SignalResult(CLAIM_CONFLICT, 0.5, details={"conflicts": [strong]}),
+        SignalResult("cross_consistency", 0.9, details={"conflicts": [conflict("d", 1.0).to_dict()]}),
+        SignalResult(CLAIM_CONFLICT, skipped=True, details={"conflicts": [conflict("e", 1.0).to_dict()]}),
+    ]
+    assert conflicts_from(results) == [strong, weak]
+
+
+def test_a_conflict_round_trips_through_json() -> None:
+    results = fake_signal().score_batch([doc("a", LONG), doc("p", SHORT)])
+    (c,) = conflicts(results)
+    assert Conflict.from_dict(c.to_dict()) == c
+    for side, text in ((c.left, LONG), (c.right, SHORT)):
+        assert text[side.start : side.end] == side.text
+        assert side.url == f"file://{side.doc_id}.md"
+
+
+# ---------------------------------------------------------------------------------- Screener
+def test_the_screener_collects_conflicts_and_lowers_consistency() -> None:
+    screener = Screener(signals=[fake_signal()])
+    report = screener.screen([doc("a", LONG), doc("p", SHORT)], "How long does a queen bee live?")
+    assert len(report.conflicts) == 1 and report.conflicts[0].doc_ids == ("a", "p")
+    assert report.consistency < 1.0
+    assert report.consistency == pytest.approx(1 - report.conflicts[0].strength)
+    assert not report.errors
+    assert report.to_dict()["conflicts"][0]["kind"] == "number"
+
+
+def test_the_screener_passes_witnesses_to_the_signal() -> None:
+    screener = Screener(signals=[fake_signal()])
+    report = screener.screen([doc("a", LONG), doc("p", SHORT)], None, witnesses=[doc("w", LONG_REWORDED)])
+    assert {c.blamed for c in report.conflicts} == {"p"}
+    by_id = {d.doc_id: d for d in report.documents}
+    assert by_id["p"].poison_probability == pytest.approx(0.9)
+    assert set(by_id) == {"a", "p"}
+
+
+def test_the_screener_without_conflicts_keeps_full_consistency() -> None:
+    report = Screener(signals=[fake_signal()]).screen(retrieved([LONG, ARGON]))
+    assert report.conflicts == () and report.consistency == 1.0
+
+
+def test_a_failing_claim_conflict_signal_fails_closed() -> None:
+    screener = Screener(signals=[fake_signal(nli=RaisingNLI())])
+    report = screener.screen([doc("a", LONG), doc("p", SHORT)])
+    assert report.consistency == 0.0
+    assert report.errors and report.errors[0].startswith("signal 'claim_conflict' failed: ModelError")
+    assert report.conflicts == ()
+    assert all(r.skipped for d in report.documents for r in d.signals)
+
+
+# ---------------------------------------------------------------------------------- shipped models
+@pytest.fixture(scope="module")
+def shipped() -> ClaimConflictSignal:
+    from ragtrust.models.embedder import default_embedder
+    from ragtrust.models.nli import default_nli
+
+    settings = load_settings(env={})
+    signal = ClaimConflictSignal(nli=default_nli(settings), embedder=default_embedder(settings))
+    signal.warm_up()
+    return signal
+
+
+@pytest.mark.model
+def test_shipped_models_blame_the_poisoned_document(shipped: ClaimConflictSignal) -> None:
+    results = shipped.score_batch([doc("a", LONG), doc("b", LONG_REWORDED), doc("p", SHORT)])
+    assert results[0].score == 0.0 and results[1].score == 0.0 and results[2].score >= 0.8
+    found = conflicts(results)
+    assert found and {c.blamed for c in found} == {"p"}
+    assert {c.resolution for c in found} == {"2 independent sources against 1"}
+
+
+@pytest.mark.model
+def test_shipped_models_one_against_one_is_contested(shipped: ClaimConflictSignal) -> None:
+    results = shipped.score_batch([doc("a", LONG), doc("p", SHORT)])
+    (c,) = conflicts(results)
+    assert c.blamed is None
+    assert [r.score for r in results] == pytest.approx([shipped.contested_factor * c.strength] * 2)
+
+
+@pytest.mark.model
+def test_shipped_models_count_chunks_of_one_parent_once(shipped: ClaimConflictSignal) -> None:
+    results = shipped.score_batch([doc("kb#0", LONG), doc("kb#1", LONG_REWORDED), doc("p", SHORT)])
+    found = conflicts(results)
+    assert found and all(c.blamed is None for c in found)
+
+
+@pytest.mark.model
+def test_shipped_models_hear_a_store_witness(shipped: ClaimConflictSignal) -> None:
+    results = shipped.score_batch([doc("a", LONG), doc("p", SHORT)], witnesses=[doc("w", LONG_REWORDED)])
+    assert len(results) == 2
+    assert {c.blamed for c in conflicts(results)} == {"p"}
+    assert results[0].score == 0.0
+
+
+@pytest.mark.model
+def test_shipped_models_vetted_version(shipped: ClaimConflictSignal, tmp_path: Path) -> None:
+    signal = ClaimConflictSignal(
+        nli=shipped.nli,
+        embedder=shipped.embedder,
+        ledger=_ledger(tmp_path, "Use a 64-bit nonce.", "Use a 32-bit nonce."),
+    )
+    (result,) = signal.score_batch([doc("kb#0", "Use a 32-bit nonce.", parent_id="kb")])
+    (c,) = conflicts([result])
+    assert c.right.origin == "vetted" and c.blamed == "kb#0"
+    assert (c.left_words, c.right_words) == ("32", "64")
+
+
+@pytest.mark.model
+def test_shipped_models_leave_unrelated_neighbours_alone(shipped: ClaimConflictSignal) -> None:
+    results = shipped.score_batch(retrieved([LONG, ARGON, HONEY]))
+    assert conflicts(results) == [] and all(r.score == 0.0 for r in results)
+
+
+@pytest.mark.model
+def test_shipped_models_survive_documents_without_claims(shipped: ClaimConflictSignal) -> None:
+    results = shipped.score_batch(retrieved(["```python\nx = 1\n```", "| a | b |\n| 1 | 2 |", LONG]))
+    assert [r.score for r in results] == [0.0, 0.0, 0.0]
+
+
+QUEEN_LONG = "The queen bee lives two to five years and lays up to 2,000 eggs a day in spring."
+QUEEN_SHORT = "A queen bee lives three weeks and is then replaced by the workers."
+QUEEN_AGREES = "A queen bee usually lives two to five years."
+
+
+@pytest.mark.model
+@pytest.mark.xfail(
+    strict=True,
+    reason="no claim_conflict calibration in the shipped NLI manifest: with DEFAULT_RAMP (0.4, 0.9) the two "
+    "agreeing documents conflict (contradiction ~0.53), the agreeing witness sides with nobody, and the "
+    "poisoned document is only contested",
+)
+def test_shipped_models_blame_the_issue_example(shipped: ClaimConflictSignal) -> None:
+    results = shipped.score_batch([doc("a", QUEEN_LONG), doc("p", QUEEN_SHORT), doc("c", QUEEN_AGREES)])
+    assert {c.blamed for c in conflicts(results) if "p" in c.doc_ids} == {"p"}
+    assert not [c for c in conflicts(results) if set(c.doc_ids) == {"a", "c"}]

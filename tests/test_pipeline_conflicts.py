@@ -1,0 +1,239 @@
+"""Knowledge conflicts end to end (issue 15): TrustGate over two or three sources that disagree.
+
+The ``model`` tests run :meth:`TrustGate.from_documents` with the shipped NLI model and
+embedder on the issue's queen-bee example. The fake-model tests build the same gate from
+the deterministic fakes, with the claim-conflict signal's ``min_cosine`` lowered to 0.3 for
+the hashing embedder (it spreads cosines lower than a sentence model). ``xfail`` (strict)
+cases are known defects, kept so that a fix shows up as XPASS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from ragtrust.config import load_settings
+from ragtrust.documents import Document, RetrievedDoc, Verdict
+from ragtrust.pipeline import TrustGate
+from ragtrust.retrieval.dense import DenseIndex, DenseRetriever
+from ragtrust.screening.aggregate import build_screener
+from ragtrust.screening.conflicts import ClaimConflictSignal
+from ragtrust.testing import HashingEmbedder, LexicalNLI, ScriptedGenerator
+
+QUESTION = "How long does a queen bee live?"
+QUEEN_LONG = "The queen bee lives two to five years and lays up to 2,000 eggs a day in spring."
+QUEEN_SHORT = "A queen bee lives three weeks and is then replaced by the workers."
+HONEY = "Honey is a sweet food made by bees from the nectar of flowers."
+HONEY_AGREES = "Bees make honey, a sweet food, from flower nectar."
+
+# texts the hashing embedder aligns (the fakes read words, not meaning)
+LONG = "A queen bee lives two to five years in the hive."
+LONG_REWORDED = "In the hive, a queen bee lives two to five years."
+SHORT = "A queen bee lives about three weeks in the hive."
+
+
+def _documents(pairs: Sequence[tuple[str, str]]) -> list[Document]:
+    return [Document(id=doc_id, text=text, url=f"file://{doc_id}.md") for doc_id, text in pairs]
+
+
+def _actions(verdict: Verdict) -> dict[str, str]:
+    return {d.doc_id: d.action for d in verdict.documents}
+
+
+def _conflict_reasons(verdict: Verdict) -> list[str]:
+    return [r for r in verdict.decision_reasons if "another source contradicts" in r]
+
+
+# ---------------------------------------------------------------------------------- shipped models
+@pytest.fixture(scope="module")
+def models() -> dict[str, Any]:
+    from ragtrust.models.embedder import default_embedder
+    from ragtrust.models.nli import default_nli
+
+    settings = load_settings(env={})
+    return {"nli": default_nli(settings), "embedder": default_embedder(settings)}
+
+
+def _shipped_gate(models: dict[str, Any], pairs: Sequence[tuple[str, str]]) -> TrustGate:
+    return TrustGate.from_documents(_documents(pairs), load_settings(env={}), **models)
+
+
+@pytest.mark.model
+def test_two_sources_that_disagree_are_not_trusted(models: dict[str, Any]) -> None:
+    verdict = _shipped_gate(models, [("bee-long", QUEEN_LONG), ("bee-short", QUEEN_SHORT)]).ask(QUESTION)
+    assert not verdict.trusted
+    (conflict,) = verdict.conflicts
+    assert {conflict.left.text, conflict.right.text} == {QUEEN_LONG, QUEEN_SHORT}
+    assert set(conflict.doc_ids) == {"bee-long", "bee-short"}
+    assert conflict.blamed is None and conflict.resolution.startswith("contested")
+    assert conflict.kind == "number"
+    assert {conflict.left_words, conflict.right_words} == {"two to five years", "three weeks"}
+    reasons = _conflict_reasons(verdict)
+    assert reasons and "contested" in reasons[0]
+    assert any(w.startswith("Sources disagree") for w in verdict.warnings)
+    assert verdict.consistency < 1.0
+    assert verdict.to_dict()["conflicts"][0]["kind"] == "number"
+
+
+@pytest.mark.model
+def test_two_agreeing_sources_give_no_conflict(models: dict[str, Any]) -> None:
+    verdict = _shipped_gate(models, [("honey-a", HONEY), ("honey-b", HONEY_AGREES)]).ask("What is honey made from?")
+    assert verdict.conflicts == ()
+    assert not _conflict_reasons(verdict)
+    assert verdict.consistency == 1.0
+
+
+@pytest.mark.model
+@pytest.mark.xfail(
+    strict=True,
+    reason="no claim_conflict calibration for the shipped NLI: two agreeing queen-bee sources conflict (nli, "
+    "contradiction ~0.5 over DEFAULT_RAMP low 0.4)",
+)
+def test_two_agreeing_queen_bee_sources_give_no_conflict(models: dict[str, Any]) -> None:
+    agrees = "A queen bee usually lives two to five years, while worker bees live a few weeks in summer."
+    verdict = _shipped_gate(models, [("bee-long", QUEEN_LONG), ("bee-agree", agrees)]).ask(QUESTION)
+    assert verdict.conflicts == ()
+
+
+@pytest.mark.model
+@pytest.mark.xfail(
+    strict=True,
+    reason="shipped NLI (uncalibrated claim_conflict ramp) calls the two agreeing sources a conflict, so the "
+    "agreeing source sides with nobody and the poisoned one is only contested",
+)
+def test_a_third_source_gets_the_poisoned_one_blamed_and_withheld(models: dict[str, Any]) -> None:
+    agrees = "A queen bee usually lives two to five years."
+    pairs = [("bee-long", QUEEN_LONG), ("bee-short", QUEEN_SHORT), ("bee-agree", agrees)]
+    verdict = _shipped_gate(models, pairs).ask(QUESTION)
+    assert {c.blamed for c in verdict.conflicts if "bee-short" in c.doc_ids} == {"bee-short"}
+    assert _actions(verdict)["bee-short"] == "dropped"
+
+
+@pytest.mark.model
+def test_the_correct_source_is_never_withheld(models: dict[str, Any]) -> None:
+    agrees = "Queen bees live for two to five years."
+    pairs = [("bee-long", QUEEN_LONG), ("bee-short", QUEEN_SHORT), ("bee-agree", agrees)]
+    verdict = _shipped_gate(models, pairs).ask(QUESTION)
+    assert "bee-long" not in {c.blamed for c in verdict.conflicts}
+    assert _actions(verdict)["bee-long"] != "dropped"
+
+
+# ---------------------------------------------------------------------------------- fakes
+def _fake_gate(
+    pairs: Sequence[tuple[str, str]], generator: Any = None, **overrides: Any
+) -> tuple[TrustGate, DenseIndex]:
+    settings = load_settings(env={}, overrides=overrides)
+    nli, embedder = LexicalNLI(), HashingEmbedder()
+    index = DenseIndex.from_documents(_documents(pairs), embedder)
+    screener = build_screener(settings, nli=nli, embedder=embedder)
+    (signal,) = [s for s in screener.signals if isinstance(s, ClaimConflictSignal)]
+    signal.min_cosine = 0.3
+    gate = TrustGate(
+        settings=settings,
+        nli=nli,
+        embedder=embedder,
+        retriever=DenseRetriever(index=index, default_top_k=settings.retrieval.top_k),
+        screener=screener,
+        generator=generator,
+    )
+    return gate, index
+
+
+def test_fakes_two_sources_that_disagree_are_not_trusted() -> None:
+    gate, _ = _fake_gate([("long", LONG), ("short", SHORT)])
+    verdict = gate.ask(QUESTION)
+    assert not verdict.trusted
+    (conflict,) = verdict.conflicts
+    assert conflict.blamed is None
+    assert _conflict_reasons(verdict)
+    assert _actions(verdict) == {"long": "kept", "short": "kept"}
+
+
+def test_fakes_a_third_source_gets_the_poisoned_one_blamed_and_withheld() -> None:
+    gate, _ = _fake_gate([("long", LONG), ("short", SHORT), ("agree", LONG_REWORDED)])
+    verdict = gate.ask(QUESTION)
+    touching = [c for c in verdict.conflicts if "short" in c.doc_ids]
+    assert touching and {c.blamed for c in touching} == {"short"}
+    assert _actions(verdict) == {"long": "kept", "agree": "kept", "short": "dropped"}
+    assert "three weeks" not in verdict.answer
+    assert "short" not in {sp.doc_id for s in verdict.sentences for sp in s.spans}
+
+
+def test_fakes_a_store_witness_outside_the_top_k_blames_the_poisoned_one() -> None:
+    gate, _ = _fake_gate([("long", LONG), ("short", SHORT), ("agree", LONG_REWORDED)], retrieval={"top_k": 2})
+    verdict = gate.ask(QUESTION)
+    retrieved = {d.doc_id for d in verdict.documents}
+    assert len(retrieved) == 2
+    assert verdict.conflicts and {c.blamed for c in verdict.conflicts} == {"short"}
+    witnesses = [side for c in verdict.conflicts for side in (c.left, c.right) if side.doc_id not in retrieved]
+    assert witnesses and all(side.origin == "store" for side in witnesses)
+
+
+def test_fakes_the_store_is_asked_for_the_configured_number_of_witnesses(monkeypatch: pytest.MonkeyPatch) -> None:
+    gate, index = _fake_gate([("long", LONG), ("short", SHORT)], screening={"witnesses": 3})
+    asked: list[int] = []
+    original = index.neighbours
+
+    def spy(docs: Sequence[Document], top_k: int) -> list[RetrievedDoc]:
+        asked.append(top_k)
+        return original(docs, top_k)
+
+    monkeypatch.setattr(index, "neighbours", spy)
+    gate.ask(QUESTION)
+    assert asked == [3]
+
+
+def test_fakes_no_witnesses_when_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    gate, index = _fake_gate(
+        [("long", LONG), ("short", SHORT), ("agree", LONG_REWORDED)], retrieval={"top_k": 2}, screening={"witnesses": 0}
+    )
+
+    def forbidden(docs: Sequence[Document], top_k: int) -> list[RetrievedDoc]:
+        raise AssertionError("neighbours must not be called with screening.witnesses = 0")
+
+    monkeypatch.setattr(index, "neighbours", forbidden)
+    verdict = gate.ask(QUESTION)
+    assert verdict.conflicts == ()
+    assert not verdict.errors
+
+
+def test_fakes_a_failed_witness_lookup_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    gate, index = _fake_gate([("long", LONG), ("honey", HONEY)])
+
+    def broken(docs: Sequence[Document], top_k: int) -> list[RetrievedDoc]:
+        raise OSError("index file vanished")
+
+    monkeypatch.setattr(index, "neighbours", broken)
+    verdict = gate.ask(QUESTION)
+    assert not verdict.trusted
+    assert any(e.startswith("witness lookup failed: OSError: index file vanished") for e in verdict.errors)
+
+
+def test_fakes_a_conflict_the_answer_does_not_use_does_not_fail_the_decision() -> None:
+    answer = "Honey is a sweet food made by bees from the nectar of flowers."
+    gate, _ = _fake_gate(
+        [("long", LONG), ("short", SHORT), ("honey", HONEY)], generator=ScriptedGenerator(answer=answer)
+    )
+    verdict = gate.ask("How long does a queen bee live, and what is honey?")
+    assert verdict.conflicts and all(c.blamed is None for c in verdict.conflicts)
+    assert answer in verdict.answer
+    assert not _conflict_reasons(verdict)
+
+
+def test_fakes_a_contested_conflict_fails_a_screening_verdict() -> None:
+    gate, index = _fake_gate([("long", LONG), ("short", SHORT)])
+    docs = [RetrievedDoc(d, 0.8, i + 1) for i, d in enumerate(index.documents)]
+    verdict = gate.screen(docs, QUESTION)
+    assert not verdict.trusted
+    assert verdict.conflicts
+    assert any("would use a claim that another source contradicts" in r for r in verdict.decision_reasons)
+
+
+def test_fakes_agreeing_sources_give_no_conflict() -> None:
+    gate, _ = _fake_gate([("long", LONG), ("agree", LONG_REWORDED)])
+    verdict = gate.ask(QUESTION)
+    assert verdict.conflicts == ()
+    assert not _conflict_reasons(verdict)
+    assert verdict.consistency == 1.0
