@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "ragtrust.cli.evidence_report",  # eval evidence (OWASP evidence report)
     "ragtrust.cli.relevance",  # eval relevance (fit the relevance thresholds)
     "ragtrust.cli.fusion",  # eval fusion (learned signal fusion, evaluation only)
+    "ragtrust.cli.conflicts",  # eval conflicts (claim conflicts with and without a witness)
     "ragtrust.cli.serve",  # serve
 )
 

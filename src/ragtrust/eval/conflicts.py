@@ -336,25 +336,50 @@ def evaluate_poisonedrag(signal: Any, data_dir: str | Path | None, *, seed: int)
     return out
 
 
-def calibration_sets(
-    embedder: Embedder, data_dir: str | Path | None, *, owasp: int, bench_calib: int, k: int, seed: int
-) -> list[list[Document]]:
-    """Clean retrieved sets the evaluation never uses: calibration splits and OWASP chunk neighbourhoods."""
-    from ragtrust.eval.datasets import load_benchmark, resolve_data_dir
+_OWASP: dict[tuple[int, str], tuple[list[Document], Any]] = {}
+
+
+def _owasp_index(embedder: Embedder, data_dir: str | Path | None) -> tuple[list[Document], Any]:
+    """The OWASP cheat-sheet chunks and their dense index (built once per embedder and folder)."""
+    from ragtrust.eval.datasets import resolve_data_dir
     from ragtrust.ingest.chunker import chunk_documents
     from ragtrust.ingest.loaders import load_paths
     from ragtrust.retrieval.dense import DenseIndex
 
+    folder = resolve_data_dir(data_dir) / "owasp-cheatsheets"
+    key = (id(embedder), str(folder))
+    if key not in _OWASP:
+        chunks = chunk_documents(load_paths([folder]).documents, tokenizer=getattr(embedder, "tokenizer", None))
+        _OWASP[key] = (chunks, DenseIndex.from_documents(chunks, embedder))
+    return _OWASP[key]
+
+
+def calibration_sets(
+    embedder: Embedder,
+    data_dir: str | Path | None,
+    *,
+    n_eval: int,
+    owasp: int,
+    bench_calib: int,
+    k: int,
+    seed: int,
+) -> list[list[Document]]:
+    """Clean retrieved sets the evaluation never uses: calibration splits and OWASP chunk neighbourhoods.
+
+    The calibration split of each benchmark is drawn after its ``n_eval`` evaluation queries
+    (the same seeded order as the evaluation), so no evaluated question is used.
+    """
+    from ragtrust.eval.datasets import load_benchmark
+    from ragtrust.retrieval.dense import DenseIndex
+
     sets: list[list[Document]] = []
     for name in ("truthfulqa", "fever"):
-        bench = load_benchmark(name, data_dir, n=50, n_calib=bench_calib, seed=seed)
+        bench = load_benchmark(name, data_dir, n=n_eval, n_calib=bench_calib, seed=seed)
         index = DenseIndex.from_documents(bench.documents, embedder)
         sets += [[r.document for r in index.retrieve(q.text, k)] for q in bench.calib_queries]
-    folder = resolve_data_dir(data_dir) / "owasp-cheatsheets"
-    chunks = chunk_documents(load_paths([folder]).documents, tokenizer=getattr(embedder, "tokenizer", None))
+    chunks, index = _owasp_index(embedder, data_dir)
     # the even-numbered sample is for calibration, the odd-numbered one for the clean OWASP check
     sample = random.Random(seed).sample(chunks, min(2 * owasp, len(chunks)))[0::2]
-    index = DenseIndex.from_documents(chunks, embedder)
     for chunk in sample:
         sets.append([chunk] + [w.document for w in index.neighbours([chunk], k - 1)])
     return sets
@@ -362,15 +387,8 @@ def calibration_sets(
 
 def owasp_clean_sets(embedder: Embedder, data_dir: str | Path | None, *, n: int, k: int, seed: int) -> list[list[Document]]:
     """Clean OWASP sets disjoint from the calibration sample (the odd-numbered draws)."""
-    from ragtrust.eval.datasets import resolve_data_dir
-    from ragtrust.ingest.chunker import chunk_documents
-    from ragtrust.ingest.loaders import load_paths
-    from ragtrust.retrieval.dense import DenseIndex
-
-    folder = resolve_data_dir(data_dir) / "owasp-cheatsheets"
-    chunks = chunk_documents(load_paths([folder]).documents, tokenizer=getattr(embedder, "tokenizer", None))
+    chunks, index = _owasp_index(embedder, data_dir)
     sample = random.Random(seed).sample(chunks, min(2 * n, len(chunks)))[1::2]
-    index = DenseIndex.from_documents(chunks, embedder)
     return [[c] + [w.document for w in index.neighbours([c], k - 1)] for c in sample]
 
 
@@ -381,13 +399,13 @@ def max_pair_contradiction(signal: Any, nli: NLIModel, docs: Sequence[Document])
     claims = [c for i, d in enumerate(docs) for c in extract_claims(i, d.text, signal.max_claims_per_doc)]
     if len(claims) < 2:
         return 0.0
-    vectors = signal._embed([c.text for c in claims])  # noqa: SLF001 - the signal's own cache
+    vectors = signal._embed([c.bare for c in claims])  # noqa: SLF001 - the signal's own cache
     pairs = aligned_pairs(
         claims, vectors, min_cosine=signal.min_cosine, min_overlap=signal.min_overlap, max_pairs=signal.max_pairs
     )
     if not pairs:
         return 0.0
-    texts = [p for i, j, _ in pairs for p in ((claims[i].text, claims[j].text), (claims[j].text, claims[i].text))]
+    texts = [p for i, j, _ in pairs for p in ((claims[i].bare, claims[j].bare), (claims[j].bare, claims[i].bare))]
     probs = np.asarray(nli.predict(texts), dtype=np.float64)
     return float(probs[:, CONTRADICTION].max())
 
@@ -460,7 +478,7 @@ def run(
     signal = ClaimConflictSignal(nli=nli, embedder=embedder, **params)
     report: dict[str, Any] = {"ragtrust": __version__, "seed": seed, "k": k, "witnesses": witnesses, "n": n}
     if calibrate_fpr is not None:
-        sets = calibration_sets(embedder, data_dir, owasp=owasp_sets, bench_calib=100, k=k, seed=seed)
+        sets = calibration_sets(embedder, data_dir, n_eval=n, owasp=owasp_sets, bench_calib=100, k=k, seed=seed)
         report["calibration"] = calibrate(signal, nli, sets, fpr=calibrate_fpr)
         params.update(low=report["calibration"]["low"], high=report["calibration"]["high"])
         signal = ClaimConflictSignal(nli=nli, embedder=embedder, **params)
@@ -498,6 +516,34 @@ def run(
         report["poisonedrag"] = {"skipped": str(exc)}
     report["elapsed_s"] = round(time.perf_counter() - started, 1)
     return report
+
+
+def write_manifest_entry(report: Mapping[str, Any], report_path: str | None = None) -> Path:
+    """Store the fitted ``claim_conflict`` ramp in the shipped NLI manifest, keeping the other signals'.
+
+    Raises:
+        InputError: the report has no calibration, or the manifest has no signal calibration
+            for its current ONNX file (run ``ragtrust nli calibrate --write-manifest`` first).
+    """
+    from ragtrust.io import atomic_write_text
+    from ragtrust.models.nli import MANIFEST_FILE, read_manifest
+
+    calibration = report.get("calibration")
+    if not isinstance(calibration, Mapping):
+        raise InputError("the report has no calibration: run with --calibrate FPR")
+    manifest = read_manifest(MANIFEST_FILE)
+    entry = manifest.get("signal_calibration")
+    if not isinstance(entry, dict) or entry.get("nli_sha256") != manifest.get("sha256"):
+        raise InputError(f"{MANIFEST_FILE.name}: no signal calibration for this model; run `ragtrust nli calibrate`")
+    entry.setdefault("signals", {})["claim_conflict"] = {
+        "low": calibration["low"],
+        "high": calibration["high"],
+        "fpr": calibration["fpr"],
+        "level": calibration["fpr_level"],
+        "report": report_path,
+    }
+    atomic_write_text(MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n")
+    return MANIFEST_FILE
 
 
 def write_report(report: Mapping[str, Any], path: str | Path) -> None:

@@ -53,7 +53,7 @@ import numpy.typing as npt
 from ragtrust.text import assertions
 
 #: token similarity (difflib ratio) at which two claims count as near-identical
-NEAR_IDENTICAL = 0.5
+NEAR_IDENTICAL = 0.7
 #: at most this many tokens may change (per side) between near-identical claims
 MAX_CHANGED = 8
 
@@ -115,6 +115,11 @@ class Claim:
     end: int
     text: str
 
+    @property
+    def bare(self) -> str:
+        """The claim without Markdown (what is embedded, diffed and sent to NLI)."""
+        return plain(self.text)
+
 
 @dataclass(frozen=True)
 class DiffFinding:
@@ -130,21 +135,45 @@ class DiffFinding:
     right: str
 
 
+_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_MARKUP = re.compile(r"(\*\*|__|`|(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w))")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+#: an answer particle before a claim ("No, very few books are banned") says nothing itself
+_ANSWER = re.compile(r"^\s*(?:yes|no)\s*[,.;:]\s*", re.I)
+_REFERENCE = re.compile(r"^(?:see(?: also)?|refer to|more (?:information|details)|for more|read more)\b", re.I)
+
+
+def plain(text: str) -> str:
+    """A claim's words without Markdown (links become their text; images, emphasis, bullets go) or a leading Yes/No.
+
+    Example:
+        >>> plain("- **Use** [bcrypt](https://x.example/b) ![logo](l.png) for `passwords`.")
+        'Use bcrypt for passwords.'
+    """
+    text = _LINK.sub(r"\1", _IMAGE.sub("", text))
+    text = _ANSWER.sub("", _BULLET.sub("", _MARKUP.sub("", text)))
+    return " ".join(text.split())
+
+
 def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
-    """Whether a sentence reads as a claim: enough words, mostly letters, not code or a table row.
+    """Whether a sentence reads as a claim: enough words, mostly letters; not code, a table row or a reference.
 
     Example:
         >>> is_prose("Use a per-user salt of at least 16 bytes."), is_prose("| a | b | c |")
         (True, False)
-        >>> is_prose("x = hashlib.sha256(pw).hexdigest()")
-        False
+        >>> is_prose("x = hashlib.sha256(pw).hexdigest()"), is_prose("See also: [Password Storage](p.md).")
+        (False, False)
     """
     if sentence.startswith(("    ", "\t")):  # an indented Markdown code block
         return False
-    text = sentence.strip()
-    if not text or len(text) > max_chars:
+    raw = sentence.strip()
+    if not raw or len(raw) > max_chars:
         return False
-    if text.startswith(("|", "```", "<", "{", "[!")) or text.count("|") >= 2:
+    if raw.startswith(("|", "```", "<", "{", "[!")) or raw.count("|") >= 2:
+        return False
+    text = plain(raw)
+    if not text or _REFERENCE.match(text):
         return False
     if re.search(r"[{};=]\s*$|\(\)|==|=>|->|::|\bdef |\bfunction\b|\breturn\b.*;", text):
         return False
@@ -224,8 +253,8 @@ def aligned_pairs(
         ((int(i), int(j), float(sims[i, j])) for i, j in zip(iu[keep], ju[keep], strict=True)),
         key=lambda p: -p[2],
     )
-    words = [content_words(c.text) for c in claims]
-    norm = [" ".join(c.text.lower().split()) for c in claims]
+    words = [content_words(c.bare) for c in claims]
+    norm = [c.bare.lower() for c in claims]
     out: list[tuple[int, int, float]] = []
     for i, j, cos in candidates:
         if not same_document and claims[i].doc == claims[j].doc:

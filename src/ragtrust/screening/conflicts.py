@@ -31,7 +31,8 @@ A poisoned fact can only be caught by something that knows better. This signal c
    * one document states both sides (it contradicts itself on the point) and the other does
      not: it is blamed.
    * majority of independent witnesses: every other document of the pool with a claim that
-     *agrees* with *a* (aligned and no conflict found, or the same sentence), none in conflict
+     *agrees* with *a* (the same sentence, or a paraphrase: cosine >= ``agree_cosine``, NLI
+     entailment >= ``agree_entailment`` one way, no conflict found), none in conflict
      with *a* and none agreeing with *b*, sides with *a* (and vice versa); a document that was
      never aligned with either claim has no say. Sides are counted in independent sources:
      chunks of one parent document and near-duplicate texts count once. When one side has at
@@ -61,6 +62,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -72,11 +74,11 @@ import numpy.typing as npt
 
 from ragtrust.documents import ClaimRef, Conflict, Document, RetrievedDoc, SignalResult
 from ragtrust.errors import ModelError
-from ragtrust.models.base import CONTRADICTION, Embedder, NLIModel
+from ragtrust.models.base import CONTRADICTION, ENTAILMENT, Embedder, NLIModel
 from ragtrust.registry import register
 from ragtrust.screening.base import Signal
 from ragtrust.screening.calibration import resolve_ramp
-from ragtrust.screening.claims import Claim, aligned_pairs, diff_conflict, extract_claims
+from ragtrust.screening.claims import Claim, DiffFinding, aligned_pairs, diff_conflict, extract_claims
 from ragtrust.screening.intra import contradiction_ramp
 
 #: the signal's name
@@ -141,6 +143,41 @@ class _Stances:
         return self.agree.get(mine, set()) - self.oppose.get(mine, set()) - self.agree.get(other, set())
 
 
+_REFERRING = re.compile(r"^(?:it|its|this|that|these|those|they|their|he|she|his|her|such|there)\b", re.I)
+#: a claim this short (in words) leans on its document for its subject ("The weakness is CWE-89.")
+SHORT_CLAIM = 7
+
+
+def _outside(doc: Document, claim: Claim) -> str:
+    return f"{doc.text[: claim.start]} {doc.text[claim.end :]}".lower()
+
+
+def _anchored(words: str, context: str) -> bool:
+    """Every changed word also appears elsewhere in the claim's own document."""
+    tokens = [t.lower() for t in re.findall(r"\w+", words) if len(t) > 1 or t.isdigit()]
+    return bool(tokens) and all(re.search(rf"\b{re.escape(t)}\b", context) for t in tokens)
+
+
+def _same_subject(pool: Sequence[_PoolDoc], a: Claim, b: Claim, finding: DiffFinding) -> bool:
+    """Whether two claims that differ in a few words are about the same subject.
+
+    Not when each side's differing words are stated elsewhere in its own document ("banned in
+    California" in a document about California, "in Canada" in one about Canada: two
+    subjects, two true claims). And a claim that leans on its document for its subject (it
+    starts with a pronoun, or is shorter than :data:`SHORT_CLAIM` words: "The weakness is
+    CWE-89.") is compared only with a version of the same document (3-gram shingle overlap of
+    the documents >= 0.3, or the same parent document: its vetted version).
+    """
+    da, db = pool[a.doc].document, pool[b.doc].document
+    if a.doc != b.doc and _anchored(finding.left, _outside(da, a)) and _anchored(finding.right, _outside(db, b)):
+        return False
+    leaning = any(_REFERRING.match(c.bare) or len(c.bare.split()) < SHORT_CLAIM for c in (a, b))
+    if leaning and a.doc != b.doc and pool[a.doc].group != pool[b.doc].group:
+        sa, sb = _shingles(da.text, 3), _shingles(db.text, 3)
+        return bool(sa | sb) and len(sa & sb) / len(sa | sb) >= 0.3
+    return True
+
+
 def _normal(text: str) -> str:
     return " ".join(text.lower().split())
 
@@ -175,6 +212,9 @@ class ClaimConflictSignal(Signal):
         intra_factor: blame of a document that contradicts itself.
         contested_factor: score of each side of a contested conflict.
         near_duplicate: 5-gram shingle Jaccard at which two witnesses count as one source.
+        agree_cosine / agree_entailment: a pair *agrees* (testifies for a side) when no check
+            fires, its cosine reaches ``agree_cosine`` and NLI entailment reaches
+            ``agree_entailment`` in one direction (or the two sentences are the same).
         cache_size: claim embeddings kept (entries).
     """
 
@@ -192,6 +232,8 @@ class ClaimConflictSignal(Signal):
     intra_factor: float = 0.6
     contested_factor: float = 0.5
     near_duplicate: float = 0.8
+    agree_cosine: float = 0.8
+    agree_entailment: float = 0.6
     cache_size: int = 50_000
 
     name: ClassVar[str] = CLAIM_CONFLICT
@@ -293,7 +335,7 @@ class ClaimConflictSignal(Signal):
         checked: list[tuple[int, int, float]] = []
         identical: list[tuple[int, int, float]] = []
         if len(claims) >= 2:
-            vectors = self._embed([c.text for c in claims])
+            vectors = self._embed([c.bare for c in claims])
             candidates = aligned_pairs(
                 claims,
                 vectors,
@@ -304,40 +346,53 @@ class ClaimConflictSignal(Signal):
             )
             # at least one side in the retrieved set; witness-witness pairs testify to nothing
             pairs = [p for p in candidates if claims[p[0]].doc < retrieved or claims[p[1]].doc < retrieved]
-            same = [_normal(claims[i].text) == _normal(claims[j].text) for i, j, _ in pairs]
+            same = [_normal(claims[i].bare) == _normal(claims[j].bare) for i, j, _ in pairs]
             identical = [p for p, eq in zip(pairs, same, strict=True) if eq]
             checked = [p for p, eq in zip(pairs, same, strict=True) if not eq]
             if len(checked) > self.max_pairs:
                 notes.append(f"{len(checked)} aligned claim pairs; the {self.max_pairs} most similar were checked")
                 checked = checked[: self.max_pairs]
-        conflicts, nli_pairs = self._check(claims, checked)
-        found_pairs = {(c.i, c.j) for c in conflicts}
-        agreements = identical + [p for p in checked if (p[0], p[1]) not in found_pairs]
+        conflicts, agreeing, nli_pairs = self._check(pool, claims, checked)
+        agreements = identical + agreeing
         stances = _Stances.build(claims, conflicts, agreements)
         resolved = [self._attribute(pool, claims, c, stances) for c in conflicts]
         return self._results(docs, pool, claims, resolved, len(checked), nli_pairs, notes)
 
-    def _check(self, claims: Sequence[Claim], pairs: Sequence[tuple[int, int, float]]) -> tuple[list[_Found], int]:
-        """The conflicting pairs among ``pairs`` (diff and NLI), and the NLI pairs scored."""
+    def _check(
+        self, pool: Sequence[_PoolDoc], claims: Sequence[Claim], pairs: Sequence[tuple[int, int, float]]
+    ) -> tuple[list[_Found], list[tuple[int, int, float]], int]:
+        """The conflicting pairs among ``pairs`` (diff and NLI), the agreeing ones, and the NLI pairs scored.
+
+        A pair agrees when no check fires, its cosine is at least ``agree_cosine`` and the NLI
+        model reads entailment (>= ``agree_entailment``) in one direction: a paraphrase, not
+        merely the same topic.
+        """
         if not pairs:
-            return [], 0
+            return [], [], 0
         low, high, _ = resolve_ramp(self.nli, CLAIM_CONFLICT, self.low, self.high)
-        texts = [(claims[i].text, claims[j].text) for i, j, _ in pairs]
+        texts = [(claims[i].bare, claims[j].bare) for i, j, _ in pairs]
         nli_input = [p for a, b in texts for p in ((a, b), (b, a))]
         probs = np.asarray(self.nli.predict(nli_input), dtype=np.float64)
         if probs.shape != (len(nli_input), 3):
             raise ModelError(f"NLI model returned shape {probs.shape}, expected ({len(nli_input)}, 3)")
-        out = []
-        for m, ((i, j, _), (a, b)) in enumerate(zip(pairs, texts, strict=True)):
+        found: list[_Found] = []
+        agree: list[tuple[int, int, float]] = []
+        for m, ((i, j, cos), (a, b)) in enumerate(zip(pairs, texts, strict=True)):
             c = float(max(probs[2 * m, CONTRADICTION], probs[2 * m + 1, CONTRADICTION]))
             nli_strength = round(contradiction_ramp(c, low, high), 6)
             finding = diff_conflict(a, b)
+            if finding is not None and not _same_subject(pool, claims[i], claims[j], finding):
+                finding = None
             diff_strength = self.diff_strength.get(finding.kind, 0.0) if finding is not None else 0.0
             if finding is not None and diff_strength >= nli_strength:
-                out.append(_Found(i, j, finding.kind, diff_strength, finding.left, finding.right, c))
+                found.append(_Found(i, j, finding.kind, diff_strength, finding.left, finding.right, c))
             elif nli_strength > 0:
-                out.append(_Found(i, j, "nli", nli_strength, "", "", c))
-        return out, len(nli_input)
+                found.append(_Found(i, j, "nli", nli_strength, "", "", c))
+            elif cos >= self.agree_cosine and max(probs[2 * m, ENTAILMENT], probs[2 * m + 1, ENTAILMENT]) >= (
+                self.agree_entailment
+            ):
+                agree.append((i, j, cos))
+        return found, agree, len(nli_input)
 
     def _attribute(
         self, pool: Sequence[_PoolDoc], claims: Sequence[Claim], found: _Found, stances: _Stances

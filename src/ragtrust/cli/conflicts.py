@@ -1,0 +1,124 @@
+"""``ragtrust eval conflicts``: the claim-conflict signal with and without a witness (issue 15).
+
+Attaches to the ``eval`` group (``ragtrust.cli.evaluation`` creates it, so list this module
+after that one in ``COMMAND_MODULES``).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ragtrust.cli.common import console, handle_errors, print_json, settings_from
+from ragtrust.errors import InputError
+
+
+@handle_errors
+def conflicts(
+    out: Path = typer.Option(..., "--out", "-o", help="Report JSON to write."),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="Folder with truthfulqa/, fever/, poisonedrag/, ..."),
+    datasets: str = typer.Option("truthfulqa,fever,secure_coding", "--datasets", help="Comma-separated benchmarks."),
+    n: int = typer.Option(100, "-n", min=5, help="Evaluation queries per benchmark."),
+    k: int = typer.Option(5, "-k", min=2, help="Retrieved documents per query."),
+    witnesses: int = typer.Option(5, "--witnesses", min=0, help="Store witnesses per query."),
+    owasp_sets: int = typer.Option(100, "--owasp-sets", min=0, help="Clean OWASP sets (false alarms on long text)."),
+    seed: int = typer.Option(42, "--seed", help="Sampling and attack seed."),
+    calibrate: float | None = typer.Option(
+        None, "--calibrate", min=0.001, max=0.5, help="Fit the NLI ramp first, to this false-alarm budget per clean set."
+    ),
+    write_manifest: bool = typer.Option(
+        False, "--write-manifest", help="Store the fitted ramp in the shipped NLI model's manifest (needs --calibrate)."
+    ),
+    config: Path | None = typer.Option(None, "--config", help="Settings TOML (models)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the headline numbers as JSON."),
+) -> None:
+    """Per-document AUC / recall at <= 2% FPR of claim conflicts, poison beside its witness and without one."""
+    from ragtrust.eval.conflicts import run, write_manifest_entry, write_report
+    from ragtrust.models.embedder import default_embedder
+    from ragtrust.models.nli import default_nli
+
+    if write_manifest and calibrate is None:
+        raise InputError("--write-manifest needs --calibrate FPR")
+    settings = settings_from(config, None)
+    report = run(
+        nli=default_nli(settings),
+        embedder=default_embedder(settings),
+        data_dir=data_dir,
+        datasets=[d.strip() for d in datasets.split(",") if d.strip()],
+        n=n,
+        k=k,
+        witnesses=witnesses,
+        seed=seed,
+        owasp_sets=owasp_sets,
+        calibrate_fpr=calibrate,
+        progress=lambda message: console.print(message, highlight=False),
+    )
+    report = {"command": "ragtrust " + " ".join(shlex.quote(a) for a in sys.argv[1:]), **report}
+    write_report(report, out)
+    if write_manifest:
+        write_manifest_entry(report, str(out))
+    if as_json:
+        print_json({key: report[key] for key in ("signal", "datasets", "owasp_clean", "poisonedrag") if key in report})
+        return
+    _print(report, out)
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _num(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _print(report: dict[str, Any], out: Path) -> None:
+    table = Table(title="claim conflicts per document (held-out families)")
+    for column in ("dataset", "attack / placement", "ROC-AUC", "recall @2% FPR", "blamed", "contested", "missed"):
+        table.add_column(column)
+    for name, d in report["datasets"].items():
+        for cell, m in d["cells"].items():
+            table.add_row(
+                name,
+                cell,
+                _num(m.get("roc_auc")),
+                _pct(m.get("recall_at_2pct_fpr")),
+                _pct(m.get("blamed")),
+                _pct(m.get("contested")),
+                _pct(m.get("missed")),
+            )
+        table.add_row(name, "clean sets with a conflict", "", _pct(d["clean"]["sets_with_conflict"]), "", "", "")
+    console.print(table)
+    owasp = report.get("owasp_clean")
+    if owasp:
+        console.print(
+            f"OWASP clean sets: {_pct(owasp['sets_with_conflict'])} with a conflict, "
+            f"{_pct(owasp['sets_with_blame'])} with a document blamed ({owasp['sets']} sets)",
+            highlight=False,
+        )
+    prag = report.get("poisonedrag", {})
+    for variant in ("two_clean_witnesses", "one_clean_witness"):
+        if variant in prag:
+            m = prag[variant]
+            console.print(
+                f"PoisonedRAG (development), {variant}: AUC {_num(m.get('roc_auc'))}, blamed {_pct(m['blamed'])}, "
+                f"contested {_pct(m['contested'])}, clean passage blamed {_pct(m['clean_document_blamed'])}",
+                highlight=False,
+            )
+    console.print(f"report -> {out}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``conflicts`` to the ``eval`` group."""
+    for group in app.registered_groups:
+        if group.name == "eval" and group.typer_instance is not None:
+            group.typer_instance.command(name="conflicts")(conflicts)
+            return
+    app.command(name="conflicts-eval")(conflicts)
+
+
+__all__ = ["conflicts", "register"]
