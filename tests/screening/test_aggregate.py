@@ -146,11 +146,10 @@ def test_build_screener_names_and_errors(signal_registry: None) -> None:
     assert "provenance" not in all_default.signal_names
     assert all_default.signal_names == [
         "injection",
+        "claim_conflict",
         "linguistic",
         "structural",
         "intra_consistency",
-        "cross_consistency",
-        "semantic_outlier",
     ]
 
 

@@ -29,7 +29,11 @@ def conflicts(
     owasp_sets: int = typer.Option(100, "--owasp-sets", min=0, help="Clean OWASP sets (false alarms on long text)."),
     seed: int = typer.Option(42, "--seed", help="Sampling and attack seed."),
     calibrate: float | None = typer.Option(
-        None, "--calibrate", min=0.001, max=0.5, help="Fit the NLI ramp first, to this false-alarm budget per clean set."
+        None,
+        "--calibrate",
+        min=0.001,
+        max=0.5,
+        help="Fit the NLI ramp first, to this false-alarm budget per clean set.",
     ),
     write_manifest: bool = typer.Option(
         False, "--write-manifest", help="Store the fitted ramp in the shipped NLI model's manifest (needs --calibrate)."

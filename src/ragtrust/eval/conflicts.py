@@ -140,9 +140,7 @@ class _MemoryLedger:
         return self._vetted.get(doc_id) if content_hash == f"vetted:{doc_id}" else None
 
 
-def _place(
-    placement: str, top: list[RetrievedDoc], source: Document, poisoned: Document, k: int
-) -> list[RetrievedDoc]:
+def _place(placement: str, top: list[RetrievedDoc], source: Document, poisoned: Document, k: int) -> list[RetrievedDoc]:
     """The retrieved set of one poisoned query under ``placement`` (see the module docstring)."""
     docs = [r.document for r in top]
     ids = [d.id for d in docs]
@@ -187,7 +185,9 @@ def evaluate_dataset(
     ledger_signal = _with_ledger(signal, None)
 
     def score(docs: list[RetrievedDoc], exclude: set[str], ledger: Any = None) -> list[SignalResult]:
-        near = [w for w in index.neighbours([d.document for d in docs], witnesses + len(exclude)) if w.id not in exclude]
+        near = [
+            w for w in index.neighbours([d.document for d in docs], witnesses + len(exclude)) if w.id not in exclude
+        ]
         sig = ledger_signal if ledger is None else _with_ledger(signal, ledger)
         return list(sig.score_batch(docs, None, witnesses=near[:witnesses]))
 
@@ -269,15 +269,20 @@ def _summarise(cell: _Scored, clean: _Scored) -> dict[str, Any]:
         outcomes = [o for o, f in zip(cell.outcomes, cell.families, strict=True) if f == family]
         fam["blamed"] = round(outcomes.count("blamed") / max(1, len(outcomes)), 4)
         fam["contested"] = round(outcomes.count("contested") / max(1, len(outcomes)), 4)
-        families[family] = {key: fam[key] for key in ("positives", "roc_auc", "recall_at_2pct_fpr", "blamed", "contested") if key in fam}
+        families[family] = {
+            key: fam[key] for key in ("positives", "roc_auc", "recall_at_2pct_fpr", "blamed", "contested") if key in fam
+        }
     out["families"] = families
     return out
 
 
 def _with_ledger(signal: Any, ledger: Any) -> Any:
-    import dataclasses
+    """The signal reading ``ledger`` (a shallow copy: the claim-embedding cache is shared)."""
+    import copy
 
-    return dataclasses.replace(signal, ledger=ledger) if dataclasses.is_dataclass(signal) else signal
+    twin = copy.copy(signal)
+    twin.ledger = ledger
+    return twin
 
 
 def _swap_answer(text: str, wrong: str, right: str) -> str | None:
@@ -385,7 +390,9 @@ def calibration_sets(
     return sets
 
 
-def owasp_clean_sets(embedder: Embedder, data_dir: str | Path | None, *, n: int, k: int, seed: int) -> list[list[Document]]:
+def owasp_clean_sets(
+    embedder: Embedder, data_dir: str | Path | None, *, n: int, k: int, seed: int
+) -> list[list[Document]]:
     """Clean OWASP sets disjoint from the calibration sample (the odd-numbered draws)."""
     chunks, index = _owasp_index(embedder, data_dir)
     sample = random.Random(seed).sample(chunks, min(2 * n, len(chunks)))[1::2]
@@ -441,8 +448,13 @@ def clean_check(signal: Any, sets: Sequence[Sequence[Document]]) -> dict[str, An
         if found and len(examples) < 5:
             c = found[0]
             examples.append(
-                {"kind": c["kind"], "left": c["left"]["text"][:200], "right": c["right"]["text"][:200],
-                 "blamed": c.get("blamed"), "strength": c["strength"]}  # fmt: skip
+                {
+                    "kind": c["kind"],
+                    "left": c["left"]["text"][:200],
+                    "right": c["right"]["text"][:200],
+                    "blamed": c.get("blamed"),
+                    "strength": c["strength"],
+                }  # fmt: skip
             )
     n = max(1, len(sets))
     return {
@@ -553,4 +565,13 @@ def write_report(report: Mapping[str, Any], path: str | Path) -> None:
     atomic_write_text(Path(path), json.dumps(report, indent=2) + "\n")
 
 
-__all__ = ["PLACEMENTS", "STRATEGIES", "calibrate", "clean_check", "evaluate_dataset", "evaluate_poisonedrag", "metrics", "run"]
+__all__ = [
+    "PLACEMENTS",
+    "STRATEGIES",
+    "calibrate",
+    "clean_check",
+    "evaluate_dataset",
+    "evaluate_poisonedrag",
+    "metrics",
+    "run",
+]

@@ -185,10 +185,10 @@ def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
 
 
 def extract_claims(doc: int, text: str, max_claims: int = 40) -> list[Claim]:
-    """The prose assertions of ``text`` (at most ``max_claims``, in order), with their spans.
+    r"""The prose assertions of ``text`` (at most ``max_claims``, in order), with their spans.
 
     Example:
-        >>> text = "## Salt\\n\\nWhy salt? A salt defeats rainbow tables.\\n\\n| salt | 16 bytes |"
+        >>> text = "## Salt\n\nWhy salt? A salt defeats rainbow tables.\n\n| salt | 16 bytes |"
         >>> [(c.text, c.start) for c in extract_claims(0, text)]
         [('A salt defeats rainbow tables.', 19)]
     """

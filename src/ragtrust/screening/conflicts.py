@@ -488,7 +488,9 @@ class ClaimConflictSignal(Signal):
                 )
                 if other.doc_id == doc.id:
                     where = "itself"
-                reasons.append(f"{verb} {where} ({c.kind}, {c.resolution}): {_quote(mine.text)} vs {_quote(other.text)}")
+                reasons.append(
+                    f"{verb} {where} ({c.kind}, {c.resolution}): {_quote(mine.text)} vs {_quote(other.text)}"
+                )
             results.append(
                 SignalResult(
                     name=self.name,
