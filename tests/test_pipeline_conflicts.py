@@ -3,8 +3,7 @@
 The ``model`` tests run :meth:`TrustGate.from_documents` with the shipped NLI model and
 embedder on the issue's queen-bee example. The fake-model tests build the same gate from
 the deterministic fakes, with the claim-conflict signal's ``min_cosine`` lowered to 0.3 for
-the hashing embedder (it spreads cosines lower than a sentence model). ``xfail`` (strict)
-cases are known defects, kept so that a fix shows up as XPASS.
+the hashing embedder (it spreads cosines lower than a sentence model).
 """
 
 from __future__ import annotations
@@ -86,11 +85,6 @@ def test_two_agreeing_sources_give_no_conflict(models: dict[str, Any]) -> None:
 
 
 @pytest.mark.model
-@pytest.mark.xfail(
-    strict=True,
-    reason="no claim_conflict calibration for the shipped NLI: two agreeing queen-bee sources conflict (nli, "
-    "contradiction ~0.5 over DEFAULT_RAMP low 0.4)",
-)
 def test_two_agreeing_queen_bee_sources_give_no_conflict(models: dict[str, Any]) -> None:
     agrees = "A queen bee usually lives two to five years, while worker bees live a few weeks in summer."
     verdict = _shipped_gate(models, [("bee-long", QUEEN_LONG), ("bee-agree", agrees)]).ask(QUESTION)
@@ -98,11 +92,6 @@ def test_two_agreeing_queen_bee_sources_give_no_conflict(models: dict[str, Any])
 
 
 @pytest.mark.model
-@pytest.mark.xfail(
-    strict=True,
-    reason="shipped NLI (uncalibrated claim_conflict ramp) calls the two agreeing sources a conflict, so the "
-    "agreeing source sides with nobody and the poisoned one is only contested",
-)
 def test_a_third_source_gets_the_poisoned_one_blamed_and_withheld(models: dict[str, Any]) -> None:
     agrees = "A queen bee usually lives two to five years."
     pairs = [("bee-long", QUEEN_LONG), ("bee-short", QUEEN_SHORT), ("bee-agree", agrees)]

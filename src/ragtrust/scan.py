@@ -1,28 +1,36 @@
-"""Pre-index corpus scan: Stage 1's document-level signals and corpus-wide witnesses.
+"""Pre-index corpus scan: Stage 1's document-level signals and claim conflicts with corpus witnesses.
 
 ``scan_corpus`` screens a whole corpus (before or after indexing) instead of one query's
 top-K:
 
 1. every *document-level* signal (``Signal.document_level``: linguistic, structural,
    intra-document NLI, provenance, ...) scores every document, in batches; batch-level
-   signals (cross-document, semantic outlier) need a retrieved set and are left out;
-2. **corpus-wide witnesses** (SPEC section 10): each document is embedded and compared
-   with its ``witnesses`` nearest neighbours in the *whole* corpus (FAISS cosine; chunks
-   of the same parent document and neighbours below ``min_similarity`` do not count). Each
-   pair is judged by NLI in both directions; the ``witness`` result of a document is the
-   strongest mutual contradiction ``(c(d -> n) + c(n -> d)) / 2`` over its witnesses,
-   through the contradiction ramp of the NLI model's calibration
-   (:mod:`ragtrust.screening.calibration`: for the shipped model at most 5% of clean
-   development documents have a witness above ``low``; 0.4 / 0.9 without a calibration);
+   signals that need a retrieved set (cross-document, semantic outlier) are left out;
+2. **corpus witnesses** (issue 15): each document is embedded and its ``witnesses`` nearest
+   neighbours in the *whole* corpus are found (FAISS cosine; chunks of the same parent
+   document and neighbours below ``min_similarity`` do not count). The batch-level signals
+   that read witnesses (``uses_witnesses``: the claim-conflict signal,
+   :class:`~ragtrust.screening.conflicts.ClaimConflictSignal`) then score the document
+   alone, ``score_batch([document], None, witnesses=neighbours)``: the same call query-time
+   screening makes with the store's witnesses (:meth:`ragtrust.pipeline.TrustGate`), so the
+   scan and a query agree on a document seen with the same witnesses. Claims are aligned
+   across the document and its witnesses (and its last vetted version when the signal has
+   the store's ledger), conflicts are blamed on the side the evidence says is wrong, and a
+   1-against-1 conflict is *contested*: both documents get ``contested_factor`` x strength.
+   The signal comes from ``signals`` (the screener's own instance, with its configuration
+   and ledger), else one is built from ``nli``, ``embedder`` and ``ledger``; one instance
+   serves the whole scan, so its claim-embedding cache serves every document;
 3. per-document poison probability P = the aggregator's noisy-OR fusion
-   (:func:`ragtrust.screening.aggregate.fuse`; the witness evidence weighs
-   :data:`WITNESS_WEIGHT`, since a contradiction says that one of two documents is wrong,
-   not which).
+   (:func:`ragtrust.screening.aggregate.fuse`, weights
+   :data:`~ragtrust.screening.aggregate.DEFAULT_SIGNAL_WEIGHTS`, as at query time).
 
-``engine="ray"`` runs steps 1 and 2 on Ray Data (local mode, or the cluster named by
-``RAY_ADDRESS``): documents flow through ``map_batches`` with callable-class actors that
-warm their models once per worker; the neighbour search runs on the driver. Both engines
-use the same functions per batch, so results are identical.
+Each row keeps the conflicts that touch its document (both claims, kind, blame,
+resolution) and the witnesses it was compared with.
+
+``engine="ray"`` runs step 1 and the embedding on Ray Data (local mode, or the cluster named
+by ``RAY_ADDRESS``): documents flow through ``map_batches`` with callable-class actors that
+warm their models once per worker; the neighbour search and the witness step run on the
+driver. Both engines use the same functions per batch, so results are identical.
 
 Example:
     >>> from ragtrust.documents import Document
@@ -47,17 +55,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtrust.documents import Document, RetrievedDoc, SignalResult, Span, _JsonMixin
+from ragtrust.documents import Conflict, Document, RetrievedDoc, SignalResult, Span, _JsonMixin
 from ragtrust.errors import ConfigError, InputError, MissingDependencyError
 from ragtrust.io import write_jsonl
 from ragtrust.models.base import CONTRADICTION, ENTAILMENT, Embedder, NLIModel
 from ragtrust.screening.base import Signal
 
-#: noisy-OR weight of the corpus-witness contradiction (one of the two documents is wrong)
-WITNESS_WEIGHT = 0.6
-#: cosine below which a neighbour is not a witness (unrelated text "contradicts" in MNLI)
+#: cosine below which a neighbour is not a witness: it keeps the witness step to documents
+#: about the same thing (and bounds its work; the claim alignment has its own thresholds)
 MIN_WITNESS_SIMILARITY = 0.5
-#: mutual contradiction above which a witness is named in the reasons
+#: mutual contradiction above which a witness is named in the reasons (:func:`witness_result`)
 WITNESS_REASON_THRESHOLD = 0.5
 
 #: progress callback: (stage, done, total); stages: "signals", "embed", "witnesses"
@@ -66,19 +73,20 @@ ScanProgress = Callable[[str, int, int], None]
 
 @dataclass(frozen=True)
 class Witness(_JsonMixin):
-    """A near neighbour of a document in the corpus and what NLI says about the pair."""
+    """A near neighbour of a document in the corpus, one of the witnesses of its claims."""
 
     id: str
     similarity: float
-    contradiction: float
-    forward: float
-    backward: float
-    entailment: float
 
 
 @dataclass(frozen=True)
 class ScanRow(_JsonMixin):
-    """One document's scan result."""
+    """One document's scan result.
+
+    ``witnesses`` are the corpus neighbours its claims were compared with; ``conflicts`` the
+    claim conflicts that touch it (``blamed`` names the document the evidence says is wrong,
+    ``None`` = contested), strongest first.
+    """
 
     id: str
     url: str | None
@@ -90,6 +98,7 @@ class ScanRow(_JsonMixin):
     spans: tuple[Span, ...] = ()
     witnesses: tuple[Witness, ...] = ()
     parent_id: str | None = None
+    conflicts: tuple[Conflict, ...] = ()
 
 
 @dataclass
@@ -101,6 +110,7 @@ class ScanReport:
         threshold: P above which a document is suspicious.
         engine: ``local`` or ``ray``.
         signals: names of the signals that ran; ``left_out``: batch-level ones not run.
+        witnesses: corpus neighbours per document (0: the witness step did not run).
         seconds: wall time.
     """
 
@@ -156,8 +166,21 @@ class ScanReport:
             )
         return out
 
+    def conflicts(self) -> list[Conflict]:
+        """The distinct claim conflicts of the scan, strongest first.
+
+        A conflict between two documents is found from both sides (each is scored with the
+        other as a witness); it is listed once, as the more suspicious document's row has it.
+        """
+        seen: dict[frozenset[tuple[str, int]], Conflict] = {}
+        for row in sorted(self.rows, key=lambda r: (-r.poison_probability, r.id)):
+            for c in row.conflicts:
+                key = frozenset({(c.left.doc_id, c.left.start), (c.right.doc_id, c.right.start)})
+                seen.setdefault(key, c)
+        return sorted(seen.values(), key=lambda c: -c.strength)
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form (summary, the top 5 by P, every row)."""
+        """Plain-JSON form (summary, the top 5 by P, the distinct conflicts, every row)."""
         return {
             "engine": self.engine,
             "threshold": self.threshold,
@@ -168,6 +191,7 @@ class ScanReport:
             "documents": len(self.rows),
             "suspicious": [r.id for r in self.suspicious()],
             "top": self.top(),
+            "conflicts": [c.to_dict() for c in self.conflicts()],
             "rows": [r.to_dict() for r in self.rows],
         }
 
@@ -230,6 +254,52 @@ def neighbours(
     return out
 
 
+def witness_docs(docs: Sequence[Document], near: Sequence[tuple[int, float]]) -> list[RetrievedDoc]:
+    """A document's corpus neighbours as witnesses, nearest first (the store's form, rank from 1)."""
+    return [
+        RetrievedDoc(docs[j], float(np.clip(sim, 0.0, 1.0)), rank, "witness")
+        for rank, (j, sim) in enumerate(near, start=1)
+    ]
+
+
+def score_with_witnesses(
+    signals: Sequence[Signal], doc: Document, witnesses: Sequence[RetrievedDoc]
+) -> list[SignalResult]:
+    """Every witness-reading signal on one document and its witnesses.
+
+    ``signal.score_batch([doc], None, witnesses=witnesses)``: query-time screening's call
+    with a retrieved set of one. A signal that raises is recorded as skipped with ``error:``.
+    """
+    out: list[SignalResult] = []
+    wrapped = [RetrievedDoc(document=doc, rank=1)]
+    for signal in signals:
+        name = str(getattr(signal, "name", type(signal).__name__))
+        try:
+            results = signal.score_batch(wrapped, None, witnesses=witnesses)  # type: ignore[call-arg]
+            if len(results) != 1:
+                raise ValueError(f"returned {len(results)} results for 1 document")
+            out.append(results[0])
+        except Exception as exc:  # noqa: BLE001 - recorded, never silent
+            out.append(SignalResult(name=name, skipped=True, skip_reason=f"error: {type(exc).__name__}: {exc}"))
+    return out
+
+
+def _witness_signals(
+    signals: Sequence[Signal], nli: NLIModel | None, embedder: Embedder | None, ledger: Any
+) -> list[Signal]:
+    """The batch-level signals of ``signals`` that read witnesses, else a claim-conflict signal."""
+    found = [s for s in signals if not getattr(s, "document_level", True) and getattr(s, "uses_witnesses", False)]
+    if found or nli is None or embedder is None:
+        return found
+    from ragtrust.screening.conflicts import ClaimConflictSignal
+
+    return [ClaimConflictSignal(nli=nli, embedder=embedder, ledger=ledger)]
+
+
+# -- the whole-document witness statistic ----------------------------------------------------
+# The scan judged witnesses this way before issue 15 (mutual NLI contradiction of whole
+# documents); scan_corpus no longer does. ``ragtrust nli calibrate`` still measures it
+# (ragtrust.screening.calibration.calibrate_witness).
 def witness_pairs(near: Sequence[Sequence[tuple[int, float]]]) -> list[tuple[int, int]]:
     """Unordered pairs ``(i, j)``, ``i < j``, that need NLI (each judged once, both ways)."""
     return sorted({(min(i, j), max(i, j)) for i, row in enumerate(near) for j, _ in row})
@@ -262,30 +332,30 @@ def witness_result(
     ids: Sequence[str],
     ramp: tuple[float, float] = (0.0, 1.0),
 ) -> tuple[SignalResult, tuple[Witness, ...]]:
-    """Build the ``witness`` result of one document and its witnesses.
+    """The whole-document ``witness`` statistic of one document (not used by :func:`scan_corpus`).
 
-    The score is the strongest mutual contradiction through the contradiction ramp
-    ``ramp = (low, high)`` (the NLI model's calibration for ``witness``,
-    :func:`ragtrust.screening.calibration.resolve_ramp`; ``(0, 1)`` keeps it raw).
+    The score is the strongest mutual contradiction ``(c(d -> n) + c(n -> d)) / 2`` over the
+    witnesses, through the contradiction ramp ``ramp = (low, high)`` (``(0, 1)`` keeps it
+    raw); ``details["contradictions"]`` has each witness's mutual contradiction.
     """
     if not near:
         return SignalResult("witness", skipped=True, skip_reason="no near neighbour in the corpus"), ()
     witnesses: list[Witness] = []
+    mutual: dict[str, float] = {}
     for j, sim in near:
-        c_ij, c_ji, e_ij, e_ji = judged[(min(doc_index, j), max(doc_index, j))]
-        forward, backward = (c_ij, c_ji) if doc_index < j else (c_ji, c_ij)
-        entail = (e_ij + e_ji) / 2
-        witnesses.append(Witness(ids[j], round(sim, 6), round((forward + backward) / 2, 6), forward, backward, entail))
-    worst = max(witnesses, key=lambda w: (w.contradiction, w.id))
+        c_ij, c_ji, _, _ = judged[(min(doc_index, j), max(doc_index, j))]
+        witnesses.append(Witness(ids[j], round(sim, 6)))
+        mutual[ids[j]] = round((c_ij + c_ji) / 2, 6)
+    worst_id = max(mutual, key=lambda k: (mutual[k], k))
     reasons = tuple(
-        f"contradicts near neighbour {w.id} (similarity {w.similarity:.2f}, contradiction {w.contradiction:.2f})"
-        for w in sorted(witnesses, key=lambda w: -w.contradiction)
-        if w.contradiction >= WITNESS_REASON_THRESHOLD
+        f"contradicts near neighbour {w.id} (similarity {w.similarity:.2f}, contradiction {mutual[w.id]:.2f})"
+        for w in sorted(witnesses, key=lambda w: -mutual[w.id])
+        if mutual[w.id] >= WITNESS_REASON_THRESHOLD
     )
     from ragtrust.screening.intra import contradiction_ramp
 
-    score = contradiction_ramp(worst.contradiction, *ramp)
-    details = {"witnesses": len(witnesses), "strongest": worst.contradiction, "ramp": list(ramp)}
+    score = contradiction_ramp(mutual[worst_id], *ramp)
+    details = {"witnesses": len(witnesses), "strongest": mutual[worst_id], "ramp": list(ramp), "contradictions": mutual}
     return SignalResult("witness", score, reasons=reasons if score > 0 else (), details=details), tuple(witnesses)
 
 
@@ -297,6 +367,7 @@ def _row(
     weights: Mapping[str, float],
 ) -> ScanRow:
     from ragtrust.screening.aggregate import fuse
+    from ragtrust.screening.conflicts import conflicts_from
 
     p = fuse(results, weights)
     reasons = tuple(reason for r in results if not r.skipped and r.score > 0 for reason in r.reasons)
@@ -313,6 +384,8 @@ def _row(
         spans=spans,
         witnesses=witnesses,
         parent_id=parent if isinstance(parent, str) else None,
+        # both claims of each conflict carry their spans (ClaimRef start / end)
+        conflicts=tuple(conflicts_from(results)),
     )
 
 
@@ -331,23 +404,27 @@ def scan_corpus(
     min_similarity: float = MIN_WITNESS_SIMILARITY,
     weights: Mapping[str, float] | None = None,
     workers: int | None = None,
+    ledger: Any = None,
 ) -> ScanReport:
-    """Scan a corpus with document-level signals and corpus-wide witnesses.
+    """Scan a corpus with document-level signals and claim conflicts with corpus witnesses.
 
     Args:
         documents: the corpus (usually chunks).
-        signals: signals to run; batch-level ones (``document_level = False``) are left out
-            and named in :attr:`ScanReport.left_out`.
-        embedder: for corpus witnesses (``None`` disables them).
-        nli: for corpus witnesses (``None`` disables them).
-        witnesses: neighbours per document (0 disables witnesses).
+        signals: signals to run. Document-level ones score every document; batch-level ones
+            that read witnesses (``claim_conflict``) run in the witness step; the other
+            batch-level ones are left out and named in :attr:`ScanReport.left_out`.
+        embedder: finds each document's corpus neighbours (``None`` disables the witness step).
+        nli: for the claim-conflict signal built when ``signals`` has none (``None``: none built).
+        witnesses: corpus neighbours per document (0 disables the witness step).
         engine: ``local`` or ``ray``.
         progress: ``progress(stage, done, total)``.
         batch_size: documents per batch.
         threshold: P above which a document is suspicious (SPEC: 0.7).
         min_similarity: cosine below which a neighbour is no witness.
-        weights: noisy-OR weights (default: the aggregator's, witness :data:`WITNESS_WEIGHT`).
+        weights: noisy-OR weights (default: the aggregator's, as at query time).
         workers: Ray actors per stage (default: 1 per available CPU, at most 4).
+        ledger: the store's provenance ledger, for the claim-conflict signal built when
+            ``signals`` has none (vetted versions and tiers).
 
     Raises:
         InputError: no documents or duplicate ids.
@@ -366,44 +443,40 @@ def scan_corpus(
     if engine not in ("local", "ray"):
         raise ConfigError(f"unknown scan engine {engine!r}; expected local or ray")
     run = [s for s in signals if getattr(s, "document_level", True)]
-    left_out = [str(getattr(s, "name", type(s).__name__)) for s in signals if not getattr(s, "document_level", True)]
-    use_witnesses = witnesses > 0 and embedder is not None and nli is not None and len(docs) > 1
-    fuse_weights = {**DEFAULT_SIGNAL_WEIGHTS, "witness": WITNESS_WEIGHT, **(weights or {})}
+    judges = _witness_signals(signals, nli, embedder, ledger) if witnesses > 0 and embedder is not None else []
+    judging = {id(s) for s in judges}
+    left_out = [
+        str(getattr(s, "name", type(s).__name__))
+        for s in signals
+        if not getattr(s, "document_level", True) and id(s) not in judging
+    ]
+    fuse_weights = {**DEFAULT_SIGNAL_WEIGHTS, **(weights or {})}
     if engine == "ray":
-        results, vectors = _ray_stage_one(docs, run, embedder if use_witnesses else None, batch_size, workers, progress)
+        results, vectors = _ray_stage_one(docs, run, embedder if judges else None, batch_size, workers, progress)
     else:
-        results, vectors = _local_stage_one(docs, run, embedder if use_witnesses else None, batch_size, progress)
+        results, vectors = _local_stage_one(docs, run, embedder if judges else None, batch_size, progress)
     witness_rows: list[tuple[Witness, ...]] = [() for _ in docs]
-    if use_witnesses and vectors is not None:
+    if judges and vectors is not None:
+        # on the driver for both engines: one signal instance, so its claim-embedding cache
+        # serves every document (a claim is embedded once, not once per neighbour)
+        for signal in judges:
+            signal.warm_up()
         groups = [str(d.metadata.get("parent_id") or d.id) for d in docs]
         near = neighbours(vectors, groups, witnesses, min_similarity)
-        pairs = witness_pairs(near)
-        texts = [d.text for d in docs]
-        assert nli is not None
-        if engine == "ray":
-            judged = _ray_nli(nli, texts, pairs, batch_size, workers, progress)
-        else:
-            judged = {}
-            for start in range(0, len(pairs), batch_size):
-                judged.update(nli_pairs(nli, texts, pairs[start : start + batch_size]))
-                if progress is not None:
-                    progress("witnesses", min(start + batch_size, len(pairs)), len(pairs))
-        from ragtrust.screening.calibration import resolve_ramp
-
-        low, high, _ = resolve_ramp(nli, "witness", None, None)
-        for i in range(len(docs)):
-            result, found = witness_result(i, near[i], judged, ids, (low, high))
-            results[i].append(result)
-            witness_rows[i] = found
+        for i, doc in enumerate(docs):
+            results[i].extend(score_with_witnesses(judges, doc, witness_docs(docs, near[i])))
+            witness_rows[i] = tuple(Witness(ids[j], round(sim, 6)) for j, sim in near[i])
+            if progress is not None:
+                progress("witnesses", i + 1, len(docs))
     rows = [_row(d, results[i], witness_rows[i], threshold, fuse_weights) for i, d in enumerate(docs)]
-    names = [str(getattr(s, "name", type(s).__name__)) for s in run] + (["witness"] if use_witnesses else [])
+    names = [str(getattr(s, "name", type(s).__name__)) for s in (*run, *judges)]
     return ScanReport(
         rows=rows,
         threshold=threshold,
         engine=engine,
         signals=names,
         left_out=left_out,
-        witnesses=witnesses if use_witnesses else 0,
+        witnesses=witnesses if judges else 0,
         seconds=time.perf_counter() - started,
     )
 
@@ -511,36 +584,20 @@ class _StageOneActor:
         return out
 
 
-class _NLIActor:
-    """Ray actor: NLI on pair batches, both directions (the model warmed once)."""
-
-    def __init__(self, nli: NLIModel, threads: int = 1) -> None:
-        self.nli = nli
-        _limit_threads(nli, threads)
-        warm = getattr(nli, "warm_up", None)
-        if callable(warm):
-            warm()
-
-    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        a = [str(t) for t in batch["a_text"]]
-        b = [str(t) for t in batch["b_text"]]
-        probs = np.asarray(self.nli.predict(list(zip(a, b, strict=True)) + list(zip(b, a, strict=True))))
-        m = len(a)
-        return {
-            "a": np.asarray(batch["a"], dtype=np.int64),
-            "b": np.asarray(batch["b"], dtype=np.int64),
-            "probs": np.stack(
-                [probs[:m, CONTRADICTION], probs[m:, CONTRADICTION], probs[:m, ENTAILMENT], probs[m:, ENTAILMENT]],
-                axis=1,
-            ).astype(np.float64),
-        }
-
-
 def _workers(workers: int | None, ray: Any) -> int:
     if workers:
         return workers
     cpus = int(ray.available_resources().get("CPU", 1)) or 1
     return max(1, min(4, cpus))
+
+
+def _travels(obj: Any) -> bool:
+    """Whether ``obj`` can be sent to a Ray actor (Ray's own cloudpickle)."""
+    try:
+        _ray().cloudpickle.dumps(obj)
+    except Exception:  # noqa: BLE001 - any failure to serialise means: keep it on the driver
+        return False
+    return True
 
 
 def _ray_stage_one(
@@ -553,10 +610,17 @@ def _ray_stage_one(
 ) -> tuple[list[list[SignalResult]], npt.NDArray[np.float32] | None]:
     ray = ensure_ray()
     n_workers = _workers(workers, ray)
+    # a signal bound to something of this machine (the provenance signal's SQLite ledger)
+    # cannot travel to an actor: it runs here, on the driver, in the same batches
+    travels = [_travels(s) for s in signals]
+    remote = [s for s, ok in zip(signals, travels, strict=True) if ok]
+    local = [s for s, ok in zip(signals, travels, strict=True) if not ok]
+    for s in local:
+        s.warm_up()
     items = [{"i": i, "doc": d.to_json()} for i, d in enumerate(docs)]
     ds = ray.data.from_items(items).map_batches(
         _StageOneActor,
-        fn_constructor_kwargs={"signals": list(signals), "embedder": embedder, "threads": _actor_threads(n_workers)},
+        fn_constructor_kwargs={"signals": remote, "embedder": embedder, "threads": _actor_threads(n_workers)},
         batch_size=batch_size,
         compute=ray.data.ActorPoolStrategy(size=n_workers),
         num_cpus=0.5,
@@ -566,49 +630,23 @@ def _ray_stage_one(
     vectors = None if embedder is None else np.zeros((len(docs), int(embedder.dim)), dtype=np.float32)
     done = 0
     for batch in ds.iter_batches(batch_size=batch_size, batch_format="numpy"):
-        for k, i in enumerate(batch["i"]):
-            results[int(i)] = [SignalResult.from_dict(r) for r in json.loads(str(batch["results"][k]))]
+        rows = [int(i) for i in batch["i"]]
+        here = score_signals(local, [RetrievedDoc(document=docs[i], rank=i + 1) for i in rows]) if local else None
+        for k, i in enumerate(rows):
+            there = iter(SignalResult.from_dict(r) for r in json.loads(str(batch["results"][k])))
+            mine = iter(here[k] if here is not None else ())
+            # in the order of ``signals``, as the local engine has them
+            results[i] = [next(there) if ok else next(mine) for ok in travels]
             if vectors is not None:
-                vectors[int(i)] = batch["vector"][k]
+                vectors[i] = batch["vector"][k]
         done += len(batch["i"])
         if progress is not None:
             progress("signals", done, len(docs))
     return results, vectors
 
 
-def _ray_nli(
-    nli: NLIModel,
-    texts: Sequence[str],
-    pairs: Sequence[tuple[int, int]],
-    batch_size: int,
-    workers: int | None,
-    progress: ScanProgress | None,
-) -> dict[tuple[int, int], tuple[float, float, float, float]]:
-    if not pairs:
-        return {}
-    ray = ensure_ray()
-    n_workers = _workers(workers, ray)
-    items = [{"a": i, "b": j, "a_text": texts[i], "b_text": texts[j]} for i, j in pairs]
-    ds = ray.data.from_items(items).map_batches(
-        _NLIActor,
-        fn_constructor_kwargs={"nli": nli, "threads": _actor_threads(n_workers)},
-        batch_size=batch_size,
-        compute=ray.data.ActorPoolStrategy(size=n_workers),
-        num_cpus=0.5,
-        batch_format="numpy",
-    )
-    out: dict[tuple[int, int], tuple[float, float, float, float]] = {}
-    for batch in ds.iter_batches(batch_size=batch_size, batch_format="numpy"):
-        for a, b, row in zip(batch["a"], batch["b"], batch["probs"], strict=True):
-            out[(int(a), int(b))] = (float(row[0]), float(row[1]), float(row[2]), float(row[3]))
-        if progress is not None:
-            progress("witnesses", len(out), len(pairs))
-    return out
-
-
 __all__ = [
     "MIN_WITNESS_SIMILARITY",
-    "WITNESS_WEIGHT",
     "ScanReport",
     "ScanRow",
     "Witness",
@@ -617,6 +655,8 @@ __all__ = [
     "nli_pairs",
     "scan_corpus",
     "score_signals",
+    "score_with_witnesses",
+    "witness_docs",
     "witness_pairs",
     "witness_result",
 ]

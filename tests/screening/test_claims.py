@@ -1,8 +1,8 @@
 """Claims, their alignment and the conflict diff (issue 15): :mod:`ragtrust.screening.claims`.
 
 Table-driven: each kind of swap the diff must name, paraphrases it must leave alone, the
-quantity ranges, what counts as a claim, and the alignment bounds. Cases marked ``xfail``
-(strict) are known false positives of the diff, kept so that a fix shows up as XPASS.
+quantity ranges, what counts as a claim, and the alignment bounds (including rewordings the
+diff once took for conflicts).
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 
 Most cases use the deterministic fakes (``min_cosine=0.3``: the hashing embedder spreads
 cosines lower than a sentence model); the ``model`` tests run the same scenarios with the
-shipped NLI model and embedder. ``xfail`` (strict) cases are known defects, kept so that a
-fix shows up as XPASS.
+shipped NLI model and embedder (its ``claim_conflict`` ramp calibrated in the manifest).
 """
 
 from __future__ import annotations
@@ -511,12 +510,6 @@ QUEEN_AGREES = "A queen bee usually lives two to five years."
 
 
 @pytest.mark.model
-@pytest.mark.xfail(
-    strict=True,
-    reason="no claim_conflict calibration in the shipped NLI manifest: with DEFAULT_RAMP (0.4, 0.9) the two "
-    "agreeing documents conflict (contradiction ~0.53), the agreeing witness sides with nobody, and the "
-    "poisoned document is only contested",
-)
 def test_shipped_models_blame_the_issue_example(shipped: ClaimConflictSignal) -> None:
     results = shipped.score_batch([doc("a", QUEEN_LONG), doc("p", QUEEN_SHORT), doc("c", QUEEN_AGREES)])
     assert {c.blamed for c in conflicts(results) if "p" in c.doc_ids} == {"p"}

@@ -44,7 +44,7 @@ _STAGE_LABELS = {
     "chunk": "chunking",
     "embed": "embedding",
     "signals": "screening",
-    "witnesses": "corpus witnesses",
+    "witnesses": "claim conflicts with corpus witnesses",
 }
 
 
@@ -157,12 +157,17 @@ def scan(
         None, "--quarantine-above", min=0.0, max=1.0, help="quarantine store documents with P above this"
     ),
     engine: Literal["local", "ray"] = typer.Option("local", "--engine", help="where to run the scan"),
-    witnesses: int = typer.Option(3, "--witnesses", min=0, help="corpus neighbours per document (0: off)"),
+    witnesses: int | None = typer.Option(
+        None,
+        "--witnesses",
+        min=0,
+        help="corpus neighbours per document, witnesses of its claims (default: screening.witnesses; 0: off)",
+    ),
     limit: int = typer.Option(20, "--limit", min=1, help="rows in the summary table"),
     json_out: bool = typer.Option(False, "--json", help="print the scan report as JSON"),
     config: Path | None = ConfigOption,
 ) -> None:
-    """Run Stage 1's document-level signals and corpus witnesses over a whole corpus."""
+    """Run Stage 1's document-level signals and claim conflicts with corpus witnesses over a whole corpus."""
     from ragtrust.ingest.chunker import chunk_documents
     from ragtrust.ingest.loaders import load_paths
     from ragtrust.ingest.store import Store
@@ -203,10 +208,12 @@ def scan(
             signals=signals,
             embedder=embedder,
             nli=nli,
-            witnesses=witnesses,
+            # as many witnesses as query-time screening reads, so the two agree
+            witnesses=settings.screening.witnesses if witnesses is None else witnesses,
             engine=engine,
             progress=progress,
             threshold=settings.screening.suspicious_threshold,
+            ledger=ledger,
         )
     quarantined: list[str] = []
     if quarantine_above is not None and ledger is not None:
@@ -466,6 +473,13 @@ def _render_scan(result: Any, limit: int, quarantined: list[str], report: Path |
         console.print(table)
     else:
         _render_top(result)
+    conflicts = result.conflicts()
+    if conflicts:
+        from ragtrust.cli.render import conflicts_table
+
+        console.print(conflicts_table(conflicts[:limit]))
+        if len(conflicts) > limit:
+            console.print(f"[dim]{len(conflicts) - limit} more conflict(s) in --json / --report[/]")
     if quarantined:
         console.print(f"quarantined {len(quarantined)} document(s): {', '.join(quarantined)}")
     if report is not None:

@@ -282,7 +282,14 @@ class Screener:
                 key=lambda r: -self.weights.get(r.name, 1.0) * r.score,
             )
             if not d.suspicious:
-                notable = [r for r in notable if self.weights.get(r.name, 1.0) * r.score >= self.warn_min_contribution]
+                # a contested conflict is one warning of its own (the pipeline's "Sources disagree"),
+                # not one per document
+                notable = [
+                    r
+                    for r in notable
+                    if self.weights.get(r.name, 1.0) * r.score >= self.warn_min_contribution
+                    and r.name != CLAIM_CONFLICT
+                ]
             reasons = [reason for r in notable for reason in r.reasons][: self.max_reasons_per_doc]
             out.extend(f"Document {d.doc_id} {reason}" for reason in reasons)
             if d.suspicious and not reasons:

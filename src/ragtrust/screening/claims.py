@@ -56,6 +56,9 @@ from ragtrust.text import assertions
 NEAR_IDENTICAL = 0.7
 #: at most this many tokens may change (per side) between near-identical claims
 MAX_CHANGED = 8
+#: at most this many tokens may change (per side) for a swapped value (name, number, date)
+MAX_SWAPPED = 4
+SWAP_KINDS = frozenset({"number", "date", "entity", "modal"})
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+|\d+", re.UNICODE)
 _STOP = frozenset(
@@ -173,7 +176,10 @@ def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
     if raw.startswith(("|", "```", "<", "{", "[!")) or raw.count("|") >= 2:
         return False
     text = plain(raw)
-    if not text or _REFERENCE.match(text):
+    if not text or _REFERENCE.match(text) or text.endswith(":"):  # a reference, or a lead-in to a list
+        return False
+    linked = sum(len(m.group(1).split()) for m in _LINK.finditer(raw))
+    if linked and linked * 2 >= len(text.split()):  # mostly a link: a reference list item
         return False
     if re.search(r"[{};=]\s*$|\(\)|==|=>|->|::|\bdef |\bfunction\b|\breturn\b.*;", text):
         return False
@@ -424,6 +430,11 @@ def diff_conflict(left: str, right: str) -> DiffFinding | None:
             kind = _classify(changed_a, changed_b)
             # "2 to 5 years" / "3 years": the token diff sees a change, the ranges overlap
             if kind == "number" and _comparable_quantities(left, right) and quantity_conflict(left, right) is None:
+                kind = None
+            # a swapped name, number or date is a few words; more changed words around it make
+            # two different statements ("LdapDistinguishedNameEncode ... RFC2253" / "LdapFilterEncode
+            # ... RFC4515"), not one statement with a value changed
+            if kind in SWAP_KINDS and max(len(changed_a), len(changed_b)) > MAX_SWAPPED:
                 kind = None
             if kind is not None and not _only_fillers(changed_a, changed_b):
                 return DiffFinding(kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b))

@@ -334,6 +334,7 @@ class ClaimConflictSignal(Signal):
         retrieved = len(docs)
         checked: list[tuple[int, int, float]] = []
         identical: list[tuple[int, int, float]] = []
+        testimony: list[tuple[int, int, float]] = []
         if len(claims) >= 2:
             vectors = self._embed([c.bare for c in claims])
             candidates = aligned_pairs(
@@ -352,7 +353,20 @@ class ClaimConflictSignal(Signal):
             if len(checked) > self.max_pairs:
                 notes.append(f"{len(checked)} aligned claim pairs; the {self.max_pairs} most similar were checked")
                 checked = checked[: self.max_pairs]
-        conflicts, agreeing, nli_pairs = self._check(pool, claims, checked)
+            # witnesses testify for each other: two witness claims that both face a checked
+            # retrieved claim may agree (one side of a conflict), never conflict (nobody
+            # retrieved is in the pair); NLI only within what is left of max_pairs
+            facing = {k for i, j, _ in identical + checked for k in (i, j) if claims[k].doc >= retrieved}
+            between = [
+                p for p in candidates if p[0] in facing and p[1] in facing and claims[p[0]].doc != claims[p[1]].doc
+            ]
+            witness_same = [_normal(claims[i].bare) == _normal(claims[j].bare) for i, j, _ in between]
+            identical += [p for p, eq in zip(between, witness_same, strict=True) if eq]
+            testimony = [p for p, eq in zip(between, witness_same, strict=True) if not eq]
+            testimony = testimony[: max(0, self.max_pairs - len(checked))]
+        conflicts, agreeing, nli_pairs = self._check(pool, claims, checked + testimony)
+        witness_only = {(i, j) for i, j, _ in testimony}
+        conflicts = [c for c in conflicts if (c.i, c.j) not in witness_only]
         agreements = identical + agreeing
         stances = _Stances.build(claims, conflicts, agreements)
         resolved = [self._attribute(pool, claims, c, stances) for c in conflicts]
