@@ -8,6 +8,7 @@
 #   scripts/reproduce.sh acceptance      # issue-4 screen check + demo    -> docs/results/
 #   scripts/reproduce.sh relevance       # relevance thresholds (OWASP store, on/off-topic) -> docs/results/
 #   scripts/reproduce.sh fusion          # learned signal fusion, dev run -> held-out run -> docs/results/
+#   scripts/reproduce.sh conflicts       # claim conflicts with / without a witness + their cost -> docs/results/
 #   scripts/reproduce.sh bench           # speed benchmarks               -> runs/bench/*.json
 #
 # Data: ../shared/data (or RAGTRUST_DATA_DIR). Everything runs offline on CPU.
@@ -55,6 +56,16 @@ PY
       > docs/results/screen_acceptance.json || true   # exit 3 = flagged, expected here
     ragtrust demo --json > docs/results/demo.json
     ;;
+  conflicts)
+    # issue 15: claim conflicts per document on held-out families, the poisoned copy beside its
+    # clean original / in place / in place with the vetted version in the ledger; clean OWASP
+    # sets; PoisonedRAG GPT-4 passages (development). Refits the claim_conflict NLI ramp on
+    # clean sets the evaluation does not use and writes it into the shipped NLI manifest.
+    ragtrust eval conflicts --data-dir "$DATA" -n 100 --owasp-sets 100 --calibrate 0.01 --write-manifest \
+      --out docs/results/conflicts.json
+    [ -d runs/owasp-store ] || ragtrust ingest "$DATA/owasp-cheatsheets" --store runs/owasp-store
+    python bench/bench_conflicts.py --store runs/owasp-store --out runs/bench/conflicts.json
+    ;;
   relevance)
     # on-topic / off-topic questions over two corpora: the OWASP cheat sheets (the 36 OWASP
     # questions) and the 40-rule knowledge base (questions phrased as a user would); one pair
@@ -87,7 +98,7 @@ PY
     python bench/load.py --build-kb runs/bench/kb-store --clients 20 --duration 60 --timeout 120 --json runs/bench/load.json
     ;;
   *)
-    echo "usage: $0 model RUN_DIR | injection RUN_DIR | results | acceptance | relevance | fusion | bench" >&2
+    echo "usage: $0 model RUN_DIR | injection RUN_DIR | results | acceptance | relevance | fusion | conflicts | bench" >&2
     exit 2
     ;;
 esac

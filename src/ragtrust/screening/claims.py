@@ -361,7 +361,9 @@ def _quantities(text: str) -> list[tuple[str, float, float, str]]:
     i = 0
     while i < len(tokens):
         value = _number(tokens[i][0])
-        if value is None or _is_date(tokens[i][0]) or tokens[i][0] in ("first", "second", "once", "single"):
+        hyphenated = i + 1 < len(tokens) and text[tokens[i][2] + len(tokens[i][1]) : tokens[i + 1][2]] == "-"
+        year = _is_date(tokens[i][0]) and not hyphenated  # "2048-bit" is a size, "in 2048" a year
+        if value is None or year or tokens[i][0] in ("first", "second", "once", "single"):
             i += 1
             continue
         low = high = value
@@ -378,7 +380,11 @@ def _quantities(text: str) -> list[tuple[str, float, float, str]]:
             if multiplier >= 100:
                 low, high = low * multiplier, high * multiplier
             k += 1
-        if k < len(tokens) and tokens[k][0].isalpha() and tokens[k][0] not in _STOP:
+        # a unit is a lower-case word right after the number ("24 episodes", "2048-bit"), not a
+        # name or a word across punctuation ("RFC 7515, JSON", "RFC2253) where")
+        gap = text[tokens[k - 1][2] + len(tokens[k - 1][1]) : tokens[k][2]] if k < len(tokens) else ""
+        unit_ok = k < len(tokens) and tokens[k][1].islower() and re.fullmatch(r"[\s-]*", gap) is not None
+        if unit_ok and tokens[k][0].isalpha() and tokens[k][0] not in _STOP:
             unit = tokens[k][0]
             singular = unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit
             phrase = text[tokens[i][2] : tokens[k][2] + len(tokens[k][1])]
@@ -423,9 +429,10 @@ def diff_conflict(left: str, right: str) -> DiffFinding | None:
                 changed_a.extend(a[i1:i2])
                 changed_b.extend(b[j1:j2])
         # a token that changed place ("In 1998 the company..." / "...founded in 1998") is no change
-        moved = {_key(t) for t in changed_a} & {_key(t) for t in changed_b}
-        changed_a = [t for t in changed_a if _key(t) not in moved]
-        changed_b = [t for t in changed_b if _key(t) not in moved]
+        # (compared by stem: "That holds" / "That does not hold" changed "does not", not "holds")
+        moved = {_stem(_key(t)) for t in changed_a} & {_stem(_key(t)) for t in changed_b}
+        changed_a = [t for t in changed_a if _stem(_key(t)) not in moved]
+        changed_b = [t for t in changed_b if _stem(_key(t)) not in moved]
         if (changed_a or changed_b) and max(len(changed_a), len(changed_b)) <= MAX_CHANGED:
             kind = _classify(changed_a, changed_b)
             # "2 to 5 years" / "3 years": the token diff sees a change, the ranges overlap
@@ -436,9 +443,34 @@ def diff_conflict(left: str, right: str) -> DiffFinding | None:
             # ... RFC4515"), not one statement with a value changed
             if kind in SWAP_KINDS and max(len(changed_a), len(changed_b)) > MAX_SWAPPED:
                 kind = None
+            # a replacement (words changed on both sides) must be a value for a value: any other
+            # changed word ("RFC 7515 ... Signature (JWS)" / "RFC 7516 ... Encryption (JWE)")
+            # means two statements about two things
+            if kind is not None and changed_a and changed_b and not _pure(kind, [*changed_a, *changed_b]):
+                kind = None
             if kind is not None and not _only_fillers(changed_a, changed_b):
                 return DiffFinding(kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b))
     return quantity_conflict(left, right)
+
+
+_AUXILIARIES = frozenset("do does did is are was were be been has have had can could will would".split())
+
+
+def _pure(kind: str, tokens: Sequence[tuple[str, str, int]]) -> bool:
+    """Whether every changed word belongs to ``kind`` (or is a function word)."""
+
+    def fits(folded: str, original: str, start: int) -> bool:
+        if folded in _STOP or folded in _HEDGE_FILLERS:
+            return True
+        if kind in ("number", "date"):
+            return _number(folded) is not None or _is_date(folded)
+        if kind == "entity":
+            return _is_entity(original, start)
+        if kind == "negation":
+            return folded in NEGATIONS or folded == "t" or folded in _AUXILIARIES
+        return folded in MODALS or folded in WEAKENING or folded in QUANTIFIERS
+
+    return all(fits(*t) for t in tokens)
 
 
 def _comparable_quantities(left: str, right: str) -> bool:
