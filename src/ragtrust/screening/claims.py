@@ -142,6 +142,8 @@ _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _MARKUP = re.compile(r"(\*\*|__|`|(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w))")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_CODE = re.compile(r"`([^`]+)`")
+_OPTION = re.compile(r"(?:^|\s)--?[a-z][\w-]*")
 #: an answer particle before a claim ("No, very few books are banned") says nothing itself
 _ANSWER = re.compile(r"^\s*(?:yes|no)\s*[,.;:]\s*", re.I)
 _REFERENCE = re.compile(r"^(?:see(?: also)?|refer to|more (?:information|details)|for more|read more)\b", re.I)
@@ -167,6 +169,8 @@ def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
         (True, False)
         >>> is_prose("x = hashlib.sha256(pw).hexdigest()"), is_prose("See also: [Password Storage](p.md).")
         (False, False)
+        >>> is_prose("- `javax.xml.XMLConstants.ACCESS_EXTERNAL_DTD`"), is_prose("Run openssl req -x509 -new -nodes now")
+        (False, False)
     """
     if sentence.startswith(("    ", "\t")):  # an indented Markdown code block
         return False
@@ -180,6 +184,11 @@ def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
         return False
     linked = sum(len(m.group(1).split()) for m in _LINK.finditer(raw))
     if linked and linked * 2 >= len(text.split()):  # mostly a link: a reference list item
+        return False
+    coded = sum(len(m.group(1).split()) for m in _CODE.finditer(raw))
+    if coded and coded * 2 >= len(text.split()):  # mostly inline code: an identifier, not a claim
+        return False
+    if any(len(_OPTION.findall(line)) >= 2 for line in raw.splitlines()):  # a command line
         return False
     if re.search(r"[{};=]\s*$|\(\)|==|=>|->|::|\bdef |\bfunction\b|\breturn\b.*;", text):
         return False
