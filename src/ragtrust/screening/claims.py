@@ -169,7 +169,7 @@ def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
         (True, False)
         >>> is_prose("x = hashlib.sha256(pw).hexdigest()"), is_prose("See also: [Password Storage](p.md).")
         (False, False)
-        >>> is_prose("- `javax.xml.XMLConstants.ACCESS_EXTERNAL_DTD`"), is_prose("Run openssl req -x509 -new -nodes now")
+        >>> is_prose("- `javax.xml.XMLConstants.ACCESS_EXTERNAL_DTD`"), is_prose("Run openssl req -new -nodes now")
         (False, False)
     """
     if sentence.startswith(("    ", "\t")):  # an indented Markdown code block
