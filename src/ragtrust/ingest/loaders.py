@@ -146,7 +146,7 @@ def load_paths(
     Example:
         >>> import tempfile, pathlib
         >>> d = pathlib.Path(tempfile.mkdtemp())
-        >>> _ = (d / "a.md").write_text("# Title\\n\\nBody text.")
+        >>> _ = (d / "a.md").write_text("# Title\n\nBody text.")
         >>> r = load_paths([d])
         >>> r.documents[0].id.endswith("/a.md"), r.documents[0].metadata["title"]
         (True, 'Title')
@@ -328,7 +328,7 @@ def markdown_metadata(text: str) -> dict[str, Any]:
     Headings inside fenced code blocks are ignored.
 
     Example:
-        >>> markdown_metadata("# A\\n\\ntext\\n\\n## B\\n")["headings"]
+        >>> markdown_metadata("# A\n\ntext\n\n## B\n")["headings"]
         [[1, 'A', 0], [2, 'B', 11]]
     """
     fenced: list[tuple[int, int]] = []
@@ -353,7 +353,7 @@ def html_to_text(html: str) -> tuple[str, dict[str, Any]]:
     Example:
         >>> text, meta = html_to_text("<html><body><h1>Hi</h1><p>Body.</p><script>x()</script></body></html>")
         >>> text, meta["headings"]
-        ('Hi\\nBody.', [[1, 'Hi', 0]])
+        ('Hi\nBody.', [[1, 'Hi', 0]])
     """
     try:
         from bs4 import BeautifulSoup
