@@ -335,3 +335,13 @@ def test_pairs_inside_one_document_are_kept_unless_asked_not_to() -> None:
 def test_fewer_than_two_claims_give_no_pairs() -> None:
     claims, vectors = _claims([QUEEN])
     assert aligned_pairs(claims, vectors, min_cosine=0.0, min_overlap=0.0, max_pairs=10) == []
+
+
+def test_a_name_that_opens_the_sentence_is_a_name_when_the_documents_say_so() -> None:
+    from ragtrust.screening.claims import names_in
+
+    left, right = 'Gandhi said, "Change yourself first".', 'Gerald Ford said, "Change yourself first".'
+    finding = diff_conflict(left, right, names_in("What did Gandhi say about change?"))
+    assert finding is not None and (finding.kind, finding.left, finding.right) == ("entity", "Gandhi", "Gerald Ford")
+    # an imperative verb that opens a sentence is not a name
+    assert diff_conflict("Use bcrypt for passwords.", "Avoid bcrypt for passwords.") is None

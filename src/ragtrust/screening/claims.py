@@ -304,13 +304,31 @@ def _is_date(token: str) -> bool:
     return token in _MONTHS or (token.isdigit() and len(token) == 4 and 1500 <= int(token) <= 2099)
 
 
-def _is_entity(original: str, start: int) -> bool:
-    """A name or identifier: capitalised away from the sentence start, or letters and digits mixed."""
+def _is_entity(original: str, start: int, names: frozenset[str] = frozenset()) -> bool:
+    """A name or identifier: capitalised mid-sentence, letters and digits mixed, or a known name.
+
+    A capitalised first word is a name when ``names`` has it (written capitalised mid-sentence
+    in the documents, or followed by another capitalised word: "Gerald Ford said").
+    """
     if any(c.isdigit() for c in original) and any(c.isalpha() for c in original):
         return True
-    if original[:1].isupper() and start > 0:
+    if original[:1].isupper() and (start > 0 or original.lower() in names):
         return True
     return len(original) >= 2 and original.isupper()
+
+
+def names_in(*texts: str) -> frozenset[str]:
+    """Lower-cased words written capitalised in the middle of a sentence: names, as the texts use them.
+
+    Example:
+        >>> sorted(names_in("What did Gandhi say? Gandhi said so."))
+        ['gandhi']
+    """
+    found = set()
+    for text in texts:
+        for m in re.finditer(r"(?<=[^\s.!?\n\"'(\[])(\s+)([A-Z][\w'’-]*)", text):
+            found.add(m.group(2).lower())
+    return frozenset(found)
 
 
 def _key(token: tuple[str, str, int]) -> str:
@@ -319,7 +337,9 @@ def _key(token: tuple[str, str, int]) -> str:
     return f"#{value:g}" if value is not None and not _is_date(token[0]) else token[0]
 
 
-def _classify(left: Sequence[tuple[str, str, int]], right: Sequence[tuple[str, str, int]]) -> str | None:
+def _classify(
+    left: Sequence[tuple[str, str, int]], right: Sequence[tuple[str, str, int]], names: frozenset[str] = frozenset()
+) -> str | None:
     """The conflict kind of the tokens changed on each side (``None``: an ordinary rewording).
 
     Moved tokens were removed before. A kind needs evidence on *both* sides (a number
@@ -349,7 +369,8 @@ def _classify(left: Sequence[tuple[str, str, int]], right: Sequence[tuple[str, s
         return folded in QUANTIFIERS
 
     def entity(folded: str, original: str, start: int) -> bool:
-        return _is_entity(original, start) and not (modal(folded, original, start) or number(folded, original, start))
+        named = _is_entity(original, start, names)
+        return named and not (modal(folded, original, start) or number(folded, original, start))
 
     if has(left, negation) != has(right, negation):
         return "negation"
@@ -424,11 +445,19 @@ def quantity_conflict(left: str, right: str) -> DiffFinding | None:
     return None
 
 
-def diff_conflict(left: str, right: str) -> DiffFinding | None:
-    """The conflict between two aligned claims that a token diff shows (see the module docstring)."""
+def diff_conflict(left: str, right: str, names: frozenset[str] = frozenset()) -> DiffFinding | None:
+    """The conflict between two aligned claims that a token diff shows (see the module docstring).
+
+    ``names``: words known to be names in the claims' documents (:func:`names_in`), so that a
+    name that opens a sentence ("Gandhi said ..." / "Gerald Ford said ...") counts as one.
+    """
     a, b = _tokens(left), _tokens(right)
     if not a or not b:
         return None
+    # a capitalised first word followed by another capitalised word opens a name ("Gerald Ford")
+    for tokens in (a, b):
+        if len(tokens) > 1 and tokens[0][1][:1].isupper() and tokens[1][1][:1].isupper():
+            names = names | {tokens[0][0]}
     matcher = difflib.SequenceMatcher(None, [_key(t) for t in a], [_key(t) for t in b], autojunk=False)
     if matcher.ratio() >= NEAR_IDENTICAL:
         changed_a: list[tuple[str, str, int]] = []
@@ -443,7 +472,7 @@ def diff_conflict(left: str, right: str) -> DiffFinding | None:
         changed_a = [t for t in changed_a if _stem(_key(t)) not in moved]
         changed_b = [t for t in changed_b if _stem(_key(t)) not in moved]
         if (changed_a or changed_b) and max(len(changed_a), len(changed_b)) <= MAX_CHANGED:
-            kind = _classify(changed_a, changed_b)
+            kind = _classify(changed_a, changed_b, names)
             # "2 to 5 years" / "3 years": the token diff sees a change, the ranges overlap
             if kind == "number" and _comparable_quantities(left, right) and quantity_conflict(left, right) is None:
                 kind = None
@@ -455,7 +484,7 @@ def diff_conflict(left: str, right: str) -> DiffFinding | None:
             # a replacement (words changed on both sides) must be a value for a value: any other
             # changed word ("RFC 7515 ... Signature (JWS)" / "RFC 7516 ... Encryption (JWE)")
             # means two statements about two things
-            if kind is not None and changed_a and changed_b and not _pure(kind, [*changed_a, *changed_b]):
+            if kind is not None and changed_a and changed_b and not _pure(kind, [*changed_a, *changed_b], names):
                 kind = None
             if kind is not None and not _only_fillers(changed_a, changed_b):
                 return DiffFinding(kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b))
@@ -465,7 +494,7 @@ def diff_conflict(left: str, right: str) -> DiffFinding | None:
 _AUXILIARIES = frozenset("do does did is are was were be been has have had can could will would".split())
 
 
-def _pure(kind: str, tokens: Sequence[tuple[str, str, int]]) -> bool:
+def _pure(kind: str, tokens: Sequence[tuple[str, str, int]], names: frozenset[str] = frozenset()) -> bool:
     """Whether every changed word belongs to ``kind`` (or is a function word)."""
 
     def fits(folded: str, original: str, start: int) -> bool:
@@ -474,7 +503,7 @@ def _pure(kind: str, tokens: Sequence[tuple[str, str, int]]) -> bool:
         if kind in ("number", "date"):
             return _number(folded) is not None or _is_date(folded)
         if kind == "entity":
-            return _is_entity(original, start)
+            return _is_entity(original, start, names)
         if kind == "negation":
             return folded in NEGATIONS or folded == "t" or folded in _AUXILIARIES
         return folded in MODALS or folded in WEAKENING or folded in QUANTIFIERS
@@ -499,6 +528,7 @@ __all__ = [
     "diff_conflict",
     "extract_claims",
     "is_prose",
+    "names_in",
     "overlap_coefficient",
     "quantity_conflict",
 ]

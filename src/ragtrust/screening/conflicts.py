@@ -78,7 +78,7 @@ from ragtrust.models.base import CONTRADICTION, ENTAILMENT, Embedder, NLIModel
 from ragtrust.registry import register
 from ragtrust.screening.base import Signal
 from ragtrust.screening.calibration import resolve_ramp
-from ragtrust.screening.claims import Claim, DiffFinding, aligned_pairs, diff_conflict, extract_claims
+from ragtrust.screening.claims import Claim, DiffFinding, aligned_pairs, diff_conflict, extract_claims, names_in
 from ragtrust.screening.intra import contradiction_ramp
 
 #: the signal's name
@@ -394,7 +394,9 @@ class ClaimConflictSignal(Signal):
         for m, ((i, j, cos), (a, b)) in enumerate(zip(pairs, texts, strict=True)):
             c = float(max(probs[2 * m, CONTRADICTION], probs[2 * m + 1, CONTRADICTION]))
             nli_strength = round(contradiction_ramp(c, low, high), 6)
-            finding = diff_conflict(a, b)
+            finding = diff_conflict(
+                a, b, names_in(pool[claims[i].doc].document.text, pool[claims[j].doc].document.text)
+            )
             if finding is not None and not _same_subject(pool, claims[i], claims[j], finding):
                 finding = None
             diff_strength = self.diff_strength.get(finding.kind, 0.0) if finding is not None else 0.0
