@@ -145,12 +145,10 @@ def _place(placement: str, top: list[RetrievedDoc], source: Document, poisoned: 
     docs = [r.document for r in top]
     ids = [d.id for d in docs]
     if placement == "witness":
-        if source.id not in ids:
-            docs = docs[: k - 1] + [source]
-        at = [d.id for d in docs].index(source.id) + 1
+        if source.id not in ids[: k - 1]:  # missed, or last: the pair takes the last two places
+            return _retrieved([d for d in docs if d.id != source.id][: k - 2] + [source, poisoned])
+        at = ids.index(source.id) + 1
         docs = (docs[:at] + [poisoned] + docs[at:])[:k]
-        if source.id not in [d.id for d in docs]:  # the source was last: keep it, drop the one before
-            docs = docs[: k - 2] + [source, poisoned]
     else:
         in_place = Document(id=source.id, text=poisoned.text, url=source.url, source=source.source)
         docs = [in_place if d.id == source.id else d for d in docs]
@@ -247,18 +245,22 @@ def evaluate_dataset(
     }
 
 
+def _outcome_rates(cell: _Scored) -> dict[str, Any]:
+    """What happened to the poisoned documents of a cell, and how often a clean one was blamed."""
+    n = max(1, len(cell.outcomes))
+    return {
+        "sets": cell.sets,
+        "blamed": round(cell.outcomes.count("blamed") / n, 4),
+        "contested": round(cell.outcomes.count("contested") / n, 4),
+        "missed": round(cell.outcomes.count("missed") / n, 4),
+        "clean_document_blamed": round(cell.clean_blamed_sets / max(1, cell.sets), 4),
+        "nli_pairs_median": float(np.median(cell.nli_pairs)) if cell.nli_pairs else 0.0,
+    }
+
+
 def _summarise(cell: _Scored, clean: _Scored) -> dict[str, Any]:
     y, s = cell.y + clean.y, cell.s + clean.s
-    out = metrics(y, s)
-    n = max(1, len(cell.outcomes))
-    out.update(
-        sets=cell.sets,
-        blamed=round(cell.outcomes.count("blamed") / n, 4),
-        contested=round(cell.outcomes.count("contested") / n, 4),
-        missed=round(cell.outcomes.count("missed") / n, 4),
-        clean_document_blamed=round(cell.clean_blamed_sets / max(1, cell.sets), 4),
-        nli_pairs_median=float(np.median(cell.nli_pairs)) if cell.nli_pairs else 0.0,
-    )
+    out = {**metrics(y, s), **_outcome_rates(cell)}
     families: dict[str, Any] = {}
     positives = [i for i, label in enumerate(cell.y) if label]
     for family in sorted(set(cell.families)):
@@ -328,16 +330,7 @@ def evaluate_poisonedrag(signal: Any, data_dir: str | Path | None, *, seed: int)
                     cell.outcomes.append(_outcome(r, d.id))
                     cell.families.append("gpt4_poisonedrag")
             cell.clean_blamed_sets += bool(_blamed_ids(results) - {f"{item['id']}-poison"})
-        summary = metrics(cell.y, cell.s)
-        n = max(1, len(cell.outcomes))
-        summary.update(
-            sets=cell.sets,
-            blamed=round(cell.outcomes.count("blamed") / n, 4),
-            contested=round(cell.outcomes.count("contested") / n, 4),
-            missed=round(cell.outcomes.count("missed") / n, 4),
-            clean_document_blamed=round(cell.clean_blamed_sets / max(1, cell.sets), 4),
-        )
-        out[variant] = summary
+        out[variant] = {**metrics(cell.y, cell.s), **_outcome_rates(cell)}
     return out
 
 

@@ -391,12 +391,12 @@ class ClaimConflictSignal(Signal):
             raise ModelError(f"NLI model returned shape {probs.shape}, expected ({len(nli_input)}, 3)")
         found: list[_Found] = []
         agree: list[tuple[int, int, float]] = []
+        # the names each document writes mid-sentence, once per document (not once per pair)
+        names = {d: names_in(pool[d].document.text) for d in {claims[k].doc for p in pairs for k in p[:2]}}
         for m, ((i, j, cos), (a, b)) in enumerate(zip(pairs, texts, strict=True)):
             c = float(max(probs[2 * m, CONTRADICTION], probs[2 * m + 1, CONTRADICTION]))
             nli_strength = round(contradiction_ramp(c, low, high), 6)
-            finding = diff_conflict(
-                a, b, names_in(pool[claims[i].doc].document.text, pool[claims[j].doc].document.text)
-            )
+            finding = diff_conflict(a, b, names[claims[i].doc] | names[claims[j].doc])
             if finding is not None and not _same_subject(pool, claims[i], claims[j], finding):
                 finding = None
             diff_strength = self.diff_strength.get(finding.kind, 0.0) if finding is not None else 0.0

@@ -1,0 +1,100 @@
+"""``ragtrust eval conflicts``: placements, metrics, the report and its gaps (issue 15)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragtrust.cli.main import app
+from ragtrust.documents import Document, RetrievedDoc
+from ragtrust.errors import InputError
+from ragtrust.eval import conflicts as ec
+from ragtrust.screening.conflicts import ClaimConflictSignal
+from ragtrust.testing import HashingEmbedder, LexicalNLI
+
+
+def _top(ids: list[str]) -> list[RetrievedDoc]:
+    return [RetrievedDoc(Document(id=i, text=f"Text of {i}."), 0.9, rank) for rank, i in enumerate(ids, 1)]
+
+
+SOURCE = Document(id="s", text="Use a 2048-bit key.")
+POISONED = Document(id="s~poisoned", text="Use a 512-bit key.")
+
+
+def test_witness_placement_puts_the_poisoned_copy_beside_its_original_and_keeps_k() -> None:
+    docs = ec._place("witness", _top(["a", "s", "b", "c", "d"]), SOURCE, POISONED, 5)
+    assert [d.id for d in docs] == ["a", "s", "s~poisoned", "b", "c"]
+    # the original missed by retrieval is put in, still beside its copy
+    docs = ec._place("witness", _top(["a", "b", "c", "d", "e"]), SOURCE, POISONED, 5)
+    assert [d.id for d in docs] == ["a", "b", "c", "s", "s~poisoned"]
+    docs = ec._place("witness", _top(["a", "b", "c", "d", "s"]), SOURCE, POISONED, 5)  # retrieved last
+    assert [d.id for d in docs] == ["a", "b", "c", "s", "s~poisoned"]
+
+
+def test_in_place_placements_replace_the_original_under_its_own_id() -> None:
+    docs = ec._place("no_witness", _top(["a", "s", "b"]), SOURCE, POISONED, 3)
+    assert [d.id for d in docs] == ["a", "s", "b"]
+    assert docs[1].document.text == POISONED.text
+
+
+def test_metrics_rank_and_recall_at_the_fpr_budget() -> None:
+    y = [1] * 10 + [0] * 100
+    s = [0.9] * 10 + [0.0] * 99 + [0.95]
+    m = ec.metrics(y, s)
+    assert m["positives"] == 10 and m["negatives"] == 100
+    assert 0.98 < m["roc_auc"] < 1.0
+    # one clean score above the positives: 1% FPR allows it, so every positive above the threshold counts
+    assert m["recall_at_2pct_fpr"] == 1.0
+    assert ec.metrics([0, 0], [0.1, 0.2]) == {"positives": 0, "negatives": 2}
+
+
+def _report(auc: float, clean: float) -> dict:
+    cell = {"roc_auc": auc, "recall_at_2pct_fpr": 0.5, "blamed": 0.5, "contested": 0.1, "missed": 0.4,
+            "clean_document_blamed": 0.0}  # fmt: skip
+    return {
+        "command": "ragtrust eval conflicts", "models": {"nli": "n", "embedder": "e"}, "ragtrust": "0", "seed": 1,
+        "k": 5, "witnesses": 5, "n": 10, "signal": {"nli_ramp": [0.9, 0.95], "nli_ramp_source": "configured",
+        "min_cosine": 0.6, "min_overlap": 0.3, "max_pairs": 48, "diff_strength": {}},
+        "datasets": {"kb": {"cells": {"entity_swap/witness": cell, "entity_swap/no_witness": {**cell, "roc_auc": 0.5}},
+                            "clean": {"sets": 10, "sets_with_conflict": clean, "sets_with_blame": 0.0,
+                                      "nli_pairs_median": 2}}},
+    }  # fmt: skip
+
+
+def test_the_markdown_names_each_cell_below_target_and_only_those() -> None:
+    bad = ec.render_markdown(_report(0.7, 0.05))
+    assert "kb entity_swap with a witness: ROC-AUC 0.700 < 0.9" in bad
+    assert "kb: 5.0% of clean sets have a conflict" in bad
+    assert "no_witness" not in bad.split("## Honest gaps")[1]  # no target without a witness
+    good = ec.render_markdown(_report(0.95, 0.0))
+    assert good.split("## Honest gaps (cells below target)")[1].strip() == "- none"
+
+
+def test_a_small_run_on_the_knowledge_base_fills_every_cell(tmp_path: Path) -> None:
+    signal = ClaimConflictSignal(nli=LexicalNLI(), embedder=HashingEmbedder(), min_cosine=0.3)
+    result = ec.evaluate_dataset(
+        "secure_coding", signal, HashingEmbedder(), data_dir=None, n=6, k=3, witnesses=2, seed=1,
+        strategies=("subtle_manipulation",),
+    )  # fmt: skip
+    assert set(result["cells"]) == {f"subtle_manipulation/{p}" for p in ec.PLACEMENTS}
+    for cell in result["cells"].values():
+        assert cell["sets"] == cell["positives"] > 0
+        assert cell["blamed"] + cell["contested"] + cell["missed"] == pytest.approx(1.0, abs=1e-3)
+    assert result["clean"]["sets"] == 6
+
+
+def test_write_manifest_needs_a_calibration(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="--calibrate"):
+        ec.write_manifest_entry({"signal": {}})
+    result = CliRunner().invoke(app, ["eval", "conflicts", "--out", str(tmp_path / "r.json"), "--write-manifest"])
+    assert result.exit_code == 2 and "--write-manifest needs --calibrate" in result.output
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_the_report_is_written_as_json_and_markdown(tmp_path: Path) -> None:
+    ec.write_report(_report(0.95, 0.0), tmp_path / "c.json")
+    assert json.loads((tmp_path / "c.json").read_text())["k"] == 5
+    assert (tmp_path / "c.md").read_text().startswith("# Knowledge conflicts")
