@@ -261,7 +261,7 @@ def test_ray_engine_gives_identical_flags() -> None:
 def test_actor_thread_limit_reaches_wrapped_models() -> None:
     from ragtrust.models.embedder import OnnxEmbedder
     from ragtrust.models.nli import NLIEngine, OnnxNLI
-    from ragtrust.scan import _limit_threads
+    from ragtrust.scan.ray_engine import _limit_threads
     from ragtrust.screening.intra import IntraConsistencySignal
 
     engine = NLIEngine(OnnxNLI(threads=2))

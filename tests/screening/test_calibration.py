@@ -15,20 +15,19 @@ import pytest
 
 from ragtrust.documents import Document
 from ragtrust.errors import ConfigError, InputError, ModelError
-from ragtrust.models.nli import MANIFEST_FILE, OnnxNLI
-from ragtrust.screening.calibration import (
-    DEFAULT_RAMP,
+from ragtrust.eval.calibration import (
     calibrate_cross,
     calibrate_intra,
     calibrate_model,
     dev_corpus,
     neighbour_sets,
-    resolve_ramp,
     threshold_for,
     write_to_manifest,
 )
+from ragtrust.models.nli import MANIFEST_FILE, OnnxNLI
 from ragtrust.screening.cross import CrossConsistencySignal
 from ragtrust.screening.intra import IntraConsistencySignal
+from ragtrust.screening.ramp import DEFAULT_RAMP, resolve_ramp
 from ragtrust.testing import HashingEmbedder, LexicalNLI, retrieved
 from ragtrust.text import assertions
 

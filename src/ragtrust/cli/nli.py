@@ -212,7 +212,7 @@ def calibrate_cmd(
 ) -> None:
     """Calibrate the intra/cross-document signals' contradiction thresholds for an NLI model.
 
-    See ragtrust.screening.calibration: a false-alarm budget per retrieved set on clean
+    See ragtrust.eval.calibration: a false-alarm budget per retrieved set on clean
     development text; the direction rule is chosen on the development attack families.
     """
     import json
@@ -227,7 +227,7 @@ def calibrate_cmd(
     from ragtrust.io import atomic_write_text
     from ragtrust.models.embedder import default_embedder
     from ragtrust.models.nli import MANIFEST_FILE, OnnxNLI, read_manifest
-    from ragtrust.screening.calibration import calibrate_model, write_to_manifest
+    from ragtrust.eval.calibration import calibrate_model, write_to_manifest
 
     if not data.exists():
         raise InputError(f"--data {data} does not exist")

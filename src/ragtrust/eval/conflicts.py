@@ -412,7 +412,7 @@ def max_pair_contradiction(signal: Any, nli: NLIModel, docs: Sequence[Document])
 
 def calibrate(signal: Any, nli: NLIModel, sets: Sequence[Sequence[Document]], *, fpr: float) -> dict[str, Any]:
     """``low`` = the ``1 - fpr`` quantile of the per-set strongest aligned-pair contradiction."""
-    from ragtrust.screening.calibration import threshold_for
+    from ragtrust.eval.calibration import threshold_for
 
     scores = [max_pair_contradiction(signal, nli, docs) for docs in sets]
     low, high = threshold_for(scores, fpr)
@@ -489,7 +489,7 @@ def run(
         signal = ClaimConflictSignal(nli=nli, embedder=embedder, **params)
         if progress:
             progress(f"calibrated low={params['low']} on {len(sets)} clean sets")
-    from ragtrust.screening.calibration import resolve_ramp
+    from ragtrust.screening.ramp import resolve_ramp
 
     low, high, source = resolve_ramp(nli, "claim_conflict", signal.low, signal.high)
     report["signal"] = {

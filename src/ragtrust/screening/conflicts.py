@@ -77,9 +77,8 @@ from ragtrust.errors import ModelError
 from ragtrust.models.base import CONTRADICTION, ENTAILMENT, Embedder, NLIModel
 from ragtrust.registry import register
 from ragtrust.screening.base import Signal
-from ragtrust.screening.calibration import resolve_ramp
 from ragtrust.screening.claims import Claim, DiffFinding, aligned_pairs, diff_conflict, extract_claims, names_in
-from ragtrust.screening.intra import contradiction_ramp
+from ragtrust.screening.ramp import contradiction_ramp, resolve_ramp
 
 #: the signal's name
 CLAIM_CONFLICT = "claim_conflict"

@@ -7,7 +7,7 @@ sent: MNLI models call unrelated text a "contradiction" (SPEC section 4), which 
 here, and skipping them also saves NLI passes. The pair's contradiction is
 ``c_ij = max(c(i -> j), c(j -> i))`` mapped through the ramp ``clip((c - low) / (high - low))``,
 written ``r_ij``. ``low`` / ``high`` default to the NLI model's calibration
-(:mod:`ragtrust.screening.calibration`: for the shipped model, at most 5% of clean
+(:mod:`ragtrust.eval.calibration`: for the shipped model, at most 5% of clean
 development retrieved sets of 5 contain a pair above ``low``) and to 0.4 / 0.9 for a model
 without one.
 
@@ -51,8 +51,7 @@ from ragtrust.errors import ModelError
 from ragtrust.models.base import CONTRADICTION, NLIModel
 from ragtrust.registry import register
 from ragtrust.screening.base import Signal
-from ragtrust.screening.calibration import resolve_ramp
-from ragtrust.screening.intra import contradiction_ramp
+from ragtrust.screening.ramp import contradiction_ramp, resolve_ramp
 from ragtrust.text import assertions, words
 
 _STOP_WORDS = (

@@ -18,14 +18,14 @@ in **one** ``nli.predict`` call:
 side only, so a check may be scored both ways, its contradiction ``c`` being the larger of
 the two. Three rules: ``forward`` (premise -> hypothesis only), ``sentences`` (the
 sentence-against-sentence checks both ways) and ``both`` (every check both ways). The
-model's calibration chooses (:mod:`ragtrust.screening.calibration`); for the shipped model
+model's calibration chooses (:mod:`ragtrust.eval.calibration`); for the shipped model
 it chose ``both``, which at the same false-alarm budget catches 25.2% of the development
 contradictions against 18.7% (``sentences``) and 9.9% (``forward``), for about ten more
 NLI pairs per query at K = 5. Without a calibration the rule is ``sentences``.
 
 The contradiction ``c`` of the strongest check becomes the score through the ramp
 ``clip((c - low) / (high - low))``. ``low`` / ``high`` default to the NLI model's
-calibration (:func:`ragtrust.screening.calibration.resolve_ramp`: with the shipped model's
+calibration (:func:`ragtrust.screening.ramp.resolve_ramp`: with the shipped model's
 ``low``, at most 5% of clean development retrieved sets of 5 have a document that scores at
 all), and to
 ``low = 0.4``, ``high = 0.9`` for a model without one (the reference ignored ``c <= 0.5``).
@@ -57,20 +57,11 @@ from ragtrust.errors import ConfigError, ModelError
 from ragtrust.models.base import CONTRADICTION, NLIModel
 from ragtrust.registry import register
 from ragtrust.screening.base import Signal
-from ragtrust.screening.calibration import calibrated_direction, resolve_ramp
+from ragtrust.screening.ramp import calibrated_direction, contradiction_ramp, resolve_ramp
 from ragtrust.text import Sentence, assertions, words
 
 #: the direction rules, cheapest first
 DIRECTIONS: tuple[str, ...] = ("forward", "sentences", "both")
-
-
-def contradiction_ramp(c: float, low: float, high: float) -> float:
-    """Map a contradiction probability to a score: 0 below ``low``, 1 above ``high``, linear between."""
-    if c <= low:
-        return 0.0
-    if c >= high:
-        return 1.0
-    return (c - low) / (high - low)
 
 
 def _quote(text: str, limit: int = 160) -> str:

@@ -1,7 +1,8 @@
-"""Per-model thresholds for the NLI contradiction signals, set to a false-alarm budget on clean text.
+"""Offline calibration of the NLI contradiction signals: thresholds set to a false-alarm budget on clean text.
 
 The intra- and cross-document signals turn an NLI contradiction probability ``c`` into a
-score with the ramp ``clip((c - low) / (high - low))``. Where ``low`` belongs depends on
+score with the ramp ``clip((c - low) / (high - low))`` (:mod:`ragtrust.screening.ramp`, the
+run-time half: which ramp a signal uses). Where ``low`` belongs depends on
 the model: a small NLI model reads many honest pairs of sentences from one document as
 contradictions (on the development corpus below, 22% of clean documents reach 0.4 on some
 forward intra check with the shipped model: ``clean_above_default_low`` in the report), so a
@@ -17,9 +18,9 @@ So ``low`` is **calibrated per model** on a development corpus of clean document
   the strongest document score in the set;
 * **cross**: ``low`` is the ``1 - fpr`` quantile over clean sets of the strongest
   related-pair contradiction in the set;
-* **witness** (the corpus scan's, :mod:`ragtrust.scan`): the scan judges documents, not
-  retrieved sets, so ``low`` is the ``1 - fpr`` quantile over clean documents of the scan's
-  own statistic, the strongest mutual contradiction with a witness;
+* **witness** (:mod:`ragtrust.screening.witness`, the corpus scan's former statistic): it
+  judges documents, not retrieved sets, so ``low`` is the ``1 - fpr`` quantile over clean documents of the
+  strongest mutual contradiction with a witness;
 * ``high = (low + 1) / 2`` in all three: the score reaches 1 half-way between the threshold
   and certainty.
 
@@ -31,21 +32,14 @@ poisoned with the **development** attack families, give the true-positive rates 
 beside the thresholds (and choose the intra signal's direction rule), but the thresholds
 themselves come from clean text only.
 
-The shipped model carries its calibration in its manifest (``signal_calibration``, written
-by ``ragtrust nli calibrate``, keyed to the ONNX file's sha256); a signal uses it
-when its own ``low`` / ``high`` are not set. Models without a calibration (a Hugging Face
-checkpoint) use :data:`DEFAULT_RAMP` unless the signal is configured with explicit
-values, for example the ``suggested_spec`` printed by ``ragtrust nli calibrate``.
+The thresholds go into the shipped model's manifest (:func:`write_to_manifest`,
+``signal_calibration``, keyed to the ONNX file's sha256), where
+:func:`ragtrust.screening.ramp.resolve_ramp` finds them at run time; or they are pasted into
+``screening.signals`` (``report["suggested_spec"]``).
 
 Example:
-    >>> resolve_ramp(object(), "intra_consistency", None, None)
-    (0.4, 0.9, 'default')
-    >>> class Calibrated:
-    ...     signal_calibration = {"intra_consistency": {"low": 0.8, "high": 0.9}}
-    >>> resolve_ramp(Calibrated(), "intra_consistency", None, None)
-    (0.8, 0.9, 'calibrated')
-    >>> resolve_ramp(Calibrated(), "intra_consistency", 0.5, None)
-    (0.5, 0.9, 'configured')
+    >>> threshold_for([0.1, 0.2, 0.3, 0.4, 0.9], fpr=0.2)
+    (0.5, 0.75)
 """
 
 from __future__ import annotations
@@ -62,61 +56,12 @@ from typing import Any
 import numpy as np
 
 from ragtrust.documents import Document, RetrievedDoc
-from ragtrust.errors import InputError, ModelError
+from ragtrust.errors import InputError
 from ragtrust.models.base import Embedder, NLIModel
+from ragtrust.screening.ramp import DEFAULT_RAMP
 
-#: the ramp of a model without a calibration: below 0.4 the model claims no contradiction,
-#: at 0.9 it is near-certain (the reference ignored ``c <= 0.5``)
-DEFAULT_RAMP: tuple[float, float] = (0.4, 0.9)
 #: a cheaper intra direction rule is chosen when its true-positive rate is this close to the best
 TPR_TOLERANCE = 0.02
-
-
-def _calibrated(entry: object, signal: str) -> tuple[float, float] | None:
-    if entry is None:
-        return None
-    try:
-        if not isinstance(entry, Mapping):
-            raise TypeError(f"expected a mapping, got {type(entry).__name__}")
-        lo, hi = float(entry["low"]), float(entry["high"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ModelError(
-            f"{signal}: the NLI model's signal calibration is malformed ({entry!r}); "
-            "rerun `ragtrust nli calibrate --write-manifest` or set low/high in screening.signals"
-        ) from exc
-    return lo, hi
-
-
-def resolve_ramp(nli: object, signal: str, low: float | None, high: float | None) -> tuple[float, float, str]:
-    """``(low, high, source)``: explicit values win, then the model's calibration, then the default.
-
-    Raises:
-        InputError: the resulting ramp is not ``0 <= low < high <= 1``.
-        ModelError: the model's calibration entry for ``signal`` is malformed (the signal
-            fails, so the verdict fails closed).
-    """
-    calibration = getattr(nli, "signal_calibration", None)
-    entry = _calibrated(calibration.get(signal) if isinstance(calibration, Mapping) else None, signal)
-    if low is not None or high is not None:
-        base = entry or DEFAULT_RAMP
-        lo = base[0] if low is None else low
-        hi = base[1] if high is None else high
-        source = "configured"
-    elif entry:
-        (lo, hi), source = entry, "calibrated"
-    else:
-        (lo, hi), source = DEFAULT_RAMP, "default"
-    if not 0.0 <= lo < hi <= 1.0:
-        raise InputError(f"{signal}: the contradiction ramp needs 0 <= low < high <= 1, got low={lo}, high={hi}")
-    return lo, hi, source
-
-
-def calibrated_direction(nli: object) -> str | None:
-    """The intra signal's direction rule from the model's calibration (``None`` without one)."""
-    calibration = getattr(nli, "signal_calibration", None)
-    entry = calibration.get("intra_consistency") if isinstance(calibration, Mapping) else None
-    direction = entry.get("direction") if isinstance(entry, Mapping) else None
-    return str(direction) if direction else None
 
 
 def threshold_for(clean_scores: Sequence[float], fpr: float) -> tuple[float, float]:
@@ -269,14 +214,14 @@ def calibrate_cross(
 def calibrate_witness(
     nli: NLIModel, embedder: Embedder, corpus: DevCorpus, *, witnesses: int = 3, fpr: float = 0.05
 ) -> dict[str, Any]:
-    """The corpus scan's witness ramp for ``nli`` (:mod:`ragtrust.scan`'s own statistic).
+    """The witness ramp for ``nli`` (the statistic of :mod:`ragtrust.screening.witness`).
 
     Each clean development document's witnesses are its ``witnesses`` nearest neighbours
     (cosine >= the scan's minimum, other parents only); ``low`` is the ``1 - fpr``
     quantile over clean documents of the strongest mutual contradiction. The rates compare
     each poisoned document's witness statistic with its clean twin's.
     """
-    from ragtrust.scan import neighbours, nli_pairs, witness_pairs, witness_result
+    from ragtrust.screening.witness import neighbours, nli_pairs, witness_pairs, witness_result
 
     def strongest(docs: Sequence[Document], near: Sequence[Sequence[tuple[int, float]]]) -> list[float | None]:
         judged = nli_pairs(nli, [d.text for d in docs], witness_pairs(near))
@@ -395,16 +340,13 @@ def write_to_manifest(manifest_file: Path, report: Mapping[str, Any], report_pat
 
 
 __all__ = [
-    "DEFAULT_RAMP",
     "DevCorpus",
     "calibrate_cross",
     "calibrate_intra",
     "calibrate_model",
     "calibrate_witness",
-    "calibrated_direction",
     "dev_corpus",
     "neighbour_sets",
-    "resolve_ramp",
     "threshold_for",
     "write_to_manifest",
 ]

@@ -1,0 +1,147 @@
+"""The corpus scan's driver: :func:`scan_corpus` runs step 1 on an engine, then the witness step and the fusion."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ragtrust.documents import Document, SignalResult
+from ragtrust.errors import ConfigError, InputError
+from ragtrust.models.base import Embedder, NLIModel
+from ragtrust.scan.batch import _local_stage_one, score_with_witnesses
+from ragtrust.scan.ray_engine import _ray_stage_one
+from ragtrust.scan.report import ScanProgress, ScanReport, ScanRow
+from ragtrust.screening.aggregate import DEFAULT_SIGNAL_WEIGHTS, fuse
+from ragtrust.screening.base import Signal
+from ragtrust.screening.conflicts import ClaimConflictSignal, conflicts_from
+from ragtrust.screening.witness import MIN_WITNESS_SIMILARITY, Witness, neighbours, witness_docs
+
+
+def _witness_signals(
+    signals: Sequence[Signal], nli: NLIModel | None, embedder: Embedder | None, ledger: Any
+) -> list[Signal]:
+    """The batch-level signals of ``signals`` that read witnesses, else a claim-conflict signal."""
+    found = [s for s in signals if not getattr(s, "document_level", True) and getattr(s, "uses_witnesses", False)]
+    if found or nli is None or embedder is None:
+        return found
+    return [ClaimConflictSignal(nli=nli, embedder=embedder, ledger=ledger)]
+
+
+def _row(
+    doc: Document,
+    results: Sequence[SignalResult],
+    witnesses: tuple[Witness, ...],
+    threshold: float,
+    weights: Mapping[str, float],
+) -> ScanRow:
+    p = fuse(results, weights)
+    reasons = tuple(reason for r in results if not r.skipped and r.score > 0 for reason in r.reasons)
+    spans = tuple(s for r in results if not r.skipped and r.score > 0 for s in r.spans)
+    parent = doc.metadata.get("parent_id")
+    return ScanRow(
+        id=doc.id,
+        url=doc.url,
+        source=doc.source,
+        poison_probability=float(p),
+        suspicious=p > threshold,
+        signals=tuple(results),
+        reasons=reasons,
+        spans=spans,
+        witnesses=witnesses,
+        parent_id=parent if isinstance(parent, str) else None,
+        # both claims of each conflict carry their spans (ClaimRef start / end)
+        conflicts=tuple(conflicts_from(results)),
+    )
+
+
+def scan_corpus(
+    documents: Sequence[Document],
+    *,
+    signals: Sequence[Signal],
+    embedder: Embedder | None,
+    nli: NLIModel | None,
+    witnesses: int = 3,
+    engine: str = "local",
+    progress: ScanProgress | None = None,
+    batch_size: int = 64,
+    threshold: float = 0.7,
+    min_similarity: float = MIN_WITNESS_SIMILARITY,
+    weights: Mapping[str, float] | None = None,
+    workers: int | None = None,
+    ledger: Any = None,
+) -> ScanReport:
+    """Scan a corpus with document-level signals and claim conflicts with corpus witnesses.
+
+    Args:
+        documents: the corpus (usually chunks).
+        signals: signals to run. Document-level ones score every document; batch-level ones
+            that read witnesses (``claim_conflict``) run in the witness step; the other
+            batch-level ones are left out and named in :attr:`ScanReport.left_out`.
+        embedder: finds each document's corpus neighbours (``None`` disables the witness step).
+        nli: for the claim-conflict signal built when ``signals`` has none (``None``: none built).
+        witnesses: corpus neighbours per document (0 disables the witness step).
+        engine: ``local`` or ``ray``.
+        progress: ``progress(stage, done, total)``.
+        batch_size: documents per batch.
+        threshold: P above which a document is suspicious (SPEC: 0.7).
+        min_similarity: cosine below which a neighbour is no witness.
+        weights: noisy-OR weights (default: the aggregator's, as at query time).
+        workers: Ray actors per stage (default: 1 per available CPU, at most 4).
+        ledger: the store's provenance ledger, for the claim-conflict signal built when
+            ``signals`` has none (vetted versions and tiers).
+
+    Raises:
+        InputError: no documents or duplicate ids.
+        ConfigError: an unknown engine.
+        MissingDependencyError: ``engine="ray"`` without ``ray[data]``.
+    """
+    started = time.perf_counter()
+    docs = list(documents)
+    if not docs:
+        raise InputError("nothing to scan: no documents")
+    ids = [d.id for d in docs]
+    if len(set(ids)) != len(ids):
+        raise InputError("duplicate document ids in the corpus to scan")
+    if engine not in ("local", "ray"):
+        raise ConfigError(f"unknown scan engine {engine!r}; expected local or ray")
+    run = [s for s in signals if getattr(s, "document_level", True)]
+    judges = _witness_signals(signals, nli, embedder, ledger) if witnesses > 0 and embedder is not None else []
+    judging = {id(s) for s in judges}
+    left_out = [
+        str(getattr(s, "name", type(s).__name__))
+        for s in signals
+        if not getattr(s, "document_level", True) and id(s) not in judging
+    ]
+    fuse_weights = {**DEFAULT_SIGNAL_WEIGHTS, **(weights or {})}
+    if engine == "ray":
+        results, vectors = _ray_stage_one(docs, run, embedder if judges else None, batch_size, workers, progress)
+    else:
+        results, vectors = _local_stage_one(docs, run, embedder if judges else None, batch_size, progress)
+    witness_rows: list[tuple[Witness, ...]] = [() for _ in docs]
+    if judges and vectors is not None:
+        # on the driver for both engines: one signal instance, so its claim-embedding cache
+        # serves every document (a claim is embedded once, not once per neighbour)
+        for signal in judges:
+            signal.warm_up()
+        groups = [str(d.metadata.get("parent_id") or d.id) for d in docs]
+        near = neighbours(vectors, groups, witnesses, min_similarity)
+        for i, doc in enumerate(docs):
+            results[i].extend(score_with_witnesses(judges, doc, witness_docs(docs, near[i])))
+            witness_rows[i] = tuple(Witness(ids[j], round(sim, 6)) for j, sim in near[i])
+            if progress is not None:
+                progress("witnesses", i + 1, len(docs))
+    rows = [_row(d, results[i], witness_rows[i], threshold, fuse_weights) for i, d in enumerate(docs)]
+    names = [str(getattr(s, "name", type(s).__name__)) for s in (*run, *judges)]
+    return ScanReport(
+        rows=rows,
+        threshold=threshold,
+        engine=engine,
+        signals=names,
+        left_out=left_out,
+        witnesses=witnesses if judges else 0,
+        seconds=time.perf_counter() - started,
+    )
+
+
+__all__ = ["scan_corpus"]
