@@ -26,7 +26,7 @@ case "${1:-}" in
     ragtrust nli calibrate --data "$DATA/owasp-cheatsheets" --bench-data "$DATA" --out docs/results/signal_calibration.json --write-manifest
     ;;
   injection)
-    # the training / evaluation data packages (see src/ragtrust/models/injection_data.py)
+    # the training / evaluation data packages (see src/ragtrust/training/injection_data.py)
     make injection-data
     ragtrust injection export "$2/final" --out src/ragtrust/models/assets
     ragtrust injection calibrate --data-dir "$DATA" --fpr 0.01 --out docs/results/injection_calibration.json --write-manifest

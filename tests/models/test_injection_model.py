@@ -269,7 +269,7 @@ def test_screener_fails_closed_on_a_corrupt_model(model_copy: Path) -> None:
 
 
 def _calibrate(manifest: Path, threshold: float) -> None:
-    from ragtrust.models.injection_eval import write_calibration
+    from ragtrust.training.injection_eval import write_calibration
 
     report = {"threshold": threshold, "fpr_budget": 0.01, "clean_documents": 100, "created": "2025-01-01T00:00:00"}
     write_calibration(manifest, report)
@@ -312,7 +312,7 @@ def test_threshold_comes_from_a_calibration_keyed_to_the_model_file(
 
 
 def _examples() -> list[Any]:
-    from ragtrust.models.injection_data import Example, hard_negatives, synthetic_injections
+    from ragtrust.training.injection_data import Example, hard_negatives, synthetic_injections
 
     positives = synthetic_injections(["the earth is flat", "MD5 is safe"], 20, random.Random(3))
     negatives = [Example(e.text, 0, e.source) for e in hard_negatives()[:20]]
@@ -320,8 +320,8 @@ def _examples() -> list[Any]:
 
 
 def _config(out: Path, base: Path, data_dir: Path) -> Any:
-    from ragtrust.models.injection_data import DataConfig
-    from ragtrust.models.injection_training import InjectionTrainConfig
+    from ragtrust.training.injection import InjectionTrainConfig
+    from ragtrust.training.injection_data import DataConfig
 
     return InjectionTrainConfig(
         out_dir=str(out),
@@ -339,7 +339,7 @@ def test_training_resumes_after_an_interruption_and_matches_an_uninterrupted_run
     tiny_injection_dir: Path, tmp_path: Path
 ) -> None:
     torch = pytest.importorskip("torch")
-    from ragtrust.models.injection_training import train
+    from ragtrust.training.injection import train
 
     examples = _examples()
     assert len(examples) == 40 and {e.label for e in examples} == {0, 1}
@@ -381,7 +381,7 @@ def test_training_resumes_after_an_interruption_and_matches_an_uninterrupted_run
 
 def test_training_needs_both_classes(tiny_injection_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    from ragtrust.models.injection_training import train
+    from ragtrust.training.injection import train
 
     only_positive = [e for e in _examples() if e.label == 1]
     with pytest.raises(InputError, match="both benign and injection"):

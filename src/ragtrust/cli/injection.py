@@ -99,8 +99,8 @@ def train_cmd(
 ) -> None:
     """Fine-tune the packaged MiniLM as an injection classifier (needs ragtrust[train]); resumes if interrupted."""
     try:
-        from ragtrust.models.injection_data import DataConfig
-        from ragtrust.models.injection_training import InjectionTrainConfig, train
+        from ragtrust.training.injection_data import DataConfig
+        from ragtrust.training.injection import InjectionTrainConfig, train
     except ImportError as exc:  # pragma: no cover - torch missing
         raise InputError('training needs the [train] extra: pip install "ragtrust[train]"') from exc
     if base_model is None:
@@ -170,7 +170,7 @@ def calibrate_cmd(
 ) -> None:
     """Set the signal's threshold to a false-positive budget on clean calibration documents."""
     from ragtrust.models.injection import MANIFEST_FILE, OnnxInjection
-    from ragtrust.models.injection_eval import calibrate_injection, write_calibration
+    from ragtrust.training.injection_eval import calibrate_injection, write_calibration
 
     signal = _signal(model, threshold=0.5)  # the threshold is what is being measured
     report = calibrate_injection(signal, data_dir, fpr=fpr)
@@ -201,7 +201,7 @@ def eval_cmd(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """ROC-AUC, recall and FPR on held-out families, the kept-aside public corpus and clean documents."""
-    from ragtrust.models.injection_eval import evaluate, injection_probabilities, signal_scores
+    from ragtrust.training.injection_eval import evaluate, injection_probabilities, signal_scores
     from ragtrust.screening.linguistic import LinguisticSignal
     from ragtrust.screening.structural import StructuralSignal
 

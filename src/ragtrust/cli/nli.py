@@ -140,7 +140,7 @@ def train_cmd(
 ) -> None:
     """Fine-tune the packaged MiniLM as a 3-way NLI cross-encoder (needs ragtrust[train])."""
     try:
-        from ragtrust.models.nli_training import TrainConfig, train
+        from ragtrust.training.nli import TrainConfig, train
     except ImportError as exc:  # pragma: no cover - torch missing
         raise InputError('training needs the [train] extra: pip install "ragtrust[train]"') from exc
     if base_model is None:

