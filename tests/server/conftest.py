@@ -9,7 +9,6 @@ exist, and the doubles otherwise.
 
 from __future__ import annotations
 
-import importlib
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from ragtrust.config import load_settings
 from ragtrust.documents import (
     AnswerSentence,
     ClaimRef,
@@ -34,7 +34,10 @@ from ragtrust.documents import (
     Verdict,
 )
 from ragtrust.errors import InputError
+from ragtrust.ingest.store import Store
+from ragtrust.pipeline import TrustGate
 from ragtrust.server.app import create_app
+from ragtrust.testing import HashingEmbedder, LexicalNLI
 
 KB = [
     Document(
@@ -317,26 +320,13 @@ def memory_store(docs: Sequence[Document] = KB) -> MemoryStore:
     return store
 
 
-def real_gate(tmp_path: Path, docs: Sequence[Document] = KB) -> Any | None:
-    """The real TrustGate on a real Store with deterministic fakes, or None if not built yet."""
-    from ragtrust.config import load_settings
-    from ragtrust.testing import HashingEmbedder, LexicalNLI
-
-    try:
-        store_cls = importlib.import_module("ragtrust.ingest.store").Store
-        gate_cls = importlib.import_module("ragtrust.pipeline").TrustGate
-    except (ImportError, AttributeError):
-        return None
+def real_gate(tmp_path: Path, docs: Sequence[Document] = KB) -> TrustGate:
+    """The real TrustGate on a real Store with deterministic fakes."""
     embedder = HashingEmbedder()
-    store = store_cls.open(tmp_path / "store", embedder, create=True)
+    store = Store.open(tmp_path / "store", embedder, create=True)
     store.add(docs, tier="vetted")
-    gate = gate_cls.from_settings(load_settings(env={}), store=store, nli=LexicalNLI(), embedder=embedder)
-    try:
-        gate.warm_up()
-    except ModuleNotFoundError as exc:  # a stage of the pipeline is not written yet
-        if not str(exc.name or "").startswith("ragtrust"):
-            raise
-        return None
+    gate = TrustGate.from_settings(load_settings(env={}), store=store, nli=LexicalNLI(), embedder=embedder)
+    gate.warm_up()
     return gate
 
 

@@ -485,8 +485,6 @@ def test_create_app_builds_the_gate_from_settings_when_none_given(tmp_path: Path
 
 async def test_real_trust_gate_end_to_end(tmp_path: Path, make_client: Any) -> None:
     gate = real_gate(tmp_path)
-    if gate is None:
-        pytest.skip("ragtrust.pipeline.TrustGate / ragtrust.ingest.store.Store are not built yet")
     async with make_client(create_app(gate=gate)) as client:
         r = await client.post("/v1/ask", json={"question": "How do I prevent SQL injection?"})
         assert r.status_code == 200, r.text

@@ -49,8 +49,8 @@ def _playwright() -> Any:
 
 @pytest.fixture
 def live_server(tmp_path: Path) -> Iterator[tuple[str, Any]]:
-    """Uvicorn on 127.0.0.1 (random free port) in a thread, serving the real gate if built."""
-    yield from _serve(real_gate(tmp_path) or InstrumentedGate(store=memory_store()))
+    """Uvicorn on 127.0.0.1 (random free port) in a thread, serving the real gate."""
+    yield from _serve(real_gate(tmp_path))
 
 
 @pytest.fixture
