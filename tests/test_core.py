@@ -33,6 +33,15 @@ def test_import_loads_no_model_runtime() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_the_run_time_paths_import_no_scientific_extra() -> None:
+    """The CLI, the demo, the server and the corpus scan run on a base install (no ``[eval]``)."""
+    code = (
+        "import sys, ragtrust.cli.main, ragtrust.demo, ragtrust.server.app, ragtrust.scan, ragtrust.pipeline;"
+        " extra = [m for m in ('sklearn', 'scipy', 'matplotlib') if m in sys.modules]; assert not extra, extra"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_public_api_is_sorted_and_resolvable() -> None:
     assert ragtrust.__all__ == sorted(ragtrust.__all__)
     for name in ragtrust.__all__:

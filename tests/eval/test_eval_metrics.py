@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from sklearn.metrics import (
@@ -11,7 +13,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-from ragtrust.errors import InputError
+from ragtrust.errors import InputError, MissingDependencyError
 from ragtrust.eval.metrics import (
     bootstrap_metric,
     confusion,
@@ -114,3 +116,15 @@ def test_evaluate_report_and_mean_sd():
     assert mean_sd([None]) is None
     with pytest.raises(InputError):
         evaluate([0, 1], [0.5], [0, 1])
+
+
+def test_without_scikit_learn_the_error_names_the_eval_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # what `import` sees when it is not installed
+    with pytest.raises(MissingDependencyError, match=r"pip install 'ragtrust\[eval\]'"):
+        roc_auc([0, 1, 1], [0.1, 0.8, 0.9])
+
+
+def test_without_scipy_the_error_names_the_eval_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'ragtrust\[eval\]'"):
+        wilson_interval(3, 10)

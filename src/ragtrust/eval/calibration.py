@@ -57,6 +57,7 @@ import numpy as np
 
 from ragtrust.documents import Document, RetrievedDoc
 from ragtrust.errors import InputError
+from ragtrust.eval.metrics import roc_auc
 from ragtrust.models.base import Embedder, NLIModel
 from ragtrust.screening.ramp import DEFAULT_RAMP
 
@@ -80,10 +81,8 @@ def _rates(clean: Sequence[float], poisoned: Sequence[float], low: float) -> dic
     out = {"clean_above_low": round(float(np.mean(c > low)), 4) if len(c) else float("nan")}
     out["poisoned_above_low"] = round(float(np.mean(p > low)), 4) if len(p) else float("nan")
     if len(c) and len(p):
-        from sklearn.metrics import roc_auc_score
-
-        y = np.r_[np.zeros(len(c)), np.ones(len(p))]
-        out["roc_auc"] = round(float(roc_auc_score(y, np.r_[c, p])), 4)
+        auc = roc_auc(np.r_[np.zeros(len(c)), np.ones(len(p))], np.r_[c, p])
+        out["roc_auc"] = round(float(auc), 4) if auc is not None else float("nan")
     return out
 
 

@@ -63,7 +63,7 @@ import numpy.typing as npt
 
 from ragtrust.errors import InputError, MissingDependencyError
 from ragtrust.eval.analysis import QUERY_FPR, StoredRun, fpr_threshold, load_run, signal_names
-from ragtrust.eval.metrics import roc_auc, wilson_interval
+from ragtrust.eval.metrics import EVAL_INSTALL, roc_auc, wilson_interval
 from ragtrust.eval.runner import ATTACKS_DIR, SAMPLES_FILE
 from ragtrust.io import atomic_write_text, read_text_file
 
@@ -93,8 +93,8 @@ LEARNED, NOISY_OR = "learned", "noisy_or"
 def _sklearn() -> Any:
     try:
         import sklearn
-    except ImportError as exc:  # pragma: no cover - a core dependency, but say how to fix it
-        raise MissingDependencyError("the learned fusion", "pip install 'scikit-learn>=1.5,<2'") from exc
+    except ImportError as exc:
+        raise MissingDependencyError("the learned fusion (scikit-learn)", EVAL_INSTALL) from exc
     return sklearn
 
 

@@ -32,7 +32,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtrust.errors import InputError
+from ragtrust.errors import InputError, MissingDependencyError
+
+#: the extra that brings scikit-learn and SciPy (the base install has neither)
+EVAL_INSTALL = "pip install 'ragtrust[eval]'"
 
 ArrayLike = Sequence[float] | Sequence[int] | Sequence[bool] | npt.NDArray[Any]
 BOOTSTRAP_B = 20_000
@@ -106,6 +109,23 @@ def confusion(y_true: ArrayLike, y_pred: ArrayLike) -> Confusion:
     return Confusion(tp=int(np.sum(t & p)), fp=int(np.sum(~t & p)), tn=int(np.sum(~t & ~p)), fn=int(np.sum(t & ~p)))
 
 
+def sklearn_metrics() -> Any:
+    """``sklearn.metrics``; without scikit-learn, the error names the extra that brings it."""
+    try:
+        from sklearn import metrics
+    except ImportError as exc:
+        raise MissingDependencyError("ROC / PR metrics (scikit-learn)", EVAL_INSTALL) from exc
+    return metrics
+
+
+def _normal_quantile(q: float) -> float:
+    try:
+        from scipy.stats import norm
+    except ImportError as exc:
+        raise MissingDependencyError("confidence intervals (SciPy)", EVAL_INSTALL) from exc
+    return float(norm.ppf(q))
+
+
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
     """Wilson score interval of a proportion; ``None`` when ``n == 0``.
 
@@ -117,9 +137,7 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
         raise InputError(f"need 0 <= successes <= n, got {successes}/{n}")
     if n == 0:
         return None
-    from scipy.stats import norm
-
-    z = float(norm.ppf(0.5 + confidence / 2))
+    z = _normal_quantile(0.5 + confidence / 2)
     p = successes / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
@@ -195,32 +213,26 @@ def bootstrap_metric(
 
 def roc_auc(y_true: ArrayLike, suspicion: ArrayLike) -> float | None:
     """ROC-AUC of suspicion scores (higher = more likely poisoned); ``None`` with one class."""
-    from sklearn.metrics import roc_auc_score
-
     t = _as_bool(y_true, "y_true")
     if t.all() or not t.any():
         return None
-    return float(roc_auc_score(t, np.asarray(suspicion, dtype=float)))
+    return float(sklearn_metrics().roc_auc_score(t, np.asarray(suspicion, dtype=float)))
 
 
 def pr_auc(y_true: ArrayLike, suspicion: ArrayLike) -> float | None:
     """PR-AUC (average precision) of suspicion scores; ``None`` with one class."""
-    from sklearn.metrics import average_precision_score
-
     t = _as_bool(y_true, "y_true")
     if t.all() or not t.any():
         return None
-    return float(average_precision_score(t, np.asarray(suspicion, dtype=float)))
+    return float(sklearn_metrics().average_precision_score(t, np.asarray(suspicion, dtype=float)))
 
 
 def roc_curve_points(y_true: ArrayLike, suspicion: ArrayLike) -> tuple[list[float], list[float]] | None:
     """(FPR, TPR) points of the ROC curve, for plots; ``None`` with one class."""
-    from sklearn.metrics import roc_curve
-
     t = _as_bool(y_true, "y_true")
     if t.all() or not t.any():
         return None
-    fpr, tpr, _ = roc_curve(t, np.asarray(suspicion, dtype=float))
+    fpr, tpr, _ = sklearn_metrics().roc_curve(t, np.asarray(suspicion, dtype=float))
     return fpr.tolist(), tpr.tolist()
 
 
@@ -332,6 +344,7 @@ def evaluate(
 
 __all__ = [
     "BOOTSTRAP_B",
+    "EVAL_INSTALL",
     "Confusion",
     "DetectionReport",
     "bootstrap_metric",
@@ -342,6 +355,7 @@ __all__ = [
     "pr_auc",
     "roc_auc",
     "roc_curve_points",
+    "sklearn_metrics",
     "trust_separation",
     "wilson_interval",
 ]

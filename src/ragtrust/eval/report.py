@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from ragtrust.errors import MissingDependencyError
 from ragtrust.eval import analysis
-from ragtrust.eval.metrics import roc_curve_points
+from ragtrust.eval.metrics import EVAL_INSTALL, roc_curve_points
 from ragtrust.io import atomic_write_bytes, atomic_write_text
 
 #: the Evaluation Agent's TruthfulQA results (Llama 3.3 70B, MiniLM, K = 5), SPEC section 8
@@ -96,7 +97,10 @@ class ReportPaths:
 
 
 def _figures(run: analysis.StoredRun, out: Path) -> list[tuple[str, Path]]:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise MissingDependencyError("the report's figures (matplotlib)", EVAL_INSTALL) from exc
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ragtrust.errors import InputError
+from ragtrust.errors import InputError, MissingDependencyError
 from ragtrust.models.base import NLI_LABELS, NLIModel
 
 _RULE = (
@@ -105,7 +105,10 @@ def expected_calibration_error(probs: np.ndarray, labels: np.ndarray, n_bins: in
 
 def evaluate(model: NLIModel, rows: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
     """Metrics of ``model`` on ``rows`` (3-way, or 2-way when any label is not_entailment)."""
-    from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, roc_auc_score
+    try:
+        from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, roc_auc_score
+    except ImportError as exc:
+        raise MissingDependencyError("NLI model evaluation (scikit-learn)", "pip install 'ragtrust[eval]'") from exc
 
     start = time.perf_counter()
     probs = np.asarray(model.predict([(p, h) for p, h, _ in rows]), dtype=np.float64)

@@ -40,6 +40,7 @@ import numpy as np
 
 from ragtrust.documents import Document, RetrievedDoc
 from ragtrust.errors import InputError
+from ragtrust.eval.metrics import roc_auc
 from ragtrust.io import atomic_write_text
 from ragtrust.training.injection_data import benchmark_documents, owasp_chunks, package_dir
 
@@ -90,13 +91,12 @@ def threshold_at_fpr(clean: Sequence[float], fpr: float) -> float:
 
 def rates(negatives: Sequence[float], positives: Sequence[float], threshold: float | None) -> dict[str, Any]:
     """ROC-AUC, recall / FPR at ``threshold`` and recall at <= 1% FPR on these negatives."""
-    from sklearn.metrics import roc_auc_score
-
     neg, pos = np.asarray(negatives, dtype=float), np.asarray(positives, dtype=float)
     out: dict[str, Any] = {"n_negative": len(neg), "n_positive": len(pos)}
     if len(neg) and len(pos):
         y = np.r_[np.zeros(len(neg)), np.ones(len(pos))]
-        out["roc_auc"] = round(float(roc_auc_score(y, np.r_[neg, pos])), 4)
+        auc = roc_auc(y, np.r_[neg, pos])
+        out["roc_auc"] = round(float(auc), 4) if auc is not None else float("nan")
         t1 = threshold_at_fpr(list(neg), 0.01)
         out["recall_at_1pct_fpr"] = round(float(np.mean(pos >= t1)), 4)
         out["fpr_at_that_threshold"] = round(float(np.mean(neg >= t1)), 4)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from ragtrust.errors import MissingDependencyError
 from ragtrust.models.nli_eval import expected_calibration_error
 
 
@@ -111,8 +112,11 @@ def _epoch_stream(lengths: list[int], cfg: _BatchPlan) -> Iterator[list[int]]:
 def fit_temperature(logits: Any, labels: Any) -> float:
     """Temperature minimising the negative log-likelihood (bounded scalar search)."""
     import numpy as np
-    from scipy.optimize import minimize_scalar
-    from scipy.special import log_softmax
+    try:
+        from scipy.optimize import minimize_scalar
+        from scipy.special import log_softmax
+    except ImportError as exc:
+        raise MissingDependencyError("temperature scaling (SciPy)", "pip install 'ragtrust[train]'") from exc
 
     def nll(t: float) -> float:
         lp = log_softmax(logits / t, axis=1)
