@@ -99,8 +99,8 @@ def train_cmd(
 ) -> None:
     """Fine-tune the packaged MiniLM as an injection classifier (needs ragtrust[train]); resumes if interrupted."""
     try:
-        from ragtrust.training.injection_data import DataConfig
         from ragtrust.training.injection import InjectionTrainConfig, train
+        from ragtrust.training.injection_data import DataConfig
     except ImportError as exc:  # pragma: no cover - torch missing
         raise InputError('training needs the [train] extra: pip install "ragtrust[train]"') from exc
     if base_model is None:
@@ -201,9 +201,9 @@ def eval_cmd(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """ROC-AUC, recall and FPR on held-out families, the kept-aside public corpus and clean documents."""
-    from ragtrust.training.injection_eval import evaluate, injection_probabilities, signal_scores
     from ragtrust.screening.linguistic import LinguisticSignal
     from ragtrust.screening.structural import StructuralSignal
+    from ragtrust.training.injection_eval import evaluate, injection_probabilities, signal_scores
 
     signal = _signal(model)
     threshold, _ = signal.resolved_threshold()

@@ -224,10 +224,10 @@ def calibrate_cmd(
     import onnxruntime
 
     from ragtrust import __version__
+    from ragtrust.eval.calibration import calibrate_model, write_to_manifest
     from ragtrust.io import atomic_write_text
     from ragtrust.models.embedder import default_embedder
     from ragtrust.models.nli import MANIFEST_FILE, OnnxNLI, read_manifest
-    from ragtrust.eval.calibration import calibrate_model, write_to_manifest
 
     if not data.exists():
         raise InputError(f"--data {data} does not exist")
