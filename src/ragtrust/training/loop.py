@@ -112,6 +112,7 @@ def _epoch_stream(lengths: list[int], cfg: _BatchPlan) -> Iterator[list[int]]:
 def fit_temperature(logits: Any, labels: Any) -> float:
     """Temperature minimising the negative log-likelihood (bounded scalar search)."""
     import numpy as np
+
     try:
         from scipy.optimize import minimize_scalar
         from scipy.special import log_softmax
