@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,17 +83,30 @@ def parse_document_row(row: Any, where: str) -> RetrievedDoc:
     return RetrievedDoc(document=doc, score=score, rank=int(row.get("rank", 0)) or 1)
 
 
+def iter_jsonl(lines: Iterable[str], where: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed value)`` for every non-blank line of a JSONL text.
+
+    Raises:
+        InputError: ``"{where}:{line}: invalid JSON (...)"`` on the first line that is not JSON.
+
+    Example:
+        >>> list(iter_jsonl(['{"id": "a"}', "", "[1, 2]"], "rows.jsonl"))
+        [(1, {'id': 'a'}), (3, [1, 2])]
+    """
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}:{lineno}: invalid JSON ({exc.msg})") from exc
+
+
 def read_documents_jsonl(path: str | Path) -> list[RetrievedDoc]:
     """Read the CLI's document JSONL; ranks follow file order when not given."""
     text = read_text_file(path)
     docs: list[RetrievedDoc] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+    for lineno, row in iter_jsonl(text.splitlines(), path):
         doc = parse_document_row(row, f"{path}:{lineno}")
         docs.append(RetrievedDoc(document=doc.document, score=doc.score, rank=len(docs) + 1))
     if not docs:
@@ -124,14 +137,8 @@ def read_question_rows(path: str | Path | None, packaged: str) -> list[tuple[str
         text = read_text_file(path)
         name = str(path)
     out: list[tuple[str, int, dict[str, Any], str]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for lineno, row in iter_jsonl(text.splitlines(), name):
         where = f"{name}:{lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{where}: invalid JSON ({exc.msg})") from exc
         question = row.get("question") if isinstance(row, dict) else None
         if not isinstance(question, str) or not question.strip():
             raise InputError(f"{where}: expected an object with a non-empty 'question'")
@@ -144,6 +151,7 @@ def read_question_rows(path: str | Path | None, packaged: str) -> list[tuple[str
 __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
+    "iter_jsonl",
     "parse_document_row",
     "read_question_rows",
     "read_documents_jsonl",

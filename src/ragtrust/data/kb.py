@@ -18,7 +18,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,6 +26,7 @@ from typing import Any
 
 from ragtrust.documents import Document
 from ragtrust.errors import InputError
+from ragtrust.io import iter_jsonl
 
 #: file name of the knowledge base inside the ``ragtrust.data`` package
 KB_FILE = "secure_coding_kb.jsonl"
@@ -109,13 +109,7 @@ def _parse(row: Any, lineno: int) -> Rule:
 def _rules() -> tuple[Rule, ...]:
     text = resources.files("ragtrust.data").joinpath(KB_FILE).read_text(encoding="utf-8")
     rules: list[Rule] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{KB_FILE}:{lineno}: invalid JSON ({exc.msg})") from exc
+    for lineno, row in iter_jsonl(text.splitlines(), KB_FILE):
         rules.append(_parse(row, lineno))
     ids = [r.id for r in rules]
     if len(set(ids)) != len(ids):

@@ -48,7 +48,7 @@ from ragtrust.config import TrustConfig
 from ragtrust.errors import InputError
 from ragtrust.eval.metrics import BOOTSTRAP_B, confusion, evaluate, mean_sd, roc_auc, wilson_interval
 from ragtrust.eval.runner import MANIFEST_FILE, SAMPLES_FILE
-from ragtrust.io import atomic_write_text, read_text_file
+from ragtrust.io import atomic_write_text, iter_jsonl, read_text_file
 
 ABLATIONS: tuple[str, ...] = ("poison_only", "nli_only", "nli_consistency", "full", "full_dampener")
 ABLATION_LABELS: Mapping[str, str] = {
@@ -103,13 +103,7 @@ def load_run(run_dir: str | Path) -> StoredRun:
         except ValueError as exc:
             raise InputError(f"{manifest_path}: invalid JSON ({exc})") from exc
     samples = []
-    for lineno, line in enumerate(read_text_file(samples_path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{samples_path}:{lineno}: invalid JSON ({exc.msg})") from exc
+    for lineno, row in iter_jsonl(read_text_file(samples_path).splitlines(), samples_path):
         for key in ("dataset", "part", "k"):
             if key not in row:
                 raise InputError(f"{samples_path}:{lineno}: sample without {key!r}")

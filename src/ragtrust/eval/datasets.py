@@ -47,7 +47,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ import numpy as np
 
 from ragtrust.documents import Document
 from ragtrust.errors import ConfigError, InputError
+from ragtrust.io import iter_jsonl
 
 DATASETS: tuple[str, ...] = ("truthfulqa", "fever", "secure_coding")
 TRUTHFULQA_FILE = "truthfulqa/TruthfulQA.csv"
@@ -263,13 +263,7 @@ def load_fever_documents(
     path = _require(data_dir, FEVER_FILE, "FEVER")
     items: list[dict[str, object]] = []
     with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+        for _, row in iter_jsonl(handle, path):
             if row.get("label") in _FEVER_VERDICTS and str(row.get("claim", "")).strip():
                 items.append(row)
     if not items:
