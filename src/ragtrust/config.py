@@ -129,6 +129,14 @@ class EvidenceConfig(_Section):
     overlap_threshold: float = Field(0.7, gt=0, le=1)
     max_passages: int = Field(8, ge=1)
     max_answer_sentences: int = Field(4, ge=1)
+    extractor: Literal["extractive", "llm"] = Field(
+        "extractive",
+        description="'extractive' (verbatim sentences, no LLM) or 'llm' (EvidenT's JSON extraction by the "
+        "[generator] endpoint's model; its passages are aligned before use)",
+    )
+    json_schema: bool = Field(
+        True, description="send the extraction JSON schema as response_format (constrained decoding) to the LLM"
+    )
     terms: Mapping[str, str] = Field(default_factory=dict, description="term normalisation map")
 
 
@@ -176,6 +184,12 @@ class GeneratorConfig(_Section):
     max_retries: int = Field(2, ge=0)
     temperature: float = Field(0.0, ge=0)
     max_tokens: int = Field(512, ge=1)
+    context_tokens: int = Field(
+        0,
+        ge=0,
+        description="the model's context window in tokens (a llama.cpp server's n_ctx); prompts are fitted "
+        "into it with a warning; 0 = unknown (a prompt the server rejects as too long is retried shorter)",
+    )
 
 
 class EvalConfig(_Section):

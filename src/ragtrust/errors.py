@@ -57,11 +57,16 @@ class BackendError(RagTrustError):
     """A retriever, LLM endpoint or other external backend failed."""
 
 
+class ContextLengthError(BackendError):
+    """An LLM server rejected a prompt as longer than the model's context window."""
+
+
 class ModelError(RagTrustError):
     """A model could not be loaded, failed its checksum, or failed during inference."""
 
 
 __all__ = [
+    "ContextLengthError",
     "BackendError",
     "ConfigError",
     "InputError",

@@ -257,16 +257,35 @@ class TrustGate:
         if self.guard is None:
             self.guard = CitationGuard(n=s.evidence.ngram_n, threshold=s.evidence.overlap_threshold)
         if self.extractor is None:
-            self.extractor = build(
-                "extractor",
-                {"type": "extractive", "params": {"max_passages": s.evidence.max_passages}},
-                embedder=self.embedder,
-            )
+            if s.evidence.extractor == "llm":
+                from ragtrust.evidence.extract import LLMExtractor
+                from ragtrust.generation.openai import ChatClient
+                from ragtrust.prompts import EXTRACTION_SCHEMA
+
+                schema = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "collected_passages", "schema": EXTRACTION_SCHEMA},
+                }
+                self.extractor = LLMExtractor(
+                    ChatClient.from_config(s.generator),
+                    max_passages=s.evidence.max_passages,
+                    context_tokens=s.generator.context_tokens,
+                    reply_tokens=s.generator.max_tokens,
+                    response_format=schema if s.evidence.json_schema else None,
+                )
+            else:
+                self.extractor = build(
+                    "extractor",
+                    {"type": "extractive", "params": {"max_passages": s.evidence.max_passages}},
+                    embedder=self.embedder,
+                )
         if self.generator is None:
             if s.generator.type == "openai":
                 from ragtrust.generation.openai import OpenAICompatibleGenerator
 
-                self.generator = OpenAICompatibleGenerator.from_config(s.generator)
+                self.generator = OpenAICompatibleGenerator.from_config(
+                    s.generator, max_sentences=s.evidence.max_answer_sentences
+                )
             else:
                 self.generator = build(
                     "generator",
@@ -585,12 +604,17 @@ class TrustGate:
             refusal = "every retrieved document was withheld (suspicious or quarantined): no answer was given"
         else:
             with watch.stage("extract"):
-                extracted = self.extractor.extract(question, context)
+                extracted, extraction_failure = self._extract(question, context, warnings)
             with watch.stage("align"):
                 alignment = self.aligner.align(extracted, context)
                 passages = tuple(alignment.passages)
             with watch.stage("generate"):
                 generated = self.generator.generate(question, passages)
+            warnings.extend(generated.warnings)
+            if extraction_failure is not None:
+                refusal = extraction_failure
+            elif not passages:
+                refusal = "no passage of the retrieved documents was verified as evidence for the answer"
             with watch.stage("postprocess"):
                 grounded = self.guard.apply(generated, passages, context)
                 grounded = postprocess(
@@ -600,6 +624,9 @@ class TrustGate:
                 )
             warnings.extend(grounded.warnings)
             answer = grounded.text
+            if refusal is None and not grounded.sentences:
+                refusal = "the generator wrote no answer from the evidence"
+                warnings.append("The generator wrote no usable answer: nothing to trust.")
             with watch.stage("verify"):
                 # a withheld document is not evidence: verify against what the generator saw
                 fact = self._factuality(answer, context) if grounded.sentences else None
@@ -649,12 +676,42 @@ class TrustGate:
             not_stated=grounded is not None and (bool(grounded.preface) or says_not_stated(answer)),
         )
 
-    def _models(self) -> dict[str, str]:
-        return {
+    def _extract(
+        self, question: str, context: Sequence[RetrievedDoc], warnings: list[str]
+    ) -> tuple[list[Passage], str | None]:
+        """The extractor's passages, and why there are none when an LLM's reply was unusable.
+
+        A malformed reply (after the extractor's repair attempt) is reported as a failed
+        condition of the verdict, never raised: the screening result still reaches the user.
+        """
+        from ragtrust.evidence.extract import ExtractionError
+
+        try:
+            with_warnings = getattr(self.extractor, "extract_with_warnings", None)
+            if callable(with_warnings):
+                extracted, notes = with_warnings(question, context)
+                warnings.extend(notes)
+                return list(extracted), None
+            return list(self.extractor.extract(question, context)), None
+        except ExtractionError as exc:
+            warnings.append(f"No evidence could be extracted: {exc}")
+            return [], f"the extractor's reply was unusable: {exc}"
+
+    def model_ids(self) -> dict[str, str]:
+        """The models and prompt versions behind a verdict (recorded in every result)."""
+        models = {
             "nli": str(getattr(self.nli, "model_id", type(self.nli).__name__)),
             "embedder": str(getattr(self.embedder, "model_id", type(self.embedder).__name__)),
             "generator": str(getattr(self.generator, "name", type(self.generator).__name__)),
         }
+        for role, component in (("generator", self.generator), ("extractor", self.extractor)):
+            model = getattr(component, "model", None) or getattr(getattr(component, "client", None), "model", None)
+            if isinstance(model, str) and model:
+                models[f"{role}_model"] = model
+            version = getattr(component, "prompt_version", None)
+            if isinstance(version, str):
+                models[f"{role}_prompt"] = version
+        return models
 
     def _verdict(
         self,
@@ -768,7 +825,7 @@ class TrustGate:
             conflicts=conflicts,
             stage=stage,
             timings_s=dict(watch.timings),
-            models=self._models(),
+            models=self.model_ids(),
         )
 
     def _empty_verdict(self, question: str, warnings: list[str], watch: _Stopwatch) -> Verdict:
@@ -795,7 +852,7 @@ class TrustGate:
                 _score_reason(result.trust_score, self.settings.trust.tau),
             ),
             timings_s=dict(watch.timings),
-            models=self._models(),
+            models=self.model_ids(),
         )
 
 

@@ -29,7 +29,7 @@ def completion(text: str) -> dict[str, object]:
 
 def make(handler, **kw) -> OpenAICompatibleGenerator:  # type: ignore[no-untyped-def]
     return OpenAICompatibleGenerator(
-        "http://llm.test/v1", "test-model", transport=httpx.MockTransport(handler), backoff_s=0.0, **kw
+        ChatClient("http://llm.test/v1", "test-model", transport=httpx.MockTransport(handler), backoff_s=0.0, **kw)
     )
 
 
@@ -139,8 +139,9 @@ def test_out_of_range_numbers_are_kept_for_the_guard() -> None:
 def test_from_config_reads_the_key_from_the_given_env_and_registry() -> None:
     cfg = GeneratorConfig(type="openai", base_url="http://x/v1", model="m", api_key_env="MY_KEY", timeout_s=5)
     gen = OpenAICompatibleGenerator.from_config(cfg, {"MY_KEY": "secret"})
-    assert (gen.base_url, gen.model, gen.api_key, gen.timeout_s) == ("http://x/v1", "m", "secret", 5)
-    assert OpenAICompatibleGenerator.from_config(cfg, {}).api_key is None
+    client = gen.client
+    assert (client.base_url, client.model, client.api_key, client.timeout_s) == ("http://x/v1", "m", "secret", 5)
+    assert OpenAICompatibleGenerator.from_config(cfg, {}).client.api_key is None
     built = build("generator", {"type": "openai", "params": {"base_url": "http://x/v1", "model": "m"}})
     assert isinstance(built, OpenAICompatibleGenerator)
 

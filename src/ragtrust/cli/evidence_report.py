@@ -7,12 +7,17 @@ it is added as the top-level command ``ragtrust evidence-report``.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 from rich.progress import Progress
+
+if TYPE_CHECKING:
+    from ragtrust.generation.local import LocalLLM
 
 from ragtrust.cli.common import ConfigOption, console, handle_errors, print_json, settings_from
 
@@ -35,26 +40,50 @@ def evidence(
     index_cache: Path | None = typer.Option(
         None, "--index-cache", help="Folder to keep the chunk embeddings in; re-runs then skip embedding."
     ),
+    extractor: Literal["extractive", "llm"] | None = typer.Option(
+        None, "--extractor", help="Passage extractor (default: the configuration's, extractive)."
+    ),
+    generator: Literal["extractive", "openai"] | None = typer.Option(
+        None, "--generator", help="Answer writer (default: the configuration's, extractive)."
+    ),
+    local_llm: bool = typer.Option(
+        False,
+        "--local-llm",
+        help="Start the packaged local model (ragtrust llm serve) for the run and point the LLM stages at it.",
+    ),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="LLM reply limit (default 512)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     config: Path | None = ConfigOption,
 ) -> None:
     """Ingest the documents, answer the questions and report EvidenT's evidence metrics."""
     from ragtrust.eval.evidence_report import load_questions, run_evidence_report, write_evidence_report
 
-    overrides = {"seed": seed, "retrieval": {"top_k": top_k} if top_k is not None else None}
-    settings = settings_from(config, overrides)
+    overrides: dict[str, Any] = {
+        "seed": seed,
+        "retrieval": {"top_k": top_k} if top_k is not None else None,
+        "evidence": {"extractor": extractor} if extractor else None,
+        "generator": {k: v for k, v in (("type", generator), ("max_tokens", max_tokens)) if v is not None} or None,
+    }
     items = load_questions(questions)
     command = "ragtrust " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    with Progress(console=console, transient=True, disable=as_json) as bar:
-        task = bar.add_task("answering", total=len(items))
-        report = run_evidence_report(
-            data_dir,
-            items,
-            settings=settings,
-            command=command,
-            index_cache=index_cache,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
-        )
+    with contextlib.ExitStack() as stack:
+        llm: dict[str, Any] | None = None
+        if local_llm:
+            server = stack.enter_context(_local_server())
+            overrides["generator"] = {**server.settings()["generator"], **(overrides["generator"] or {})}
+            llm = server.describe()
+        settings = settings_from(config, {k: v for k, v in overrides.items() if v is not None})
+        with Progress(console=console, transient=True, disable=as_json) as bar:
+            task = bar.add_task("answering", total=len(items))
+            report = run_evidence_report(
+                data_dir,
+                items,
+                settings=settings,
+                command=command,
+                index_cache=index_cache,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                llm=llm,
+            )
     md, js = write_evidence_report(report, out)
     s = report.summary
     if as_json:
@@ -66,6 +95,22 @@ def evidence(
         f"retention {100 * s['retention']:.1f}%, AnsCov {s['ans_cov']:.3f} -> {md}, {js}",
         highlight=False,
     )
+
+
+def _local_server() -> LocalLLM:
+    """The packaged local model on a free loopback port (stopped when the run ends)."""
+    import socket
+
+    from ragtrust.errors import ConfigError
+    from ragtrust.generation.local import default_model_path, runtime_missing
+
+    missing = runtime_missing()
+    if missing is not None:
+        raise ConfigError(missing)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    return LocalLLM(default_model_path(), port=port)
 
 
 def register(app: typer.Typer) -> None:

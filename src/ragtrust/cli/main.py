@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "ragtrust.cli.fusion",  # eval fusion (learned signal fusion, evaluation only)
     "ragtrust.cli.conflicts",  # eval conflicts (claim conflicts with and without a witness)
     "ragtrust.cli.serve",  # serve
+    "ragtrust.cli.llm",  # llm serve / info (a local OpenAI-compatible model)
 )
 
 app = typer.Typer(

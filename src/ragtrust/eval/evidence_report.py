@@ -202,6 +202,7 @@ class QuestionResult:
     sem_recall: float | None
     cov_at_10: float
     alignment: Mapping[str, float]
+    extraction_failed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form."""
@@ -332,6 +333,7 @@ def run_evidence_report(
     command: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     index_cache: str | Path | None = None,
+    llm: Mapping[str, Any] | None = None,
 ) -> EvidenceReport:
     """Ingest ``data_dir``, answer ``questions`` and measure the evidence metrics.
 
@@ -342,7 +344,7 @@ def run_evidence_report(
         embedder: the sentence embedder; default: ``default_embedder(settings)`` (the
             packaged all-MiniLM-L6-v2 int8 ONNX).
         nli: the NLI model the gate holds (unused by the evidence stages); default: the
-            shipped model when present, else the deterministic ``LexicalNLI`` fake.
+            configured model (``models.nli``, the shipped one unless set otherwise).
         sem_scorer: scorer for SemMax / SemRecall; ``"auto"`` uses the shipped NLI model's
             entailment when the model file exists and skips them otherwise; ``None`` skips.
         ablation_ns: n-gram lengths of the (n, t) ablation.
@@ -352,6 +354,8 @@ def run_evidence_report(
         index_cache: folder for the chunk embeddings (:func:`cached_chunk_vectors`); a
             re-run on the same corpus, chunking and embedder skips the embedding step,
             which dominates the cost.
+        llm: what to record of the LLM the settings point at (model file, sha256, window),
+            e.g. from ``ragtrust eval evidence --local-llm``.
 
     Raises:
         InputError: no questions, or no documents in ``data_dir``.
@@ -379,10 +383,9 @@ def run_evidence_report(
             sem_scorer = nli_entailment_scorer(engine)
             sem_model_id = engine.model_id
     if nli is None:
-        from ragtrust.models.nli import NLIEngine
-        from ragtrust.testing import LexicalNLI
+        from ragtrust.models.nli import default_nli
 
-        nli = NLIEngine(LexicalNLI())
+        nli = default_nli(settings)  # the configured model; a clear error when it is missing
     if sem_scorer is not None and sem_model_id is None:
         sem_model_id = getattr(sem_scorer, "model_id", getattr(sem_scorer, "__name__", "custom scorer"))
 
@@ -403,12 +406,24 @@ def run_evidence_report(
     kept_all: list[Passage] = []
     stress_by_q: list[list[Passage]] = []
     stress_kinds: list[str] = []
+    llm_failures: list[str] = []
+    llm_warnings: Counter[str] = Counter()
+    stage_s: list[dict[str, float]] = []
     for done, item in enumerate(questions, start=1):
         docs, _ = gate.retrieve(item.question)
-        extracted = gate.extractor.extract(item.question, docs)
+        t0 = time.perf_counter()
+        extracted, failure, notes = _extract(gate.extractor, item.question, docs)
+        t1 = time.perf_counter()
+        if failure is not None:
+            llm_failures.append(f"{item.id}: {failure}")
         alignment = gate.aligner.align(extracted, docs)
         passages = list(alignment.passages)
+        t2 = time.perf_counter()
         generated = gate.generator.generate(item.question, passages)
+        t3 = time.perf_counter()
+        stage_s.append({"extract": t1 - t0, "align": t2 - t1, "generate": t3 - t2})
+        for note in (*notes, *generated.warnings):
+            llm_warnings[note.split(":")[0]] += 1
         grounded = gate.guard.apply(generated, passages, docs)
         answers = evidence_answers_question(item.question, passages, docs)
         grounded = postprocess(grounded, settings.evidence, answers_question=answers)
@@ -448,6 +463,7 @@ def run_evidence_report(
                 sem_recall=sem[1],
                 cov_at_10=coverage_at(passages, docs, 10),
                 alignment=dict(alignment.diagnostics),
+                extraction_failed=failure is not None,
             )
         )
         extracted_by_q.append(list(extracted))
@@ -498,6 +514,11 @@ def run_evidence_report(
         "alignment": align_summary,
     }
     ablation = [row.to_dict() for row in ablation_table(extracted_by_q, docs_by_q, ablation_ns, ablation_ts)]
+    configured = ablation_table(extracted_by_q, docs_by_q, (gate.aligner.n,), (gate.aligner.threshold,))[0]
+    summary["hallucination_before"] = configured.hallucination_before
+    summary["hallucination_after"] = configured.hallucination_after
+    summary["extraction_failures"] = llm_failures
+    summary["llm_warnings"] = dict(llm_warnings)
     stress_ablation = [row.to_dict() for row in ablation_table(stress_by_q, docs_by_q, ablation_ns, ablation_ts)]
     confusion = _stress_confusion(stress_by_q, docs_by_q, stress_kinds, settings)
     summary["stress"] = {
@@ -520,6 +541,8 @@ def run_evidence_report(
             "extractor": type(gate.extractor).__name__,
             "generator": str(getattr(gate.generator, "name", type(gate.generator).__name__)),
             "sem_scorer": sem_model_id or SEM_NOT_COMPUTED,
+            **{k: v for k, v in gate.model_ids().items() if k.endswith(("_model", "_prompt"))},
+            **({"llm": dict(llm)} if llm else {}),
         },
         "components": {
             "extractor": _params(gate.extractor),
@@ -547,8 +570,27 @@ def run_evidence_report(
             "ablation": round(t_end - t_answer, 2),
             "total": round(t_end - started, 2),
         },
+        "mean_stage_s": {
+            k: round(sum(t[k] for t in stage_s) / len(stage_s), 3) for k in ("extract", "align", "generate")
+        },
     }
     return EvidenceReport(summary, results, ablation, stress_ablation, confusion, provenance)
+
+
+def _extract(
+    extractor: Any, question: str, docs: Sequence[RetrievedDoc]
+) -> tuple[list[Passage], str | None, tuple[str, ...]]:
+    """The extractor's passages, why there are none (an LLM's unusable reply), and its warnings."""
+    from ragtrust.evidence.extract import ExtractionError
+
+    try:
+        with_warnings = getattr(extractor, "extract_with_warnings", None)
+        if callable(with_warnings):
+            passages, notes = with_warnings(question, docs)
+            return list(passages), None, tuple(notes)
+        return list(extractor.extract(question, docs)), None, ()
+    except ExtractionError as exc:
+        return [], str(exc), ()
 
 
 def _params(component: Any) -> dict[str, Any]:
@@ -613,7 +655,9 @@ def render_markdown(report: EvidenceReport) -> str:
         "# EvidenT evidence report",
         "",
         f"{s['questions']} questions over {s['documents']} documents ({s['chunks']} chunks), "
-        f"top-K = {s['top_k']}, extractive extraction and answers.",
+        f"top-K = {s['top_k']}; extractor `{p['models']['extractor']}`, answer writer `{p['models']['generator']}`"
+        + (f" (model `{p['models']['generator_model']}`)" if p["models"].get("generator_model") else "")
+        + ".",
         "",
         "## Provenance",
         "",
@@ -632,6 +676,7 @@ def render_markdown(report: EvidenceReport) -> str:
         "",
         "The full configuration is in the JSON file next to this one (`provenance.config`).",
         "",
+        *_llm_lines(report),
         "## Headline numbers",
         "",
         "| metric | value |",
@@ -643,6 +688,8 @@ def render_markdown(report: EvidenceReport) -> str:
         f"| answers with >= 1 sentence / with the not-stated preface | {s['answered']} / {s['preface']} |",
         f"| mean answer sentences; sentences without verbatim support | {_fmt(s['mean_sentences'])}; "
         f"{s['unsupported_sentences']} |",
+        f"| %hallucinated passage tokens before / after alignment | {_fmt(s.get('hallucination_before'), True)} / "
+        f"{_fmt(s.get('hallucination_after'), True)} |",
         f"| Cov@10 (kept passages) | {_fmt(s['cov_at_10'])} |",
         f"| retention after filtering | {_fmt(s['retention'], True)} |",
         f"| AnsCov / DocFocus (words) | {_fmt(s['ans_cov'])} / {_fmt(s['doc_focus'])} |",
@@ -660,7 +707,7 @@ def render_markdown(report: EvidenceReport) -> str:
         lines.append(f"| {n} | {_fmt(s['ans_cov_at'][n])} | {_fmt(s['doc_focus_at'][n])} |")
     lines += [
         "",
-        "## Alignment diagnostics (extractive passages, n = "
+        "## Alignment diagnostics (the extractor's passages, n = "
         f"{p['components']['aligner']['n']}, t = {p['components']['aligner']['threshold']})",
         "",
         f"{int(a['n_in'])} passages: {int(a['kept'])} kept, {int(a['truncated'])} truncated, "
@@ -672,7 +719,7 @@ def render_markdown(report: EvidenceReport) -> str:
         "everything: the tables below show that it does, and then what it does with the errors an LLM "
         "extractor makes.",
         "",
-        "## (n, t) ablation: extractive passages",
+        "## (n, t) ablation: the extractor's passages",
         "",
         *_ablation_lines(report.ablation),
         "",
@@ -717,6 +764,34 @@ def render_markdown(report: EvidenceReport) -> str:
             f"{'yes' if r.preface else 'no'} | {r.sentences} | {r.ans_cov:.2f} | {r.out_of_set_citations} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _llm_lines(report: EvidenceReport) -> list[str]:
+    """The LLM's part of the report: model, prompts, failures, warnings, time per call."""
+    s, models = report.summary, report.provenance["models"]
+    if not any(k.endswith("_model") for k in models):
+        return []
+    llm = models.get("llm", {})
+    t = report.provenance.get("mean_stage_s", {})
+    failures = s.get("extraction_failures", [])
+    return [
+        "## The LLM",
+        "",
+        f"- model: `{models.get('generator_model') or models.get('extractor_model')}`"
+        + (f", file `{llm['file']}` (sha256 `{llm['sha256']}`)" if llm.get("file") else "")
+        + (f", served by {llm['server']} with a {llm['context_tokens']}-token window" if llm.get("server") else ""),
+        "- prompts: " + ", ".join(f"{k} `{v}`" for k, v in models.items() if k.endswith("_prompt")),
+        f"- mean seconds per question: extract {_fmt(t.get('extract'))}, align {_fmt(t.get('align'))}, "
+        f"write {_fmt(t.get('generate'))}",
+        f"- extraction replies unusable after one repair: {len(failures)} of {s['questions']}"
+        + (
+            " (" + "; ".join(f[:120] for f in failures[:3]) + ("; …" if len(failures) > 3 else "") + ")"
+            if failures
+            else ""
+        ),
+        "- warnings: " + (", ".join(f"{k} ({v})" for k, v in s.get("llm_warnings", {}).items()) or "none"),
+        "",
+    ]
 
 
 def _ablation_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:

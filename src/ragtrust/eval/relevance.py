@@ -407,7 +407,7 @@ def run_relevance_eval(
         "command": command,
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "store": str(store_dir),
-        "models": dict(gate._models()),
+        "models": dict(gate.model_ids()),
         "versions": {
             "ragtrust": _version("ragtrust"),
             "onnxruntime": _version("onnxruntime"),

@@ -16,6 +16,7 @@ from ragtrust.evidence.align import TRUNCATION_JOINER, AlignmentResult, NGramAli
 from ragtrust.evidence.citations import CitationGuard, GroundedAnswer, render_answer
 from ragtrust.evidence.extract import (
     ChatModel,
+    ExtractionError,
     ExtractiveExtractor,
     LLMExtractor,
     parse_collected_passages,
@@ -29,6 +30,7 @@ __all__ = [
     "AlignmentResult",
     "ChatModel",
     "CitationGuard",
+    "ExtractionError",
     "ExtractiveExtractor",
     "GroundedAnswer",
     "LLMExtractor",

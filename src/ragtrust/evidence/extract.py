@@ -50,10 +50,17 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ragtrust.documents import Document, Passage, RetrievedDoc, Span
-from ragtrust.errors import BackendError, ConfigError, InputError
+from ragtrust.errors import BackendError, ConfigError, ContextLengthError, InputError
 from ragtrust.evidence.align import resolve_source
 from ragtrust.io import read_text_file
 from ragtrust.models.base import Embedder
+from ragtrust.prompts import (
+    CHARS_PER_TOKEN,
+    EXTRACTION_REPAIR_PROMPT,
+    PROMPT_VERSIONS,
+    ContextBudget,
+    build_extraction_messages,
+)
 from ragtrust.registry import register
 from ragtrust.text import Sentence, split_sentences, word_tokens
 
@@ -335,18 +342,6 @@ def _consecutive(indices: Sequence[int]) -> list[list[int]]:
 
 # -- LLM extraction ---------------------------------------------------------------------------
 
-EXTRACTION_SYSTEM_PROMPT = """You collect evidence for a question from retrieved documents.
-Copy passages VERBATIM (character for character) from the documents below that help answer the
-question. Never paraphrase, summarise, merge or invent text. Each passage must come from one
-document and carry that document's URL exactly as given.
-Reply with ONLY a JSON object of this form and nothing else:
-{"collected_passages": [{"passage_id": "1", "passage": "<verbatim text>", "url": "<document url>"}]}
-If no document helps, reply {"collected_passages": []}."""
-
-EXTRACTION_REPAIR_PROMPT = """Your previous reply could not be used: {error}
-Reply again with ONLY the JSON object {{"collected_passages": [{{"passage_id": "...", "passage": "...",
-"url": "..."}}]}}: valid JSON, no comments, no code fences, no text before or after it."""
-
 
 @runtime_checkable
 class ChatModel(Protocol):
@@ -409,14 +404,8 @@ def parse_collected_passages(reply: str) -> list[dict[str, Any]]:
     return [item.model_dump() for item in parsed.collected_passages]
 
 
-def build_extraction_messages(query: str, docs: Sequence[RetrievedDoc], max_doc_chars: int) -> list[dict[str, str]]:
-    """Chat messages asking for verbatim passages of ``docs`` that answer ``query``."""
-    blocks = []
-    for i, doc in enumerate(docs, start=1):
-        text = doc.document.text[:max_doc_chars]
-        blocks.append(f"[Document {i}]\nURL: {doc.document.cite}\n{text}")
-    user = f"Question: {query}\n\nDocuments:\n\n" + "\n\n".join(blocks)
-    return [{"role": "system", "content": EXTRACTION_SYSTEM_PROMPT}, {"role": "user", "content": user}]
+class ExtractionError(BackendError):
+    """The model's reply was not valid extraction JSON, even after the repair attempt."""
 
 
 @register("extractor", "llm")
@@ -429,6 +418,12 @@ class LLMExtractor:
             :class:`ragtrust.generation.openai.ChatClient`.
         max_passages: most passages kept from the reply.
         max_doc_chars: each document is cut to this many characters in the prompt.
+        context_tokens: the model's context window; the documents are fitted into it
+            (lowest-ranked cut first, with a warning); 0 = no fitting.
+        reply_tokens: tokens reserved for the reply when fitting.
+        response_format: sent with each request as OpenAI's ``response_format`` (the
+            pipeline sends :data:`ragtrust.prompts.EXTRACTION_SCHEMA` so that servers with
+            constrained decoding can only reply in the contract); ``None`` sends nothing.
 
     Example:
         >>> from ragtrust.testing import retrieved
@@ -442,18 +437,43 @@ class LLMExtractor:
     client: ChatModel
     max_passages: int = 8
     max_doc_chars: int = 6000
+    context_tokens: int = 0
+    reply_tokens: int = 512
+    response_format: Mapping[str, Any] | None = None
     name: str = "llm"
+
+    @property
+    def prompt_version(self) -> str:
+        """Versions of the extraction and repair prompts (:data:`ragtrust.prompts.PROMPT_VERSIONS`)."""
+        return f"{PROMPT_VERSIONS['extraction']}+{PROMPT_VERSIONS['extraction_repair']}"
 
     def extract(self, query: str, docs: Sequence[RetrievedDoc]) -> list[Passage]:
         """Passages as the model claims them (``status="unverified"``); align them next.
 
         Raises:
-            BackendError: the model failed, or its reply was malformed twice.
+            ExtractionError: the reply was malformed twice.
+            BackendError: the model failed.
         """
+        return self.extract_with_warnings(query, docs)[0]
+
+    def extract_with_warnings(self, query: str, docs: Sequence[RetrievedDoc]) -> tuple[list[Passage], tuple[str, ...]]:
+        """:meth:`extract`, with what the user should know (a trimmed prompt, a repaired reply)."""
         if not docs:
-            return []
-        messages = build_extraction_messages(query, docs, self.max_doc_chars)
-        reply = self.client.chat(messages)
+            return [], ()
+        budget = ContextBudget(self.context_tokens, self.reply_tokens)
+        messages, notes = build_extraction_messages(query, docs, self.max_doc_chars, budget)
+        try:
+            reply = self._chat(messages)
+        except ContextLengthError:
+            if budget.context_tokens <= 0:
+                estimate = int(sum(len(m["content"]) for m in messages) / CHARS_PER_TOKEN)
+                budget = ContextBudget(estimate + self.reply_tokens, self.reply_tokens)
+            messages, notes = build_extraction_messages(query, docs, self.max_doc_chars, budget.halved())
+            retried = (
+                "The model's server said the extraction prompt exceeds its context window: it was sent again shorter."
+            )
+            notes = (retried, *notes)
+            reply = self._chat(messages)
         try:
             items = parse_collected_passages(reply)
         except ValueError as first:
@@ -462,15 +482,21 @@ class LLMExtractor:
                 {"role": "assistant", "content": reply},
                 {"role": "user", "content": EXTRACTION_REPAIR_PROMPT.format(error=first)},
             ]
-            reply = self.client.chat(repair)
+            reply = self._chat(repair)
             try:
                 items = parse_collected_passages(reply)
             except ValueError as second:
-                raise BackendError(
+                raise ExtractionError(
                     f"LLM extractor: the model's reply is not valid extraction JSON after one repair attempt "
                     f"({second}); expected {{'collected_passages': [{{'passage_id', 'passage', 'url'}}]}}"
                 ) from second
-        return _to_passages(items[: self.max_passages], docs)
+            notes = (*notes, f"The extractor's first reply was not valid JSON ({first}); the repaired reply was used.")
+        return _to_passages(items[: self.max_passages], docs), notes
+
+    def _chat(self, messages: Sequence[Mapping[str, str]]) -> str:
+        if self.response_format is None:
+            return self.client.chat(messages)
+        return self.client.chat(messages, response_format=self.response_format)  # type: ignore[call-arg]
 
 
 def _to_passages(items: Sequence[Mapping[str, Any]], docs: Sequence[RetrievedDoc]) -> list[Passage]:
@@ -537,13 +563,11 @@ def read_passages_json(path: str | Path, docs: Sequence[RetrievedDoc] = ()) -> l
 
 
 __all__ = [
-    "EXTRACTION_REPAIR_PROMPT",
-    "EXTRACTION_SYSTEM_PROMPT",
     "STOPWORDS",
     "ChatModel",
+    "ExtractionError",
     "ExtractiveExtractor",
     "LLMExtractor",
-    "build_extraction_messages",
     "CONTEXT_METADATA_KEYS",
     "content_terms",
     "is_evidence_sentence",

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from ragtrust.generation.base import GeneratedAnswer, Generator
 from ragtrust.generation.extractive import ExtractiveGenerator
-from ragtrust.generation.openai import ChatClient, ChatReply, OpenAICompatibleGenerator
+from ragtrust.generation.openai import ChatClient, ChatReply, ContextLengthError, OpenAICompatibleGenerator
 from ragtrust.generation.postprocess import evidence_answers_question, postprocess
 
 __all__ = [
     "ChatClient",
     "ChatReply",
+    "ContextLengthError",
     "ExtractiveGenerator",
     "GeneratedAnswer",
     "Generator",

@@ -14,13 +14,15 @@ class GeneratedAnswer:
     """A generator's raw output.
 
     ``text`` carries citations inline as ``[n]`` or ``[url]``; ``sentences`` holds, when the
-    generator knows them, each sentence with its citation targets.
+    generator knows them, each sentence with its citation targets; ``warnings`` what the
+    user should know about how it was written (a prompt trimmed to fit the model's window).
     """
 
     text: str
     sentences: tuple[tuple[str, tuple[str, ...]], ...] = ()
     model: str = ""
     usage: dict[str, int] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 @runtime_checkable

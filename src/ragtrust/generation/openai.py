@@ -4,8 +4,16 @@
 It retries with exponential backoff (``backoff_s * 2**attempt``) on timeouts, HTTP 429 and
 5xx, and turns every other failure into a :class:`~ragtrust.errors.BackendError` whose
 message says how to fix it (server not running, wrong key, wrong model, bad reply).
-:class:`OpenAICompatibleGenerator` writes answers with the prompt of
-:mod:`ragtrust.generation.prompts`.
+:class:`OpenAICompatibleGenerator` holds a :class:`ChatClient` and writes answers with the
+prompt of :mod:`ragtrust.prompts`, fitted into the model's context window: when the
+passages do not fit ``context_tokens`` the lowest-ranked are cut with a warning, and when
+the server still answers that the prompt exceeds its window (:class:`ContextLengthError`)
+the prompt is rebuilt at half the budget, once, with a warning.
+
+Constrained JSON: a ``response_format`` of OpenAI's ``json_schema`` type is sent as is; a
+server that rejects it is asked again with llama.cpp's form ``{"type": "json_object",
+"schema": ...}``, and one that rejects that too, without any; the client remembers which
+form its server took.
 
 Tests inject ``transport=httpx.MockTransport(handler)``; nothing reaches the network.
 
@@ -27,18 +35,24 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
 from ragtrust.config import GeneratorConfig
 from ragtrust.documents import Passage
-from ragtrust.errors import BackendError
+from ragtrust.errors import BackendError, ContextLengthError
 from ragtrust.generation.base import GeneratedAnswer
-from ragtrust.generation.prompts import build_answer_messages
+from ragtrust.prompts import CHARS_PER_TOKEN, PROMPT_VERSIONS, ContextBudget, build_answer_messages
 from ragtrust.registry import register
 from ragtrust.text import split_sentences
 
 _BASE_URL_HINT = "set RAGTRUST_GENERATOR__BASE_URL (or [generator] base_url in ragtrust.toml)"
+#: how servers say a prompt is longer than the model's window (llama.cpp, OpenAI, vLLM, Ollama)
+_CONTEXT_ERROR = re.compile(
+    r"context[ _](?:window|length)|maximum context|exceeds? (?:the )?(?:available )?context|n_ctx|too many tokens",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +90,8 @@ class ChatClient:
     transport: httpx.BaseTransport | None = None
     _client: httpx.Client | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    #: the response_format forms the server rejected ("json_schema", "json_object")
+    _rejected_formats: set[str] = field(default_factory=set, init=False, repr=False)
 
     @property
     def endpoint(self) -> str:
@@ -100,23 +116,56 @@ class ChatClient:
                 self._client = httpx.Client(timeout=self.timeout_s, transport=self.transport, headers=headers)
             return self._client
 
-    def chat(self, messages: Sequence[Mapping[str, str]]) -> str:
-        """Return the reply text to ``messages`` (see :meth:`complete`)."""
-        return self.complete(messages).text
+    @classmethod
+    def from_config(cls, cfg: GeneratorConfig, env: Mapping[str, str] | None = None) -> ChatClient:
+        """Build from ``[generator]`` settings; the API key is read from ``env[cfg.api_key_env]``.
 
-    def complete(self, messages: Sequence[Mapping[str, str]]) -> ChatReply:
+        Args:
+            cfg: the generator settings.
+            env: the environment to read the key from; ``None`` reads ``os.environ`` (edges
+                such as the CLI and the server should pass their environment explicitly).
+        """
+        env = os.environ if env is None else env
+        return cls(
+            base_url=cfg.base_url,
+            model=cfg.model,
+            api_key=env.get(cfg.api_key_env) or None,
+            timeout_s=cfg.timeout_s,
+            max_retries=cfg.max_retries,
+            temperature=cfg.temperature,
+            max_tokens=cfg.max_tokens,
+        )
+
+    def chat(
+        self, messages: Sequence[Mapping[str, str]], *, response_format: Mapping[str, object] | None = None
+    ) -> str:
+        """Return the reply text to ``messages`` (see :meth:`complete`)."""
+        return self.complete(messages, response_format=response_format).text
+
+    def complete(
+        self, messages: Sequence[Mapping[str, str]], *, response_format: Mapping[str, object] | None = None
+    ) -> ChatReply:
         """Send one chat completion request, with retries.
 
+        Args:
+            messages: the chat, in OpenAI's role/content form.
+            response_format: OpenAI's ``response_format`` (e.g. a JSON schema); when the
+                server rejects it, the other form is tried, then none (see the module doc).
+
         Raises:
+            ContextLengthError: the server says the prompt exceeds the model's window.
             BackendError: unreachable server, authentication failure, other HTTP errors
                 after the retries, or a reply that is not chat-completions JSON.
         """
-        payload = {
+        payload: dict[str, object] = {
             "model": self.model,
             "messages": [dict(m) for m in messages],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
+        fmt = _response_format(response_format, self._rejected_formats)
+        if fmt is not None:
+            payload["response_format"] = fmt
         last: str = ""
         for attempt in range(self.max_retries + 1):
             if attempt:
@@ -132,6 +181,14 @@ class ChatClient:
                 raise BackendError(
                     f"cannot reach {self.endpoint}: is the server running? {_BASE_URL_HINT} ({exc})"
                 ) from exc
+            if fmt is not None and response.status_code >= 400 and "response_format" in response.text:
+                # the server does not take this form of constrained reply: try the next one
+                self._rejected_formats.add(str(fmt.get("type")))
+                return self.complete(messages, response_format=response_format)
+            if response.status_code >= 400 and response.status_code != 429 and _CONTEXT_ERROR.search(response.text):
+                raise ContextLengthError(
+                    f"LLM at {self.endpoint}: the prompt exceeds the model's context window ({_snippet(response)})"
+                )
             if response.status_code == 429 or response.status_code >= 500:
                 last = f"HTTP {response.status_code}: {_snippet(response)}"
                 if attempt == self.max_retries:
@@ -171,6 +228,19 @@ class ChatClient:
         return ChatReply(text=text, model=str(data.get("model") or self.model), usage=clean_usage)
 
 
+def _response_format(wanted: Mapping[str, object] | None, rejected: set[str]) -> dict[str, object] | None:
+    """The form of ``wanted`` to send, given the forms the server rejected (``None``: send none)."""
+    if wanted is None:
+        return None
+    kind = wanted.get("type")
+    if kind not in rejected:
+        return dict(wanted)
+    inner = wanted.get("json_schema")
+    if kind == "json_schema" and isinstance(inner, Mapping) and "json_object" not in rejected:
+        return {"type": "json_object", "schema": inner.get("schema")}
+    return None
+
+
 def _snippet(response: httpx.Response, limit: int = 200) -> str:
     text = response.text.strip().replace("\n", " ")
     return text[:limit] + ("..." if len(text) > limit else "") if text else "<empty body>"
@@ -208,74 +278,45 @@ def sentences_with_citations(text: str, passages: Sequence[Passage]) -> tuple[tu
     return tuple(out)
 
 
-@register("generator", "openai")
 @dataclass
 class OpenAICompatibleGenerator:
     """Write a cited answer with an OpenAI-compatible chat model.
 
     Args:
-        base_url / model / api_key / timeout_s / max_retries / temperature / max_tokens /
-            backoff_s / transport: as :class:`ChatClient`.
+        client: the chat client (endpoint, model, key, timeouts, retries, sampling).
         max_sentences: the answer length asked for in the prompt.
+        context_tokens: the model's context window; 0 = do not fit the prompt.
 
     Example:
         >>> import httpx
         >>> reply = {"choices": [{"message": {"content": "Hash passwords [1]."}}]}
-        >>> gen = OpenAICompatibleGenerator("http://llm.test/v1", "m",
+        >>> client = ChatClient("http://llm.test/v1", "m",
         ...     transport=httpx.MockTransport(lambda r: httpx.Response(200, json=reply)))
-        >>> gen.generate("How?", [Passage("p1", "Hash passwords.", url="u1")]).sentences
+        >>> OpenAICompatibleGenerator(client).generate("How?", [Passage("p1", "Hash passwords.", url="u1")]).sentences
         (('Hash passwords.', ('u1',)),)
     """
 
-    base_url: str
-    model: str
-    api_key: str | None = None
-    timeout_s: float = 60.0
-    max_retries: int = 2
-    temperature: float = 0.0
-    max_tokens: int = 512
-    backoff_s: float = 0.5
+    client: ChatClient
     max_sentences: int = 4
-    transport: httpx.BaseTransport | None = None
+    context_tokens: int = 0
     name: str = "openai"
-    _client: ChatClient | None = field(default=None, init=False, repr=False)
 
     @classmethod
-    def from_config(cls, cfg: GeneratorConfig, env: Mapping[str, str] | None = None) -> OpenAICompatibleGenerator:
-        """Build from ``[generator]`` settings; the API key is read from ``env[cfg.api_key_env]``.
-
-        Args:
-            cfg: the generator settings.
-            env: the environment to read the key from; ``None`` reads ``os.environ`` (edges
-                such as the CLI and the server should pass their environment explicitly).
-        """
-        env = os.environ if env is None else env
-        return cls(
-            base_url=cfg.base_url,
-            model=cfg.model,
-            api_key=env.get(cfg.api_key_env) or None,
-            timeout_s=cfg.timeout_s,
-            max_retries=cfg.max_retries,
-            temperature=cfg.temperature,
-            max_tokens=cfg.max_tokens,
-        )
+    def from_config(
+        cls, cfg: GeneratorConfig, env: Mapping[str, str] | None = None, *, max_sentences: int = 4
+    ) -> OpenAICompatibleGenerator:
+        """Build from ``[generator]`` settings (see :meth:`ChatClient.from_config`)."""
+        return cls(ChatClient.from_config(cfg, env), max_sentences=max_sentences, context_tokens=cfg.context_tokens)
 
     @property
-    def client(self) -> ChatClient:
-        """The chat client (also usable by :class:`~ragtrust.evidence.extract.LLMExtractor`)."""
-        if self._client is None:
-            self._client = ChatClient(
-                base_url=self.base_url,
-                model=self.model,
-                api_key=self.api_key,
-                timeout_s=self.timeout_s,
-                max_retries=self.max_retries,
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
-                backoff_s=self.backoff_s,
-                transport=self.transport,
-            )
-        return self._client
+    def model(self) -> str:
+        """The model name sent with each request."""
+        return self.client.model
+
+    @property
+    def prompt_version(self) -> str:
+        """The version of the answer prompt (:data:`ragtrust.prompts.PROMPT_VERSIONS`)."""
+        return PROMPT_VERSIONS["answer"]
 
     def warm_up(self) -> None:
         """Open the connection pool (no request is sent)."""
@@ -285,17 +326,55 @@ class OpenAICompatibleGenerator:
         """Write an answer citing ``[n]`` = the n-th passage; no passages means no answer (no call).
 
         Raises:
-            BackendError: see :meth:`ChatClient.complete`.
+            BackendError: see :meth:`ChatClient.complete` (a context-length rejection is
+                retried once at half the budget first).
         """
         if not passages:
             return GeneratedAnswer(text="", model=self.model)
-        reply = self.client.complete(build_answer_messages(query, passages, self.max_sentences))
+        budget = ContextBudget(self.context_tokens, self.client.max_tokens)
+        messages, notes = build_answer_messages(query, passages, self.max_sentences, budget)
+        try:
+            reply = self.client.complete(messages)
+        except ContextLengthError:
+            if budget.context_tokens <= 0:
+                budget = ContextBudget(_window_estimate(messages) + self.client.max_tokens, self.client.max_tokens)
+            messages, notes = build_answer_messages(query, passages, self.max_sentences, budget.halved())
+            retried = "The model's server said the answer prompt exceeds its context window: it was sent again shorter."
+            notes = (retried, *notes)
+            reply = self.client.complete(messages)
         return GeneratedAnswer(
             text=reply.text.strip(),
             sentences=sentences_with_citations(reply.text, passages),
             model=reply.model,
             usage=dict(reply.usage),
+            warnings=notes,
         )
 
 
-__all__ = ["ChatClient", "ChatReply", "OpenAICompatibleGenerator", "sentences_with_citations"]
+@register("generator", "openai")
+def openai_generator(
+    base_url: str, model: str, *, max_sentences: int = 4, context_tokens: int = 0, **client: Any
+) -> OpenAICompatibleGenerator:
+    """The registry's ``openai`` generator: ``{"type": "openai", "params": {"base_url", "model", ...}}``.
+
+    ``client`` takes :class:`ChatClient`'s other fields (``api_key``, ``timeout_s``,
+    ``max_retries``, ``temperature``, ``max_tokens``, ``backoff_s``, ``transport``).
+    """
+    return OpenAICompatibleGenerator(
+        ChatClient(base_url, model, **client), max_sentences=max_sentences, context_tokens=context_tokens
+    )
+
+
+def _window_estimate(messages: Sequence[Mapping[str, str]]) -> int:
+    """Tokens of the rejected prompt, estimated (when no window is configured, halve this)."""
+    return int(sum(len(m["content"]) for m in messages) / CHARS_PER_TOKEN)
+
+
+__all__ = [
+    "ChatClient",
+    "ChatReply",
+    "ContextLengthError",
+    "OpenAICompatibleGenerator",
+    "openai_generator",
+    "sentences_with_citations",
+]

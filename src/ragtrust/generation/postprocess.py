@@ -40,7 +40,7 @@ from ragtrust.text import words
 
 NOT_STATED_PREFACE = "The documentation does not explicitly state an answer to this question."
 #: the words an answer writer uses to say the documents do not answer (the preface above and
-#: the instruction of ``generation.prompts.ANSWER_SYSTEM_PROMPT``)
+#: the instruction of ``ragtrust.prompts.ANSWER_SYSTEM_PROMPT``)
 NOT_STATED_MARK = "does not explicitly state"
 CLOSEST_EVIDENCE = "The closest evidence found:"
 #: question words that carry no topic (ignored by :func:`evidence_answers_question`)
