@@ -1,0 +1,231 @@
+"""The server's endpoints: the trust API under ``/v1``, the ops probes and the web UI.
+
+Each endpoint validates its body (the schemas), takes the :class:`~ragtrust.server.runtime.Runtime`
+of its app and runs one gate or store call through it; the answer is a response model
+built from the domain types.
+
+Example:
+    >>> _as_dict({"n": 1, "tags": ("a", "b")})
+    {'n': 1, 'tags': ['a', 'b']}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, PlainTextResponse
+
+from ragtrust import __version__
+from ragtrust.documents import Document
+from ragtrust.errors import InputError
+from ragtrust.server import schemas as S
+from ragtrust.server.errors import ERROR_RESPONSES, ApiError, error_responses
+from ragtrust.server.metrics import CONTENT_TYPE
+from ragtrust.server.runtime import runtime_of
+
+STATIC_DIR = Path(__file__).parent / "static"
+#: Content-Security-Policy of the web UI: everything from this origin, nothing inline
+UI_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe copy of reports and diagnostics (numpy scalars, dataclasses, tuples)."""
+
+    def default(obj: Any) -> Any:
+        if hasattr(obj, "to_dict"):
+            return obj.to_dict()
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            return dataclasses.asdict(obj)
+        if hasattr(obj, "item"):
+            return obj.item()
+        if isinstance(obj, (set, frozenset)):
+            return sorted(obj, key=str)
+        if isinstance(obj, Path):
+            return str(obj)
+        return repr(obj)
+
+    return json.loads(json.dumps(value, default=default))
+
+
+def _as_dict(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    plain = _plain(value)
+    return plain if isinstance(plain, dict) else {"value": plain}
+
+
+def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per endpoint
+    """Add the API, ops and UI endpoints to ``app``."""
+    # routes go straight on the app (not an included APIRouter) so that the metrics
+    # middleware can match a route template for requests answered before routing
+
+    @app.post(
+        "/v1/ask",
+        responses=error_responses(400, 413, 422, 502, 503),
+        response_model=S.VerdictOut,
+        tags=["trust"],
+        summary="Full pipeline on the store",
+    )
+    async def ask(body: S.AskRequest, request: Request) -> S.VerdictOut:
+        """Retrieve from the store, screen, ground, answer, verify: one Verdict."""
+        rt = runtime_of(request)
+        if not body.question.strip():
+            raise ApiError(422, "invalid_input", "the question is empty: send a non-empty 'question'")
+        rt.require_store()
+        gate = rt.require_gate()
+        verdict = await rt.call(lambda: gate.ask(body.question))
+        return rt.verdict_out(verdict)
+
+    @app.post(
+        "/v1/screen",
+        responses=ERROR_RESPONSES,
+        response_model=S.VerdictOut,
+        tags=["trust"],
+        summary="Stage 1: screen documents",
+    )
+    async def screen(body: S.ScreenRequest, request: Request) -> S.VerdictOut:
+        """Poison probability per document and for the set (no answer)."""
+        rt = runtime_of(request)
+        gate = rt.require_gate()
+        docs = S.to_retrieved(body.documents)
+        verdict = await rt.call(lambda: gate.screen(docs, query=body.query))
+        return rt.verdict_out(verdict)
+
+    @app.post(
+        "/v1/verify",
+        responses=ERROR_RESPONSES,
+        response_model=S.VerdictOut,
+        tags=["trust"],
+        summary="Stage 2: verify an answer",
+    )
+    async def verify(body: S.VerifyRequest, request: Request) -> S.VerdictOut:
+        """NLI factuality of an answer against the documents, fused into a Verdict."""
+        rt = runtime_of(request)
+        gate = rt.require_gate()
+        docs = S.to_retrieved(body.documents)
+        verdict = await rt.call(lambda: gate.verify(body.answer, docs, query=body.query))
+        return rt.verdict_out(verdict)
+
+    @app.post(
+        "/v1/align",
+        responses=ERROR_RESPONSES,
+        response_model=S.AlignResponse,
+        tags=["evidence"],
+        summary="Align passages",
+    )
+    async def align(body: S.AlignRequest, request: Request) -> S.AlignResponse:
+        """Keep, truncate, re-attribute or drop extracted passages (EvidenT n-gram alignment)."""
+        rt = runtime_of(request)
+        gate = rt.require_gate()
+        docs = S.to_retrieved(body.documents)
+        passages = S.to_passages(body.passages)
+        result = await rt.call(lambda: gate.align(passages, docs))
+        return S.AlignResponse(
+            passages=[S.PassageOut.model_validate(p.to_dict()) for p in result.passages],
+            dropped=[S.PassageOut.model_validate(p.to_dict()) for p in result.dropped],
+            diagnostics=_as_dict(result.diagnostics) or {},
+        )
+
+    @app.post(
+        "/v1/documents",
+        responses=ERROR_RESPONSES,
+        response_model=S.IngestResponse,
+        tags=["store"],
+        summary="Ingest documents",
+    )
+    async def ingest(body: S.IngestRequest, request: Request) -> S.IngestResponse:
+        """Add documents to the store, all or nothing; returns their ids."""
+        rt = runtime_of(request)
+        store = rt.require_store()
+        documents = S.to_documents(body.documents)
+        report = await rt.call(lambda: store.add(documents, tier=body.tier), write=True)
+        rt.metrics.documents_ingested.inc(len(documents))
+        return S.IngestResponse(ids=[d.id for d in documents], report=_as_dict(report) or {})
+
+    @app.get(
+        "/v1/documents/{doc_id:path}",
+        responses=error_responses(404, 503),
+        response_model=S.DocumentOut,
+        tags=["store"],
+        summary="One document",
+    )
+    async def get_document(doc_id: str, request: Request) -> S.DocumentOut:
+        """Return a stored document's text, metadata and provenance record (for the span viewer)."""
+        rt = runtime_of(request)
+        store = rt.require_store(warm=False)
+
+        def load() -> tuple[Document, Any]:
+            try:
+                doc: Document = store.get(doc_id)
+            except InputError as exc:
+                raise ApiError(404, "not_found", str(exc)) from None
+            ledger = getattr(store, "ledger", None)
+            parent = str(doc.metadata.get("parent_id") or doc.id.split("#", 1)[0])
+            return doc, ledger.get(parent) if ledger is not None else None
+
+        doc, record = await rt.call(load)
+        return S.DocumentOut(
+            id=doc.id,
+            text=doc.text,
+            url=doc.url,
+            source=doc.source,
+            metadata=_as_dict(dict(doc.metadata)) or {},
+            content_hash=doc.content_hash,
+            provenance=_as_dict(record),
+        )
+
+    @app.get("/healthz", response_model=S.HealthOut, tags=["ops"], summary="Liveness")
+    async def healthz() -> S.HealthOut:
+        """200 while the process serves requests."""
+        return S.HealthOut(version=__version__)
+
+    @app.get(
+        "/readyz",
+        responses=error_responses(503),
+        response_model=S.ReadyOut,
+        tags=["ops"],
+        summary="Readiness (models warm)",
+    )
+    async def readyz(request: Request) -> S.ReadyOut:
+        """200 once the models are warm; 503 before (or when warm-up failed)."""
+        rt = runtime_of(request)
+        gate = rt.require_gate()
+        return S.ReadyOut(ready=True, store=gate.store is not None)
+
+    @app.get(
+        "/metrics",
+        response_class=PlainTextResponse,
+        tags=["ops"],
+        summary="Prometheus metrics",
+    )
+    async def metrics(request: Request) -> PlainTextResponse:
+        """Request counts, latencies, verdict levels (Prometheus text format 0.0.4)."""
+        rt = runtime_of(request)
+        return PlainTextResponse(rt.metrics.registry.render(), media_type=CONTENT_TYPE)
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> FileResponse:
+        """Serve the web UI."""
+        return FileResponse(
+            STATIC_DIR / "index.html",
+            headers={
+                "Content-Security-Policy": UI_CSP,
+                "X-Content-Type-Options": "nosniff",
+                "Cache-Control": "no-cache",
+            },
+        )
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        """The UI's icon, where browsers look for it (an SVG: every current browser reads it)."""
+        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
+
+
+__all__ = ["STATIC_DIR", "UI_CSP", "add_routes"]

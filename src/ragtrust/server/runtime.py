@@ -1,0 +1,255 @@
+"""The server's per-process state: the gate, its worker pool, warm-up and the store lock.
+
+The lifespan hook creates one :class:`Runtime`; it warms the models in the pool (off the
+event loop), and every endpoint runs its CPU-bound gate call through :meth:`Runtime.call`:
+at most ``workers`` at once, within the request timeout, asks sharing the store's
+:class:`ReadWriteLock` and ingestion holding it alone.
+
+Example:
+    >>> lock = ReadWriteLock()
+    >>> with lock.read(), lock.read():  # readers share the lock
+    ...     "two readers"
+    'two readers'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from fastapi import Request
+
+from ragtrust.config import Settings
+from ragtrust.documents import Passage, RetrievedDoc, Verdict
+from ragtrust.errors import StoreDamagedError
+from ragtrust.server import schemas as S
+from ragtrust.server.errors import ApiError, map_exception
+from ragtrust.server.metrics import ServerMetrics
+
+logger = logging.getLogger("ragtrust.server")
+
+T = TypeVar("T")
+
+
+class Gate(Protocol):
+    """What the server needs from :class:`ragtrust.pipeline.TrustGate`."""
+
+    @property
+    def store(self) -> Any:
+        """The document store, or ``None``."""
+        ...
+
+    def warm_up(self) -> None:
+        """Load the models."""
+        ...
+
+    def ask(self, question: str) -> Verdict:
+        """Full pipeline on the store."""
+        ...
+
+    def screen(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
+        """Stage 1 only."""
+        ...
+
+    def verify(self, answer: str, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
+        """Stage 2 (with Stage 1 for P and C)."""
+        ...
+
+    def align(self, passages: Sequence[Passage], docs: Sequence[RetrievedDoc]) -> Any:
+        """EvidenT alignment; returns an object with ``passages``, ``dropped``, ``diagnostics``."""
+        ...
+
+
+GateFactory = Callable[[Settings, "str | Path | None"], Gate | None]
+
+
+class ReadWriteLock:
+    """Many readers or one writer (writers first): asks read the store, ingestion writes it."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writer = False
+        self._waiting_writers = 0
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[None]:
+        """Hold the lock shared."""
+        with self._cond:
+            while self._writer or self._waiting_writers:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        """Hold the lock exclusively."""
+        with self._cond:
+            self._waiting_writers += 1
+            while self._writer or self._readers:
+                self._cond.wait()
+            self._waiting_writers -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._cond.notify_all()
+
+
+@dataclasses.dataclass
+class Runtime:
+    """Per-process serving state, created in the lifespan hook.
+
+    Attributes:
+        gate: the trust gate (``None`` when the app was built without one).
+        workers: threads in the pool; also the most gate calls running at once.
+        request_timeout_s: budget of one request, waiting for a worker included.
+    """
+
+    gate: Gate | None
+    metrics: ServerMetrics
+    workers: int
+    request_timeout_s: float
+    pool: concurrent.futures.ThreadPoolExecutor = dataclasses.field(init=False)
+    slots: asyncio.Semaphore = dataclasses.field(init=False)
+    ready: asyncio.Event = dataclasses.field(init=False)
+    lock: ReadWriteLock = dataclasses.field(default_factory=ReadWriteLock, init=False)
+    warm_error: str | None = dataclasses.field(default=None, init=False)
+    warm_error_type: str = dataclasses.field(default="model_error", init=False)
+    _warm_task: asyncio.Task[None] | None = dataclasses.field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        """Create the pool and the asyncio primitives (inside the running loop)."""
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ragtrust")
+        self.slots = asyncio.Semaphore(self.workers)
+        self.ready = asyncio.Event()
+
+    def start_warm_up(self) -> None:
+        """Warm the models in the pool; ``/readyz`` turns 200 when done."""
+        self._warm_task = asyncio.get_running_loop().create_task(self._warm_up())
+
+    async def _warm_up(self) -> None:
+        gate = self.gate
+        if gate is None:
+            self.warm_error = "the server has no trust gate"
+            return
+        started = time.perf_counter()
+        try:
+            await asyncio.get_running_loop().run_in_executor(self.pool, gate.warm_up)
+        except StoreDamagedError as exc:  # reported by /readyz and every endpoint, as 503 store_damaged
+            self.warm_error, self.warm_error_type = str(exc), "store_damaged"
+            logger.error("%s", exc)
+            return
+        except Exception as exc:  # reported by /readyz and every endpoint
+            self.warm_error = f"model warm-up failed: {exc}"
+            logger.error("model warm-up failed", exc_info=exc)
+            return
+        logger.info("models warm in %.2f s", time.perf_counter() - started)
+        self.metrics.models_ready.set(1)
+        self.ready.set()
+
+    async def wait_ready(self, timeout_s: float | None = None) -> bool:
+        """Wait until warm-up ends; ``True`` when the models are warm."""
+        task = self._warm_task
+        if task is not None:
+            await asyncio.wait_for(asyncio.shield(task), timeout_s)
+        return self.ready.is_set()
+
+    async def close(self) -> None:
+        """Stop warm-up and the pool (running calls finish in their threads)."""
+        if self._warm_task is not None and not self._warm_task.done():
+            self._warm_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._warm_task
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def require_gate(self, *, warm: bool = True) -> Gate:
+        """Return the gate, or raise a 503 when there is none or its models are not warm."""
+        if self.gate is None:
+            raise ApiError(503, "not_configured", "the server was started without a trust gate")
+        if warm and not self.ready.is_set():
+            if self.warm_error:
+                raise ApiError(503, self.warm_error_type, self.warm_error)
+            raise ApiError(503, "not_ready", "the models are still loading; retry shortly", {"Retry-After": "5"})
+        return self.gate
+
+    def require_store(self, *, warm: bool = True) -> Any:
+        """Return the gate's store, or raise a 503 naming the flag that provides one."""
+        store = self.require_gate(warm=warm).store
+        if store is None:
+            message = "the server has no document store: start it with `ragtrust serve --store DIR`"
+            raise ApiError(503, "no_store", message)
+        return store
+
+    async def call(self, fn: Callable[[], T], *, write: bool = False) -> T:
+        """Run ``fn`` in the pool, at most ``workers`` at once, within the request timeout.
+
+        A call that times out keeps its worker until it finishes (threads cannot be
+        killed), so the pool never runs more than ``workers`` calls at once.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.request_timeout_s
+        try:
+            await asyncio.wait_for(self.slots.acquire(), self.request_timeout_s)
+        except TimeoutError:
+            raise self._timeout("waiting for a free worker") from None
+
+        def locked() -> T:
+            with self.lock.write() if write else self.lock.read():
+                return fn()
+
+        try:
+            future = loop.run_in_executor(self.pool, locked)
+        except BaseException:
+            self.slots.release()
+            raise
+        future.add_done_callback(lambda _: self.slots.release())
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            raise self._timeout("processing") from None
+        except Exception as exc:
+            raise map_exception(exc) from None
+
+    def _timeout(self, phase: str) -> ApiError:
+        self.metrics.timeouts.inc()
+        return ApiError(
+            503,
+            "timeout",
+            f"the request ran past the server's {self.request_timeout_s:g} s limit while {phase}; "
+            "retry later or send fewer documents",
+            {"Retry-After": "5"},
+        )
+
+    def verdict_out(self, verdict: Verdict) -> S.VerdictOut:
+        """Response model of a verdict; records the verdict metrics."""
+        self.metrics.verdicts.inc(stage=verdict.stage, level=verdict.trust_level, decision=verdict.decision)
+        self.metrics.trust_score.observe(verdict.trust_score, stage=verdict.stage)
+        return S.VerdictOut.model_validate({**verdict.to_dict(), "decision": verdict.decision})
+
+
+def runtime_of(request: Request) -> Runtime:
+    """The runtime of the app serving ``request``, or a 503 while the lifespan has not run."""
+    runtime: Runtime | None = getattr(request.app.state, "ragtrust", None)
+    if runtime is None:
+        raise ApiError(503, "not_ready", "the server is starting (lifespan not run yet)", {"Retry-After": "5"})
+    return runtime
+
+
+__all__ = ["Gate", "GateFactory", "ReadWriteLock", "Runtime", "runtime_of"]
