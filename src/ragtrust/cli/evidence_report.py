@@ -102,7 +102,7 @@ def _local_server() -> LocalLLM:
     import socket
 
     from ragtrust.errors import ConfigError
-    from ragtrust.generation.local import default_model_path, runtime_missing
+    from ragtrust.generation.local import LocalLLM, default_model_path, runtime_missing
 
     missing = runtime_missing()
     if missing is not None:
