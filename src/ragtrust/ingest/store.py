@@ -28,6 +28,9 @@ refuses to open (:class:`~ragtrust.errors.StoreDamagedError`) instead of startin
 empty ledger. :func:`check_store` names the damage; :func:`repair_store` re-creates the
 ledger with every document of the store recorded *unvetted*.
 
+The folder's files are read and written by :mod:`~ragtrust.ingest.store_files`; check and
+repair live in :mod:`~ragtrust.ingest.store_check` (both still import from here).
+
 Example:
     >>> import tempfile
     >>> from ragtrust.documents import Document
@@ -41,16 +44,10 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import json
-import os
-import shutil
 import time
-import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,22 +56,32 @@ import numpy.typing as npt
 
 from ragtrust.config import Settings
 from ragtrust.documents import Document
-from ragtrust.errors import ConfigError, InputError, StoreDamagedError
+from ragtrust.errors import ConfigError, InputError
 from ragtrust.ingest.chunker import chunk_document
 from ragtrust.ingest.ledger import TIERS, Ledger
-from ragtrust.io import atomic_write_bytes, atomic_write_text
+from ragtrust.ingest.snapshot import Snapshot, live_rows, stack_vectors
+from ragtrust.ingest.store_check import REPAIR_REASON, StoreCheck, StoreRepair, check_store, repair_store
+from ragtrust.ingest.store_files import (
+    CURRENT,
+    FORMAT,
+    LEDGER_FILE,
+    Segment,
+    check_ledger_file,
+    collect_garbage,
+    empty_manifest,
+    missing_message,
+    open_ledger,
+    read_manifest_file,
+    read_segment_files,
+    segment_rows,
+    store_exists,
+    write_generation,
+    write_segment_files,
+    writer_lock,
+)
 from ragtrust.models.base import Embedder
 from ragtrust.retrieval.base import Retriever
 
-FORMAT = "ragtrust-store-1"
-CURRENT = "CURRENT"
-LEDGER_FILE = "ledger.sqlite"
-#: the first 16 bytes of every SQLite 3 database file
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-#: the tier reason recorded for every document by :func:`repair_store`
-REPAIR_REASON = "ledger re-created by `ragtrust store repair`: earlier tiers and vetting were lost"
-#: generations kept after a write (readers that opened an older one keep working)
-KEEP_GENERATIONS = 3
 #: compact when this share of stored rows is deleted
 COMPACT_RATIO = 1 / 3
 
@@ -123,168 +130,6 @@ class IngestReport:
         }
 
 
-@dataclass
-class _Snapshot:
-    """One generation, loaded: live chunks, their vectors, parent documents."""
-
-    generation: str
-    manifest: dict[str, Any]
-    chunks: list[Document]
-    vectors: npt.NDArray[np.float32]
-    parents: dict[str, Document]
-    segment_of: list[str] = field(default_factory=list)
-    rows: dict[str, int] = field(default_factory=dict)
-    retrievers: dict[str, Any] = field(default_factory=dict)
-
-
-def _empty_manifest(embedder: Embedder, settings: Settings) -> dict[str, Any]:
-    return {
-        "format": FORMAT,
-        "embedder": {"model_id": embedder.model_id, "dim": int(embedder.dim)},
-        "chunking": {
-            "chunk_tokens": settings.chunking.chunk_tokens,
-            "overlap_tokens": settings.chunking.overlap_tokens,
-        },
-        "segments": [],
-        "deleted": [],
-        "parents": {},
-        "created": time.time(),
-    }
-
-
-@contextlib.contextmanager
-def _writer_lock(root: Path) -> Iterator[None]:
-    lock = root / ".lock"
-    handle = open(lock, "a+")  # noqa: SIM115 - held for the duration of the context
-    try:
-        try:
-            import fcntl
-
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        except ImportError:  # pragma: no cover - Windows: single writer assumed
-            pass
-        yield
-    finally:
-        handle.close()
-
-
-def _stale(snap: _Snapshot, parent_ids: set[str]) -> set[str]:
-    """Return the deletion keys (``<segment>/<chunk id>``) of the live chunks of these parents."""
-    return {
-        f"{seg}/{c.id}"
-        for c, seg in zip(snap.chunks, snap.segment_of, strict=True)
-        if c.metadata.get("parent_id") in parent_ids
-    }
-
-
-def store_exists(path: str | Path) -> bool:
-    """Tell whether ``path`` holds a store with a live generation."""
-    return (Path(path) / CURRENT).is_file()
-
-
-def open_ledger(path: str | Path) -> Ledger:
-    """Open the ledger of an existing store (no embedder needed: for vet / quarantine / ledger).
-
-    Raises:
-        InputError: when there is no store at ``path``.
-        StoreDamagedError: the store's ledger is missing or not a SQLite database.
-    """
-    root = Path(path)
-    if not store_exists(root):
-        raise InputError(_missing_message(root))
-    _check_ledger_file(root)
-    return Ledger(root / LEDGER_FILE)
-
-
-def _ledger_damage(root: Path) -> str | None:
-    """What is wrong with the ledger file of the store at ``root`` (``None`` when it looks sound)."""
-    try:
-        with open(root / LEDGER_FILE, "rb") as handle:
-            magic = handle.read(len(_SQLITE_MAGIC))
-    except FileNotFoundError:
-        return "missing"
-    except OSError as exc:
-        return f"unreadable ({exc.strerror or type(exc).__name__})"
-    if magic != _SQLITE_MAGIC:
-        return "empty (0 bytes)" if not magic else "not a SQLite database (overwritten or truncated?)"
-    return None
-
-
-def _check_ledger_file(root: Path) -> None:
-    """Refuse a store that has a live generation but no readable ledger (fail closed).
-
-    Creating a fresh ledger there would forget every vetting and quarantine: a quarantined
-    document would be served as if nothing were known about it.
-    """
-    if not store_exists(root):
-        return  # a new store: its ledger is created with its first generation
-    damage = _ledger_damage(root)
-    if damage is not None:
-        raise StoreDamagedError(
-            LEDGER_FILE,
-            f"{damage}; without the provenance ledger vetted and quarantined documents cannot be told apart, "
-            "so the store refuses to answer",
-            f"run `ragtrust store repair --store {root}` to re-create it with every document unvetted",
-        )
-
-
-def _damaged(root: Path, file: Path, detail: str) -> StoreDamagedError:
-    name = file.relative_to(root).as_posix() if file.is_relative_to(root) else str(file)
-    return StoreDamagedError(name, detail, f"run `ragtrust store check --store {root}`")
-
-
-def _read_jsonl_documents(root: Path, file: Path) -> list[Document]:
-    try:
-        lines = file.read_text(encoding="utf-8").split("\n")
-    except FileNotFoundError:
-        raise _damaged(root, file, "missing") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _damaged(root, file, f"unreadable ({exc})") from exc
-    docs: list[Document] = []
-    for number, line in enumerate(lines, start=1):
-        if not line:
-            continue
-        try:
-            docs.append(Document.from_dict(json.loads(line)))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise _damaged(root, file, f"line {number}: {exc} (truncated or edited?)") from exc
-    return docs
-
-
-def _read_segment_files(root: Path, name: str) -> tuple[list[Document], npt.NDArray[np.float32], list[Document]]:
-    """Parse one segment folder; :class:`StoreDamagedError` names the file that does not parse."""
-    folder = root / "segments" / name
-    chunks = _read_jsonl_documents(root, folder / "chunks.jsonl")
-    parents = _read_jsonl_documents(root, folder / "parents.jsonl")
-    try:
-        vectors = np.load(folder / "vectors.npy")
-    except FileNotFoundError:
-        raise _damaged(root, folder / "vectors.npy", "missing") from None
-    except (OSError, ValueError, EOFError) as exc:
-        raise _damaged(root, folder / "vectors.npy", f"unreadable ({exc})") from exc
-    if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
-        detail = f"{vectors.shape[0] if vectors.ndim else 0} vectors for {len(chunks)} chunks in chunks.jsonl"
-        raise _damaged(root, folder / "vectors.npy", detail)
-    return chunks, vectors, parents
-
-
-def _read_manifest_file(root: Path, generation: str) -> dict[str, Any]:
-    file = root / "generations" / f"{generation}.json"
-    try:
-        manifest: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise _damaged(root, file, f"missing (named by {CURRENT})") from None
-    except (OSError, ValueError) as exc:
-        raise _damaged(root, file, f"unreadable ({exc})") from exc
-    if manifest.get("format") != FORMAT:
-        raise InputError(f"store {root}: unknown format {manifest.get('format')!r}, expected {FORMAT}")
-    return manifest
-
-
-def _missing_message(root: Path) -> str:
-    return f"store {root} does not exist or is empty: run `ragtrust ingest PATHS --store {root}`"
-
-
 class Store:
     """A persistent, incrementally updated, atomically written document store.
 
@@ -298,11 +143,11 @@ class Store:
         self.root = root
         self.embedder = embedder
         self.settings = settings
-        self._snapshot: _Snapshot | None = None
+        self._snapshot: Snapshot | None = None
         self._ledger: Ledger | None = None
         #: parsed segments by name; a published segment never changes, so a reload after
         #: a write (or refresh) parses only the segments it has not seen
-        self._segments: dict[str, tuple[list[Document], npt.NDArray[np.float32], list[Document]]] = {}
+        self._segments: dict[str, Segment] = {}
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -332,12 +177,12 @@ class Store:
         if root.exists() and not root.is_dir():
             raise InputError(f"store path {root} is a file; expected a folder")
         if not store_exists(root) and not create:
-            raise InputError(_missing_message(root))
+            raise InputError(missing_message(root))
         store = cls(root, embedder, settings or Settings())
         if store_exists(root):
             manifest = store._read_manifest(store._current())
             store._check_embedder(manifest)
-            _check_ledger_file(root)
+            check_ledger_file(root)
         else:
             root.mkdir(parents=True, exist_ok=True)
         return store
@@ -351,8 +196,8 @@ class Store:
 
     def _read_manifest(self, generation: str | None) -> dict[str, Any]:
         if generation is None:
-            return _empty_manifest(self.embedder, self.settings)
-        return _read_manifest_file(self.root, generation)
+            return empty_manifest(self.embedder, self.settings)
+        return read_manifest_file(self.root, generation)
 
     def _check_embedder(self, manifest: dict[str, Any]) -> None:
         from ragtrust.retrieval.dense import check_embedder
@@ -374,7 +219,7 @@ class Store:
                 missing or not a SQLite database (it is never silently re-created).
         """
         if self._ledger is None:
-            _check_ledger_file(self.root)
+            check_ledger_file(self.root)
             self._ledger = Ledger(self.root / LEDGER_FILE)
         return self._ledger
 
@@ -392,39 +237,25 @@ class Store:
         return True
 
     # -- reading -------------------------------------------------------------------------
-    def _load(self) -> _Snapshot:
+    def _load(self) -> Snapshot:
         if self._snapshot is not None:  # pinned until refresh() (or this object's own write)
             return self._snapshot
         generation = self._current()
         manifest = self._read_manifest(generation)
-        deleted = set(manifest["deleted"])
-        chunks: list[Document] = []
-        segment_of: list[str] = []
-        vectors: list[npt.NDArray[np.float32]] = []
-        parents: dict[str, Document] = {}
-        for name in manifest["segments"]:
+
+        def cached(name: str) -> Segment:
             if name not in self._segments:
                 self._segments[name] = self._read_segment(name)
-            seg_chunks, seg_vectors, seg_parents = self._segments[name]
-            keep = [i for i, c in enumerate(seg_chunks) if f"{name}/{c.id}" not in deleted]
-            chunks.extend(seg_chunks[i] for i in keep)
-            segment_of.extend([name] * len(keep))
-            vectors.append(seg_vectors[keep])
-            for p in seg_parents:
-                if p.id in manifest["parents"] and manifest["parents"][p.id]["hash"] == p.content_hash:
-                    parents[p.id] = p
+            return self._segments[name]
+
+        snap = Snapshot.load(generation or "", manifest, cached)
         for name in set(self._segments) - set(manifest["segments"]):
             del self._segments[name]
-        dim = int(manifest["embedder"]["dim"])
-        matrix = np.concatenate(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
-        snap = _Snapshot(generation or "", manifest, chunks, matrix.astype(np.float32, copy=False), parents)
-        snap.segment_of = segment_of
-        snap.rows = {c.id: i for i, c in enumerate(chunks)}
         self._snapshot = snap
         return snap
 
-    def _read_segment(self, name: str) -> tuple[list[Document], npt.NDArray[np.float32], list[Document]]:
-        return _read_segment_files(self.root, name)
+    def _read_segment(self, name: str) -> Segment:
+        return read_segment_files(self.root, name)
 
     def __len__(self) -> int:
         return len(self._load().chunks)
@@ -472,25 +303,9 @@ class Store:
         Raises:
             ConfigError: an unknown mode.
         """
-        from ragtrust.retrieval.bm25 import BM25Retriever
-        from ragtrust.retrieval.dense import DenseIndex, DenseRetriever
-        from ragtrust.retrieval.hybrid import HybridRetriever
-
         if mode not in ("dense", "bm25", "hybrid"):
             raise ConfigError(f"unknown retrieval mode {mode!r}; expected dense, bm25 or hybrid")
-        snap = self._load()
-        if "dense" not in snap.retrievers:
-            snap.retrievers["dense"] = DenseIndex(list(snap.chunks), snap.vectors, self.embedder)
-        if mode != "dense" and "bm25" not in snap.retrievers:
-            snap.retrievers["bm25"] = BM25Retriever(list(snap.chunks))
-        dense = DenseRetriever(index=snap.retrievers["dense"], default_top_k=top_k)
-        if mode == "dense":
-            return dense
-        lexical: BM25Retriever = copy.copy(snap.retrievers["bm25"])  # shares the built index
-        lexical.default_top_k = top_k
-        if mode == "bm25":
-            return lexical
-        return HybridRetriever(dense=dense, bm25=lexical, rrf_k=self.settings.retrieval.rrf_k, default_top_k=top_k)
+        return self._load().retriever(mode, top_k, self.embedder, self.settings.retrieval.rrf_k)
 
     # -- writing -------------------------------------------------------------------------
     def add(
@@ -526,7 +341,7 @@ class Store:
         bad = [i for i in ids if "#" in i and i.rsplit("#", 1)[1].isdigit()]
         if bad:
             raise InputError(f"document id {bad[0]!r} looks like a chunk id (<id>#<n>); rename the document")
-        with _writer_lock(self.root):
+        with writer_lock(self.root):
             self._snapshot = None
             snap = self._load()
             _ = self.ledger  # checked (or created, for a new store) before anything is published
@@ -538,7 +353,7 @@ class Store:
             report_chunks = 0
             generation = snap.generation
             if new or changed:
-                stale = _stale(snap, {d.id for d in changed})
+                stale = snap.stale({d.id for d in changed})
                 chunks = self._chunk(new + changed, progress)
                 vectors = self._embed(chunks, progress)
                 segment = self._write_segment(chunks, vectors, new + changed)
@@ -586,7 +401,7 @@ class Store:
         wanted = list(dict.fromkeys(doc_ids))
         if not wanted:
             return 0
-        with _writer_lock(self.root):
+        with writer_lock(self.root):
             self._snapshot = None
             snap = self._load()
             _ = self.ledger  # a damaged ledger refuses the delete before anything is published
@@ -596,7 +411,7 @@ class Store:
                 hint = " (a chunk id: delete its document instead)" if "#" in unknown[0] else ""
                 raise InputError(f"not in store {self.root}: {', '.join(unknown[:5])}{hint}")
             targets = set(wanted)
-            stale = _stale(snap, targets)
+            stale = snap.stale(targets)
             self._publish(
                 snap.manifest,
                 segments=list(snap.manifest["segments"]),
@@ -630,16 +445,7 @@ class Store:
     def _write_segment(
         self, chunks: Sequence[Document], vectors: npt.NDArray[np.float32], parents: Sequence[Document]
     ) -> str:
-        from ragtrust.retrieval.dense import _npy_bytes
-
-        name = f"seg-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        segments = self.root / "segments"
-        tmp = segments / f".tmp-{name}"
-        tmp.mkdir(parents=True)
-        atomic_write_text(tmp / "chunks.jsonl", "".join(c.to_json() + "\n" for c in chunks))
-        atomic_write_text(tmp / "parents.jsonl", "".join(p.to_json() + "\n" for p in parents))
-        atomic_write_bytes(tmp / "vectors.npy", _npy_bytes(np.ascontiguousarray(vectors, dtype=np.float32)))
-        os.replace(tmp, segments / name)
+        name = write_segment_files(self.root, chunks, vectors, parents)
         self._segments[name] = (list(chunks), np.ascontiguousarray(vectors, dtype=np.float32), list(parents))
         return name
 
@@ -656,265 +462,24 @@ class Store:
             "parents": parents,
             "created": time.time(),
         }
-        total_rows = sum(self._segment_rows(s) for s in segments)
+        total_rows = sum(segment_rows(self.root, s) for s in segments)
         if segments and total_rows and len(deleted) / total_rows > COMPACT_RATIO:
             manifest = self._compact(manifest)
-        gens = self.root / "generations"
-        gens.mkdir(parents=True, exist_ok=True)
-        number = max((int(p.stem) for p in gens.glob("*.json") if p.stem.isdigit()), default=0) + 1
-        name = f"{number:06d}"
-        atomic_write_text(gens / f"{name}.json", json.dumps(manifest, ensure_ascii=False))
-        atomic_write_text(self.root / CURRENT, name + "\n")
+        name = write_generation(self.root, manifest)
         self._snapshot = None
         return name
 
-    def _segment_rows(self, name: str) -> int:
-        header = np.load(self.root / "segments" / name / "vectors.npy", mmap_mode="r")
-        return int(header.shape[0])
-
     def _compact(self, manifest: dict[str, Any]) -> dict[str, Any]:
-        deleted = set(manifest["deleted"])
-        chunks: list[Document] = []
-        vectors: list[npt.NDArray[np.float32]] = []
-        parents: list[Document] = []
-        for name in manifest["segments"]:
-            seg_chunks, seg_vectors, seg_parents = self._read_segment(name)
-            keep = [i for i, c in enumerate(seg_chunks) if f"{name}/{c.id}" not in deleted]
-            chunks.extend(seg_chunks[i] for i in keep)
-            vectors.append(seg_vectors[keep])
-            parents.extend(p for p in seg_parents if manifest["parents"].get(p.id, {}).get("hash") == p.content_hash)
+        chunks, _, vectors, parents = live_rows(manifest, self._read_segment)
         for name in set(self._segments) - set(manifest["segments"]):
             del self._segments[name]
-        dim = int(manifest["embedder"]["dim"])
-        matrix = np.concatenate(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
-        unique_parents = list({p.id: p for p in parents}.values())
-        segment = self._write_segment(chunks, matrix, unique_parents)
+        matrix = stack_vectors(vectors, int(manifest["embedder"]["dim"]))
+        segment = self._write_segment(chunks, matrix, list(parents.values()))
         return {**manifest, "segments": [segment], "deleted": []}
 
     def _collect_garbage(self) -> None:
         """Remove generations beyond the newest few and segments none of them uses."""
-        gens = self.root / "generations"
-        if not gens.is_dir():
-            return
-        files = sorted((p for p in gens.glob("*.json") if p.stem.isdigit()), key=lambda p: int(p.stem))
-        keep = files[-KEEP_GENERATIONS:]
-        current = self._current()
-        for p in files:
-            if p not in keep and p.stem != current:
-                p.unlink(missing_ok=True)
-        used: set[str] = set()
-        for p in gens.glob("*.json"):
-            try:
-                used.update(json.loads(p.read_text(encoding="utf-8"))["segments"])
-            except (OSError, ValueError, KeyError):
-                return  # unsure what is used: keep everything
-        segments = self.root / "segments"
-        if segments.is_dir():
-            for seg in segments.iterdir():
-                if seg.name not in used:
-                    shutil.rmtree(seg, ignore_errors=True)
-        for tmp in gens.glob(".*.tmp"):
-            tmp.unlink(missing_ok=True)
-
-
-# -- check and repair ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StoreCheck:
-    """What :func:`check_store` found.
-
-    Attributes:
-        generation: the live generation ("" when ``CURRENT`` is unreadable).
-        documents / chunks: live parent documents and chunks of that generation.
-        problems: one line per damaged file (``<file>: <what is wrong>``); empty when sound.
-    """
-
-    root: str
-    generation: str
-    documents: int
-    chunks: int
-    problems: tuple[str, ...]
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing is damaged."""
-        return not self.problems
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form."""
-        return {
-            "store": self.root,
-            "ok": self.ok,
-            "generation": self.generation,
-            "documents": self.documents,
-            "chunks": self.chunks,
-            "problems": list(self.problems),
-        }
-
-
-@dataclass(frozen=True)
-class StoreRepair:
-    """What :func:`repair_store` did.
-
-    Attributes:
-        recreated: the ledger was missing or unreadable and was re-created.
-        moved_aside: files of the unreadable ledger, renamed (kept for forensics).
-        recorded: ids now recorded *unvetted* (every document when ``recreated``, else the
-            documents the ledger did not list).
-        documents: live parent documents of the store.
-    """
-
-    root: str
-    recreated: bool
-    moved_aside: tuple[str, ...]
-    recorded: tuple[str, ...]
-    documents: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form."""
-        return {
-            "store": self.root,
-            "recreated": self.recreated,
-            "moved_aside": list(self.moved_aside),
-            "recorded_unvetted": list(self.recorded),
-            "documents": self.documents,
-        }
-
-
-def _live_generation(root: Path) -> tuple[str, dict[str, Any], list[Document], dict[str, Document]]:
-    """Read the live generation without an embedder: (name, manifest, live chunks, live parents)."""
-    try:
-        generation = (root / CURRENT).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _damaged(root, root / CURRENT, f"unreadable ({exc})") from exc
-    if not generation:
-        raise _damaged(root, root / CURRENT, "empty")
-    manifest = _read_manifest_file(root, generation)
-    deleted = set(manifest["deleted"])
-    chunks: list[Document] = []
-    parents: dict[str, Document] = {}
-    for name in manifest["segments"]:
-        seg_chunks, _, seg_parents = _read_segment_files(root, name)
-        chunks.extend(c for c in seg_chunks if f"{name}/{c.id}" not in deleted)
-        for p in seg_parents:
-            if manifest["parents"].get(p.id, {}).get("hash") == p.content_hash:
-                parents[p.id] = p
-    return generation, manifest, chunks, parents
-
-
-def _ledger_ids(root: Path) -> set[str]:
-    """Ids of the live documents the ledger lists (opened read-only: a check writes nothing)."""
-    import sqlite3
-
-    uri = (root / LEDGER_FILE).resolve().as_uri() + "?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=30.0)
-        try:
-            rows = conn.execute("SELECT doc_id FROM documents WHERE deleted_at IS NULL").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise StoreDamagedError(LEDGER_FILE, f"unreadable ({exc})") from exc
-    return {r[0] for r in rows}
-
-
-def check_store(path: str | Path) -> StoreCheck:
-    """Verify a store without loading a model: manifest, segments, ledger.
-
-    Checks that ``CURRENT`` names a readable manifest, that every segment's
-    ``chunks.jsonl``, ``parents.jsonl`` and ``vectors.npy`` parse and agree, that every
-    document of the manifest has its text stored, and that the provenance ledger opens
-    and lists every live document.
-
-    Raises:
-        InputError: there is no store at ``path``.
-
-    Example:
-        >>> import tempfile
-        >>> from ragtrust.testing import HashingEmbedder
-        >>> root = tempfile.mkdtemp()
-        >>> _ = Store.open(root, HashingEmbedder(), create=True).add([Document(id="kb", text="Use TLS.")])
-        >>> check_store(root).ok
-        True
-    """
-    root = Path(path).expanduser()
-    if not store_exists(root):
-        raise InputError(_missing_message(root))
-    problems: list[str] = []
-    generation, documents, chunk_count = "", 0, 0
-    try:
-        generation, manifest, chunks, parents = _live_generation(root)
-    except StoreDamagedError as exc:
-        problems.append(f"{exc.file}: {exc.detail}")
-        manifest, chunks, parents = {"parents": {}}, [], {}
-    else:
-        documents, chunk_count = len(manifest["parents"]), len(chunks)
-        unstored = sorted(set(manifest["parents"]) - set(parents))
-        if unstored:
-            problems.append(
-                f"generations/{generation}.json: {len(unstored)} document(s) without stored text: " + _some(unstored)
-            )
-    damage = _ledger_damage(root)
-    if damage is not None:
-        problems.append(f"{LEDGER_FILE}: {damage}")
-    else:
-        try:
-            listed = _ledger_ids(root)
-        except StoreDamagedError as exc:
-            problems.append(f"{exc.file}: {exc.detail}")
-        else:
-            unlisted = sorted(set(manifest["parents"]) - listed)
-            if unlisted:
-                problems.append(f"{LEDGER_FILE}: does not list {len(unlisted)} document(s): " + _some(unlisted))
-    return StoreCheck(str(root), generation, documents, chunk_count, tuple(problems))
-
-
-def _some(ids: Sequence[str], n: int = 5) -> str:
-    return ", ".join(ids[:n]) + (f" (and {len(ids) - n} more)" if len(ids) > n else "")
-
-
-def repair_store(path: str | Path) -> StoreRepair:
-    """Re-create a missing or unreadable ledger, every document recorded *unvetted*.
-
-    Vetting and quarantine cannot be recovered: every document of the live generation is
-    recorded with tier ``unvetted`` and the reason :data:`REPAIR_REASON`; vet or quarantine
-    them again. An unreadable ledger file (and its ``-wal`` / ``-shm``) is renamed, not
-    deleted. A sound ledger is kept; documents it does not list are recorded unvetted.
-
-    Raises:
-        InputError: there is no store at ``path``.
-        StoreDamagedError: a manifest or segment is damaged (only the ledger is repaired).
-    """
-    root = Path(path).expanduser()
-    if not store_exists(root):
-        raise InputError(_missing_message(root))
-    with _writer_lock(root):
-        _, manifest, _, parents = _live_generation(root)
-        damage = _ledger_damage(root)
-        if damage is None:
-            try:
-                listed = _ledger_ids(root)
-            except StoreDamagedError:
-                damage = "unreadable"
-        moved: list[str] = []
-        if damage is not None:
-            stamp = time.strftime("%Y%m%d%H%M%S")
-            for suffix in ("", "-wal", "-shm"):  # a stale -wal must not be replayed into the new ledger
-                file = root / f"{LEDGER_FILE}{suffix}"
-                if file.exists():
-                    target = file.with_name(f"{file.name}.damaged-{stamp}")
-                    os.replace(file, target)
-                    moved.append(target.name)
-            listed = set()
-        wanted = [parents[i] for i in sorted(parents) if i not in listed]
-        by_source: dict[str, list[Document]] = {}
-        for doc in wanted:
-            by_source.setdefault(str(manifest["parents"][doc.id].get("source") or doc.id), []).append(doc)
-        with Ledger(root / LEDGER_FILE) as ledger:
-            for source, docs in by_source.items():
-                ledger.record_many(docs, source, "unvetted", reason=REPAIR_REASON)
-    return StoreRepair(str(root), damage is not None, tuple(moved), tuple(d.id for d in wanted), len(parents))
+        collect_garbage(self.root, self._current())
 
 
 __all__ = [

@@ -1,0 +1,286 @@
+"""The store's folder on disk: its layout, the readers that name a damaged file, the writers.
+
+A store folder (see :mod:`ragtrust.ingest.store`) holds ``CURRENT``, the manifests under
+``generations/``, immutable segments under ``segments/`` and the provenance ledger. Every
+reader here raises :class:`~ragtrust.errors.StoreDamagedError` naming the file that does not
+parse; every writer writes under a new name first, so a crash never leaves a half-written
+file where a reader looks. :func:`check_ledger_file` makes a store without a readable ledger
+fail closed.
+
+Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> root = Path(tempfile.mkdtemp())
+    >>> store_exists(root)
+    False
+    >>> print(ledger_damage(root))
+    missing
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ragtrust.config import Settings
+from ragtrust.documents import Document
+from ragtrust.errors import InputError, StoreDamagedError
+from ragtrust.ingest.ledger import Ledger
+from ragtrust.io import atomic_write_bytes, atomic_write_text
+from ragtrust.models.base import Embedder
+
+FORMAT = "ragtrust-store-1"
+CURRENT = "CURRENT"
+LEDGER_FILE = "ledger.sqlite"
+#: the first 16 bytes of every SQLite 3 database file
+SQLITE_MAGIC = b"SQLite format 3\x00"
+#: generations kept after a write (readers that opened an older one keep working)
+KEEP_GENERATIONS = 3
+
+#: one parsed segment: its chunks, their vectors (row ``i`` for chunk ``i``), its parent documents
+Segment = tuple[list[Document], npt.NDArray[np.float32], list[Document]]
+
+
+# -- the layout ------------------------------------------------------------------------------
+def store_exists(path: str | Path) -> bool:
+    """Tell whether ``path`` holds a store with a live generation."""
+    return (Path(path) / CURRENT).is_file()
+
+
+def missing_message(root: Path) -> str:
+    """The message of an :class:`~ragtrust.errors.InputError` for a folder without a store."""
+    return f"store {root} does not exist or is empty: run `ragtrust ingest PATHS --store {root}`"
+
+
+def empty_manifest(embedder: Embedder, settings: Settings) -> dict[str, Any]:
+    """The manifest of a store with nothing in it yet."""
+    return {
+        "format": FORMAT,
+        "embedder": {"model_id": embedder.model_id, "dim": int(embedder.dim)},
+        "chunking": {
+            "chunk_tokens": settings.chunking.chunk_tokens,
+            "overlap_tokens": settings.chunking.overlap_tokens,
+        },
+        "segments": [],
+        "deleted": [],
+        "parents": {},
+        "created": time.time(),
+    }
+
+
+@contextlib.contextmanager
+def writer_lock(root: Path) -> Iterator[None]:
+    """Hold the store's writer lock (``.lock``): one writer at a time."""
+    lock = root / ".lock"
+    handle = open(lock, "a+")  # noqa: SIM115 - held for the duration of the context
+    try:
+        try:
+            import fcntl
+
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - Windows: single writer assumed
+            pass
+        yield
+    finally:
+        handle.close()
+
+
+# -- the ledger file -------------------------------------------------------------------------
+def open_ledger(path: str | Path) -> Ledger:
+    """Open the ledger of an existing store (no embedder needed: for vet / quarantine / ledger).
+
+    Raises:
+        InputError: when there is no store at ``path``.
+        StoreDamagedError: the store's ledger is missing or not a SQLite database.
+    """
+    root = Path(path)
+    if not store_exists(root):
+        raise InputError(missing_message(root))
+    check_ledger_file(root)
+    return Ledger(root / LEDGER_FILE)
+
+
+def ledger_damage(root: Path) -> str | None:
+    """What is wrong with the ledger file of the store at ``root`` (``None`` when it looks sound)."""
+    try:
+        with open(root / LEDGER_FILE, "rb") as handle:
+            magic = handle.read(len(SQLITE_MAGIC))
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or type(exc).__name__})"
+    if magic != SQLITE_MAGIC:
+        return "empty (0 bytes)" if not magic else "not a SQLite database (overwritten or truncated?)"
+    return None
+
+
+def check_ledger_file(root: Path) -> None:
+    """Refuse a store that has a live generation but no readable ledger (fail closed).
+
+    Creating a fresh ledger there would forget every vetting and quarantine: a quarantined
+    document would be served as if nothing were known about it.
+    """
+    if not store_exists(root):
+        return  # a new store: its ledger is created with its first generation
+    damage = ledger_damage(root)
+    if damage is not None:
+        raise StoreDamagedError(
+            LEDGER_FILE,
+            f"{damage}; without the provenance ledger vetted and quarantined documents cannot be told apart, "
+            "so the store refuses to answer",
+            f"run `ragtrust store repair --store {root}` to re-create it with every document unvetted",
+        )
+
+
+# -- reading ---------------------------------------------------------------------------------
+def damaged(root: Path, file: Path, detail: str) -> StoreDamagedError:
+    """The error for a damaged ``file`` of the store at ``root``, pointing at ``ragtrust store check``."""
+    name = file.relative_to(root).as_posix() if file.is_relative_to(root) else str(file)
+    return StoreDamagedError(name, detail, f"run `ragtrust store check --store {root}`")
+
+
+def _read_jsonl_documents(root: Path, file: Path) -> list[Document]:
+    try:
+        lines = file.read_text(encoding="utf-8").split("\n")
+    except FileNotFoundError:
+        raise damaged(root, file, "missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise damaged(root, file, f"unreadable ({exc})") from exc
+    docs: list[Document] = []
+    for number, line in enumerate(lines, start=1):
+        if not line:
+            continue
+        try:
+            docs.append(Document.from_dict(json.loads(line)))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise damaged(root, file, f"line {number}: {exc} (truncated or edited?)") from exc
+    return docs
+
+
+def read_segment_files(root: Path, name: str) -> Segment:
+    """Parse one segment folder; :class:`StoreDamagedError` names the file that does not parse."""
+    folder = root / "segments" / name
+    chunks = _read_jsonl_documents(root, folder / "chunks.jsonl")
+    parents = _read_jsonl_documents(root, folder / "parents.jsonl")
+    try:
+        vectors = np.load(folder / "vectors.npy")
+    except FileNotFoundError:
+        raise damaged(root, folder / "vectors.npy", "missing") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise damaged(root, folder / "vectors.npy", f"unreadable ({exc})") from exc
+    if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
+        detail = f"{vectors.shape[0] if vectors.ndim else 0} vectors for {len(chunks)} chunks in chunks.jsonl"
+        raise damaged(root, folder / "vectors.npy", detail)
+    return chunks, vectors, parents
+
+
+def read_manifest_file(root: Path, generation: str) -> dict[str, Any]:
+    """Parse the manifest of ``generation``.
+
+    Raises:
+        StoreDamagedError: the manifest is missing or does not parse.
+        InputError: the manifest is of another store format.
+    """
+    file = root / "generations" / f"{generation}.json"
+    try:
+        manifest: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise damaged(root, file, f"missing (named by {CURRENT})") from None
+    except (OSError, ValueError) as exc:
+        raise damaged(root, file, f"unreadable ({exc})") from exc
+    if manifest.get("format") != FORMAT:
+        raise InputError(f"store {root}: unknown format {manifest.get('format')!r}, expected {FORMAT}")
+    return manifest
+
+
+def segment_rows(root: Path, name: str) -> int:
+    """Rows (chunks) of a segment, read from the header of its vectors."""
+    header = np.load(root / "segments" / name / "vectors.npy", mmap_mode="r")
+    return int(header.shape[0])
+
+
+# -- writing ---------------------------------------------------------------------------------
+def write_segment_files(
+    root: Path, chunks: Sequence[Document], vectors: npt.NDArray[np.float32], parents: Sequence[Document]
+) -> str:
+    """Write a new immutable segment (under a temporary name, then renamed); returns its name."""
+    from ragtrust.retrieval.dense import _npy_bytes
+
+    name = f"seg-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    segments = root / "segments"
+    tmp = segments / f".tmp-{name}"
+    tmp.mkdir(parents=True)
+    atomic_write_text(tmp / "chunks.jsonl", "".join(c.to_json() + "\n" for c in chunks))
+    atomic_write_text(tmp / "parents.jsonl", "".join(p.to_json() + "\n" for p in parents))
+    atomic_write_bytes(tmp / "vectors.npy", _npy_bytes(np.ascontiguousarray(vectors, dtype=np.float32)))
+    os.replace(tmp, segments / name)
+    return name
+
+
+def write_generation(root: Path, manifest: Mapping[str, Any]) -> str:
+    """Write ``manifest`` as the next generation and make it live (swap ``CURRENT``); returns its name."""
+    gens = root / "generations"
+    gens.mkdir(parents=True, exist_ok=True)
+    number = max((int(p.stem) for p in gens.glob("*.json") if p.stem.isdigit()), default=0) + 1
+    name = f"{number:06d}"
+    atomic_write_text(gens / f"{name}.json", json.dumps(manifest, ensure_ascii=False))
+    atomic_write_text(root / CURRENT, name + "\n")
+    return name
+
+
+def collect_garbage(root: Path, current: str | None) -> None:
+    """Remove generations beyond the newest few (never ``current``) and segments none of them uses."""
+    gens = root / "generations"
+    if not gens.is_dir():
+        return
+    files = sorted((p for p in gens.glob("*.json") if p.stem.isdigit()), key=lambda p: int(p.stem))
+    keep = files[-KEEP_GENERATIONS:]
+    for p in files:
+        if p not in keep and p.stem != current:
+            p.unlink(missing_ok=True)
+    used: set[str] = set()
+    for p in gens.glob("*.json"):
+        try:
+            used.update(json.loads(p.read_text(encoding="utf-8"))["segments"])
+        except (OSError, ValueError, KeyError):
+            return  # unsure what is used: keep everything
+    segments = root / "segments"
+    if segments.is_dir():
+        for seg in segments.iterdir():
+            if seg.name not in used:
+                shutil.rmtree(seg, ignore_errors=True)
+    for tmp in gens.glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)
+
+
+__all__ = [
+    "CURRENT",
+    "FORMAT",
+    "KEEP_GENERATIONS",
+    "LEDGER_FILE",
+    "SQLITE_MAGIC",
+    "Segment",
+    "check_ledger_file",
+    "collect_garbage",
+    "damaged",
+    "empty_manifest",
+    "ledger_damage",
+    "missing_message",
+    "open_ledger",
+    "read_manifest_file",
+    "read_segment_files",
+    "segment_rows",
+    "store_exists",
+    "write_generation",
+    "write_segment_files",
+]
