@@ -21,8 +21,9 @@ A poisoned fact can only be caught by something that knows better. This signal c
    clean text (``signal_calibration["claim_conflict"]`` in the model manifest; ``ragtrust eval
    conflicts --calibrate``), :data:`DEFAULT_RAMP` otherwise. A pair is a conflict when either
    check fires; its strength is the larger.
-5. **Attribution** (documented rule, in this order). A conflict between claim *a* of
-   document X and claim *b* of document Y:
+5. **Attribution** (documented rule, in this order; it lives in
+   :mod:`~ragtrust.screening.attribution`). A conflict between claim *a* of document X and
+   claim *b* of document Y:
 
    * X == Y: the document contradicts itself; it is blamed with ``intra_factor`` x strength.
    * the last vetted version of a document is one side: the other side is blamed
@@ -62,7 +63,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -75,9 +75,19 @@ import numpy.typing as npt
 from ragtrust.documents import ClaimRef, Conflict, Document, RetrievedDoc, SignalResult
 from ragtrust.errors import ModelError
 from ragtrust.models.base import CONTRADICTION, ENTAILMENT, Embedder, NLIModel
-from ragtrust.registry import register
+from ragtrust.registry import register, warm_up
+from ragtrust.screening.attribution import (
+    RETRIEVED,
+    STORE,
+    VETTED,
+    Found,
+    PoolDoc,
+    Stances,
+    attribute,
+    same_subject,
+)
 from ragtrust.screening.base import Signal
-from ragtrust.screening.claims import Claim, DiffFinding, aligned_pairs, diff_conflict, extract_claims, names_in
+from ragtrust.screening.claims import Claim, aligned_pairs, diff_conflict, extract_claims, names_in
 from ragtrust.screening.ramp import contradiction_ramp, resolve_ramp
 
 #: the signal's name
@@ -92,89 +102,6 @@ DEFAULT_DIFF_STRENGTH: Mapping[str, float] = {
     "modal": 0.8,
     "quantifier": 0.8,
 }
-VETTED = "vetted"
-STORE = "store"
-RETRIEVED = "retrieved"
-
-
-@dataclass(frozen=True)
-class _PoolDoc:
-    document: Document
-    origin: str
-    group: str
-    tier: str | None = None
-
-
-@dataclass(frozen=True)
-class _Found:
-    """A conflicting pair of claims (indices into the claim list) and what found it."""
-
-    i: int
-    j: int
-    kind: str
-    strength: float
-    left_words: str
-    right_words: str
-    contradiction: float | None
-
-
-@dataclass(frozen=True)
-class _Stances:
-    """Per claim: the documents with a claim that agrees with it, and that conflict with it."""
-
-    agree: dict[int, set[int]]
-    oppose: dict[int, set[int]]
-
-    @classmethod
-    def build(
-        cls, claims: Sequence[Claim], conflicts: Sequence[_Found], agreements: Sequence[tuple[int, int, float]]
-    ) -> _Stances:
-        agree: dict[int, set[int]] = {}
-        oppose: dict[int, set[int]] = {}
-        for table, edges in ((agree, [(p[0], p[1]) for p in agreements]), (oppose, [(c.i, c.j) for c in conflicts])):
-            for a, b in edges:
-                table.setdefault(a, set()).add(claims[b].doc)
-                table.setdefault(b, set()).add(claims[a].doc)
-        return cls(agree, oppose)
-
-    def side(self, mine: int, other: int) -> set[int]:
-        """Documents that agree with claim ``mine``, and neither conflict with it nor agree with ``other``."""
-        return self.agree.get(mine, set()) - self.oppose.get(mine, set()) - self.agree.get(other, set())
-
-
-_REFERRING = re.compile(r"^(?:it|its|this|that|these|those|they|their|he|she|his|her|such|there)\b", re.I)
-#: a claim this short (in words) leans on its document for its subject ("The weakness is CWE-89.")
-SHORT_CLAIM = 7
-
-
-def _outside(doc: Document, claim: Claim) -> str:
-    return f"{doc.text[: claim.start]} {doc.text[claim.end :]}".lower()
-
-
-def _anchored(words: str, context: str) -> bool:
-    """Every changed word also appears elsewhere in the claim's own document."""
-    tokens = [t.lower() for t in re.findall(r"\w+", words) if len(t) > 1 or t.isdigit()]
-    return bool(tokens) and all(re.search(rf"\b{re.escape(t)}\b", context) for t in tokens)
-
-
-def _same_subject(pool: Sequence[_PoolDoc], a: Claim, b: Claim, finding: DiffFinding) -> bool:
-    """Whether two claims that differ in a few words are about the same subject.
-
-    Not when each side's differing words are stated elsewhere in its own document ("banned in
-    California" in a document about California, "in Canada" in one about Canada: two
-    subjects, two true claims). And a claim that leans on its document for its subject (it
-    starts with a pronoun, or is shorter than :data:`SHORT_CLAIM` words: "The weakness is
-    CWE-89.") is compared only with a version of the same document (3-gram shingle overlap of
-    the documents >= 0.3, or the same parent document: its vetted version).
-    """
-    da, db = pool[a.doc].document, pool[b.doc].document
-    if a.doc != b.doc and _anchored(finding.left, _outside(da, a)) and _anchored(finding.right, _outside(db, b)):
-        return False
-    leaning = any(_REFERRING.match(c.bare) or len(c.bare.split()) < SHORT_CLAIM for c in (a, b))
-    if leaning and a.doc != b.doc and pool[a.doc].group != pool[b.doc].group:
-        sa, sb = _shingles(da.text, 3), _shingles(db.text, 3)
-        return bool(sa | sb) and len(sa & sb) / len(sa | sb) >= 0.3
-    return True
 
 
 def _normal(text: str) -> str:
@@ -187,11 +114,6 @@ def _parent(doc: Document) -> str:
         return parent
     head, sep, tail = doc.id.rpartition("#")
     return head if sep and tail.isdigit() else doc.id
-
-
-def _shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
-    words = text.lower().split()
-    return {tuple(words[i : i + n]) for i in range(max(1, len(words) - n + 1))}
 
 
 @register("signal", CLAIM_CONFLICT)
@@ -243,23 +165,20 @@ class ClaimConflictSignal(Signal):
 
     def warm_up(self) -> None:
         """Warm the NLI model and the embedder."""
-        for part in (self.nli, self.embedder):
-            warm = getattr(part, "warm_up", None)
-            if callable(warm):
-                warm()
+        warm_up(self.nli, self.embedder)
 
     # ------------------------------------------------------------------ pool and claims
-    def _pool(self, docs: Sequence[RetrievedDoc], witnesses: Sequence[RetrievedDoc]) -> list[_PoolDoc]:
-        pool = [_PoolDoc(d.document, RETRIEVED, _parent(d.document), self._tier(d.document)) for d in docs]
+    def _pool(self, docs: Sequence[RetrievedDoc], witnesses: Sequence[RetrievedDoc]) -> list[PoolDoc]:
+        pool = [PoolDoc(d.document, RETRIEVED, _parent(d.document), self._tier(d.document)) for d in docs]
         seen = {d.id for d in docs}
         for w in witnesses:
             if w.id not in seen:
                 seen.add(w.id)
-                pool.append(_PoolDoc(w.document, STORE, _parent(w.document), self._tier(w.document)))
+                pool.append(PoolDoc(w.document, STORE, _parent(w.document), self._tier(w.document)))
         for d in docs:
             vetted = self._vetted_version(d.document)
             if vetted is not None:
-                pool.append(_PoolDoc(vetted, VETTED, _parent(d.document), VETTED))
+                pool.append(PoolDoc(vetted, VETTED, _parent(d.document), VETTED))
         return pool
 
     def _tier(self, doc: Document) -> str | None:
@@ -367,13 +286,13 @@ class ClaimConflictSignal(Signal):
         witness_only = {(i, j) for i, j, _ in testimony}
         conflicts = [c for c in conflicts if (c.i, c.j) not in witness_only]
         agreements = identical + agreeing
-        stances = _Stances.build(claims, conflicts, agreements)
-        resolved = [self._attribute(pool, claims, c, stances) for c in conflicts]
+        stances = Stances.build(claims, conflicts, agreements)
+        resolved = [attribute(pool, claims, c, stances, self.near_duplicate) for c in conflicts]
         return self._results(docs, pool, claims, resolved, len(checked), nli_pairs, notes)
 
     def _check(
-        self, pool: Sequence[_PoolDoc], claims: Sequence[Claim], pairs: Sequence[tuple[int, int, float]]
-    ) -> tuple[list[_Found], list[tuple[int, int, float]], int]:
+        self, pool: Sequence[PoolDoc], claims: Sequence[Claim], pairs: Sequence[tuple[int, int, float]]
+    ) -> tuple[list[Found], list[tuple[int, int, float]], int]:
         """The conflicting pairs among ``pairs`` (diff and NLI), the agreeing ones, and the NLI pairs scored.
 
         A pair agrees when no check fires, its cosine is at least ``agree_cosine`` and the NLI
@@ -388,7 +307,7 @@ class ClaimConflictSignal(Signal):
         probs = np.asarray(self.nli.predict(nli_input), dtype=np.float64)
         if probs.shape != (len(nli_input), 3):
             raise ModelError(f"NLI model returned shape {probs.shape}, expected ({len(nli_input)}, 3)")
-        found: list[_Found] = []
+        found: list[Found] = []
         agree: list[tuple[int, int, float]] = []
         # the names each document writes mid-sentence, once per document (not once per pair)
         names = {d: names_in(pool[d].document.text) for d in {claims[k].doc for p in pairs for k in p[:2]}}
@@ -396,65 +315,25 @@ class ClaimConflictSignal(Signal):
             c = float(max(probs[2 * m, CONTRADICTION], probs[2 * m + 1, CONTRADICTION]))
             nli_strength = round(contradiction_ramp(c, low, high), 6)
             finding = diff_conflict(a, b, names[claims[i].doc] | names[claims[j].doc])
-            if finding is not None and not _same_subject(pool, claims[i], claims[j], finding):
+            if finding is not None and not same_subject(pool, claims[i], claims[j], finding):
                 finding = None
             diff_strength = self.diff_strength.get(finding.kind, 0.0) if finding is not None else 0.0
             if finding is not None and diff_strength >= nli_strength:
-                found.append(_Found(i, j, finding.kind, diff_strength, finding.left, finding.right, c))
+                found.append(Found(i, j, finding.kind, diff_strength, finding.left, finding.right, c))
             elif nli_strength > 0:
-                found.append(_Found(i, j, "nli", nli_strength, "", "", c))
+                found.append(Found(i, j, "nli", nli_strength, "", "", c))
             elif cos >= self.agree_cosine and max(probs[2 * m, ENTAILMENT], probs[2 * m + 1, ENTAILMENT]) >= (
                 self.agree_entailment
             ):
                 agree.append((i, j, cos))
         return found, agree, len(nli_input)
 
-    def _attribute(
-        self, pool: Sequence[_PoolDoc], claims: Sequence[Claim], found: _Found, stances: _Stances
-    ) -> tuple[_Found, int | None, str]:
-        """``(conflict, blamed pool index or None, resolution)`` by the rule of the module docstring."""
-        i, j = found.i, found.j
-        x, y = claims[i].doc, claims[j].doc
-        if x == y:
-            return found, x, "the document contradicts itself"
-        px, py = pool[x], pool[y]
-        if px.origin == VETTED or py.origin == VETTED:
-            return found, (y if px.origin == VETTED else x), "the vetted version says otherwise"
-        if {px.tier, py.tier} == {"vetted", "unvetted"}:
-            return found, (x if px.tier == "unvetted" else y), "an unvetted source against a vetted one"
-        # a document with another claim in conflict with its own claim states both sides
-        x_both, y_both = x in stances.oppose[i], y in stances.oppose[j]
-        if x_both != y_both:
-            return found, (x if x_both else y), "states both sides of the conflict"
-        side_a = stances.side(i, j) | {x}
-        side_b = stances.side(j, i) | {y}
-        n_a, n_b = self._sources(pool, side_a - {y}), self._sources(pool, side_b - {x})
-        if n_a != n_b and max(n_a, n_b) >= 2:
-            blamed = y if n_a > n_b else x
-            return found, blamed, f"{max(n_a, n_b)} independent sources against {min(n_a, n_b)}"
-        return found, None, f"contested: {n_a} source(s) against {n_b}"
-
-    def _sources(self, pool: Sequence[_PoolDoc], members: set[int]) -> int:
-        """Independent sources among ``members``: one per parent document, near-duplicates merged."""
-        reps: list[tuple[str, set[tuple[str, ...]]]] = []
-        for m in sorted(members):
-            group, shingles = pool[m].group, _shingles(pool[m].document.text)
-            duplicate = False
-            for rep_group, rep_shingles in reps:
-                union = len(shingles | rep_shingles)
-                if rep_group == group or (union and len(shingles & rep_shingles) / union >= self.near_duplicate):
-                    duplicate = True
-                    break
-            if not duplicate:
-                reps.append((group, shingles))
-        return len(reps)
-
     def _results(
         self,
         docs: Sequence[RetrievedDoc],
-        pool: Sequence[_PoolDoc],
+        pool: Sequence[PoolDoc],
         claims: Sequence[Claim],
-        resolved: Sequence[tuple[_Found, int | None, str]],
+        resolved: Sequence[tuple[Found, int | None, str]],
         aligned: int,
         nli_pairs: int,
         notes: Sequence[str],
