@@ -13,7 +13,7 @@ from rich.text import Text
 from ragtrust.documents import ClaimRef, Conflict, Verdict
 
 LEVEL_STYLE = {"HIGH": "bold green", "MEDIUM": "bold yellow", "LOW": "bold dark_orange", "VERY LOW": "bold red"}
-#: tokens as the conflict diff cuts them (``ragtrust.screening.claims``): 1.3 and 10,000 stay whole
+#: tokens as the conflict diff cuts them (``ragtrust.screening.claim_diff``): 1.3 and 10,000 stay whole
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+|\d+")
 #: longest claim shown in the conflicts table, in characters (a window around the differing words)
 CLAIM_WIDTH = 140

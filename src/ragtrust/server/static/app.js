@@ -248,7 +248,7 @@
 
   // ------------------------------------------------------------------ conflicts
 
-  // Tokens as the conflict diff cuts them (ragtrust.screening.claims): 1.3 and 10,000 stay whole.
+  // Tokens as the conflict diff cuts them (ragtrust.screening.claim_diff): 1.3 and 10,000 stay whole.
   const TOKEN = /\p{Nd}+(?:[.,]\p{Nd}+)*|\p{L}+|\p{Nd}+/gu;
 
   // Where the differing words sit in a claim, as [start, end] string indices. The words are a

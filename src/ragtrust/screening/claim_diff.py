@@ -1,0 +1,362 @@
+"""The conflict diff of two aligned claims (issue 15): which words changed, and what kind.
+
+:func:`diff_conflict` compares two aligned claims token by token.
+Two kinds of finding, each with the differing words of both claims:
+
+* *near-identical claims* (token similarity >= ``NEAR_IDENTICAL``, few tokens changed):
+  a token that was replaced, inserted or deleted is a conflict when it is a number or a
+  number word (``number``), a year, month or weekday (``date``), a negation (``negation``),
+  a modal verb or a requirement word (``modal``: must -> may, required -> optional), a
+  quantifier or bound (``quantifier``: always -> sometimes, "only some of the time" added),
+  or a name (``entity``: capitalised mid-sentence, all capitals, or letters mixed with
+  digits: Reed Hastings -> Marc Randolph, AES -> DES). An identifier's number (CWE-79 ->
+  CWE-89, TLS 1.2 -> 1.0, 2048-bit -> 1024-bit) is a ``number``. Tokens that only moved
+  ("In 1998 the company..." / "...founded in 1998") and numbers written two ways (two / 2)
+  are no change; a kind needs changed words of that kind on both sides, except negations,
+  weakening words and quantifiers, which change a claim by being added alone. A replaced
+  ordinary word is a paraphrase, not a conflict.
+* *quantities* in any two aligned claims: a number (or range) followed by the same unit
+  ("23 episodes" / "24 episodes"), or by two units of time ("two to five years" / "three
+  weeks", compared in days), whose ranges do not overlap is a ``number`` conflict.
+
+The tokens, stop words and light stemming here are also those of claim alignment
+(:mod:`ragtrust.screening.claims`).
+
+Example:
+    >>> diff_conflict("Passwords must be hashed with bcrypt.", "Passwords may be hashed with bcrypt.").kind
+    'modal'
+    >>> diff_conflict("A queen bee lives two to five years.", "A queen bee lives about three weeks.").kind
+    'number'
+    >>> diff_conflict("Use parameterised queries.", "Use prepared statements.") is None
+    True
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+#: a token: a number (1.3 and 10,000 stay whole) or a run of letters
+TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+|\d+", re.UNICODE)
+#: function words: no content of their own
+STOP_WORDS = frozenset(
+    "a an the of to in on at is are was were be been by for with and or as that this it its from do does "
+    "can may must should will would you your we our they their which when what than then there these those "
+    "have has had but if into also more most any all each such only other not no".split()
+)
+NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
+    "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000,
+    "million": 10**6, "billion": 10**9, "dozen": 12, "half": 0.5, "once": 1, "twice": 2, "single": 1,
+    "double": 2, "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+    "eighth": 8, "ninth": 9, "tenth": 10,
+}  # fmt: skip
+#: token similarity (difflib ratio) at which two claims count as near-identical
+NEAR_IDENTICAL = 0.7
+#: at most this many tokens may change (per side) between near-identical claims
+MAX_CHANGED = 8
+#: at most this many tokens may change (per side) for a swapped value (name, number, date)
+MAX_SWAPPED = 4
+SWAP_KINDS = frozenset({"number", "date", "entity", "modal"})
+
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday".split()
+)
+NEGATIONS = frozenset("not no never none nothing neither nor cannot without nobody nowhere".split())
+MODALS = frozenset(
+    "must shall should may might can could will would need needs required require requires optional "
+    "mandatory recommended necessary unnecessary forbidden prohibited allowed permitted".split()
+)
+QUANTIFIERS = frozenset(
+    "all every each always never some sometimes often rarely seldom usually occasionally generally typically "
+    "mostly most few many several least minimum maximum only more less fewer greater higher lower above below "
+    "over under exactly approximately almost nearly majority minority".split()
+)
+#: words that weaken a claim when they are added alone (a modal of possibility, a hedge)
+WEAKENING = frozenset(
+    "may might could optional optionally sometimes rarely seldom occasionally usually generally typically often "
+    "mostly perhaps possibly arguably".split()
+)
+#: units of time, in days, so "two to five years" and "three weeks" compare
+TIME_UNITS = {
+    "second": 1 / 86400, "minute": 1 / 1440, "hour": 1 / 24, "day": 1.0, "week": 7.0, "month": 30.4,
+    "year": 365.25, "decade": 3652.5, "century": 36525.0,
+}  # fmt: skip
+_RANGE_JOINERS = frozenset("to and or through".split())
+_HEDGE_FILLERS = frozenset("about around approximately roughly nearly almost only just up over some".split())
+
+
+@dataclass(frozen=True)
+class DiffFinding:
+    """What the conflict diff found between two claims.
+
+    Attributes:
+        kind: ``number`` / ``date`` / ``entity`` / ``negation`` / ``modal`` / ``quantifier``.
+        left / right: the differing words of each claim (may be empty for an insertion).
+    """
+
+    kind: str
+    left: str
+    right: str
+
+
+def stem(word: str) -> str:
+    """A light stem so that bee / bees and live / lives / lived align (numbers as digits)."""
+    if word in NUMBER_WORDS:
+        return f"{NUMBER_WORDS[word]:g}"
+    for suffix, keep in (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ing", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: len(word) - len(suffix)] + keep
+            break
+    return word.rstrip("e") if len(word) > 3 else word
+
+
+def _tokens(text: str) -> list[tuple[str, str, int]]:
+    """``(folded, original, start)`` tokens; decimals such as 1.3 and 10,000 stay whole."""
+    return [(m.group(0).lower(), m.group(0), m.start()) for m in TOKEN.finditer(text)]
+
+
+def _number(token: str) -> float | None:
+    if token in NUMBER_WORDS:
+        return float(NUMBER_WORDS[token])
+    try:
+        return float(token.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _is_date(token: str) -> bool:
+    return token in _MONTHS or (token.isdigit() and len(token) == 4 and 1500 <= int(token) <= 2099)
+
+
+def _is_entity(original: str, start: int, names: frozenset[str] = frozenset()) -> bool:
+    """A name or identifier: capitalised mid-sentence, letters and digits mixed, or a known name.
+
+    A capitalised first word is a name when ``names`` has it (written capitalised mid-sentence
+    in the documents, or followed by another capitalised word: "Gerald Ford said").
+    """
+    if any(c.isdigit() for c in original) and any(c.isalpha() for c in original):
+        return True
+    if original[:1].isupper() and (start > 0 or original.lower() in names):
+        return True
+    return len(original) >= 2 and original.isupper()
+
+
+def names_in(*texts: str) -> frozenset[str]:
+    """Lower-cased words written capitalised in the middle of a sentence: names, as the texts use them.
+
+    Example:
+        >>> sorted(names_in("What did Gandhi say? Gandhi said so."))
+        ['gandhi']
+    """
+    found = set()
+    for text in texts:
+        for m in re.finditer(r"(?<=[^\s.!?\n\"'(\[])(\s+)([A-Z][\w'’-]*)", text):
+            found.add(m.group(2).lower())
+    return frozenset(found)
+
+
+def _key(token: tuple[str, str, int]) -> str:
+    """What a token means for the diff: a number's value (two == 2), else its folded form."""
+    value = _number(token[0])
+    return f"#{value:g}" if value is not None and not _is_date(token[0]) else token[0]
+
+
+def _classify(
+    left: Sequence[tuple[str, str, int]], right: Sequence[tuple[str, str, int]], names: frozenset[str] = frozenset()
+) -> str | None:
+    """The conflict kind of the tokens changed on each side (``None``: an ordinary rewording).
+
+    Moved tokens were removed before. A kind needs evidence on *both* sides (a number
+    replaced by a number, a name by a name, must by may), except negation and weakening
+    words, which change a claim by being added or removed alone.
+    """
+
+    def has(tokens: Sequence[tuple[str, str, int]], test: Callable[[str, str, int], bool]) -> bool:
+        return any(test(*t) for t in tokens)
+
+    def negation(folded: str, original: str, start: int) -> bool:
+        return folded in NEGATIONS or folded == "t"  # "don't" is tokenised don / t
+
+    def date(folded: str, original: str, start: int) -> bool:
+        return _is_date(folded) and not (folded == "may" and not original[:1].isupper())
+
+    def number(folded: str, original: str, start: int) -> bool:  # a year is a number too (2048-bit / 1024-bit)
+        return _number(folded) is not None
+
+    def modal(folded: str, original: str, start: int) -> bool:
+        return folded in MODALS and not (folded == "may" and original[:1].isupper())
+
+    def weakening(folded: str, original: str, start: int) -> bool:
+        return folded in WEAKENING
+
+    def quantifier(folded: str, original: str, start: int) -> bool:
+        return folded in QUANTIFIERS
+
+    def entity(folded: str, original: str, start: int) -> bool:
+        named = _is_entity(original, start, names)
+        return named and not (modal(folded, original, start) or number(folded, original, start))
+
+    if has(left, negation) != has(right, negation):
+        return "negation"
+    for kind, test in (("date", date), ("number", number), ("entity", entity), ("modal", modal)):
+        if has(left, test) and has(right, test):
+            return kind
+    if has(left, weakening) or has(right, weakening):
+        return "modal" if has(left, modal) or has(right, modal) else "quantifier"
+    if has(left, quantifier) or has(right, quantifier):  # "only some of the time" added to a claim
+        return "quantifier"
+    return None
+
+
+def _quantities(text: str) -> list[tuple[str, float, float, str]]:
+    """``(unit, low, high, phrase)`` per number or range followed by a unit word (time in days)."""
+    tokens = _tokens(text)
+    out = []
+    i = 0
+    while i < len(tokens):
+        value = _number(tokens[i][0])
+        hyphenated = i + 1 < len(tokens) and text[tokens[i][2] + len(tokens[i][1]) : tokens[i + 1][2]] == "-"
+        year = _is_date(tokens[i][0]) and not hyphenated  # "2048-bit" is a size, "in 2048" a year
+        if value is None or year or tokens[i][0] in ("first", "second", "once", "single"):
+            i += 1
+            continue
+        low = high = value
+        k = i + 1
+        # "two to five years", "10 or 12 rounds", "5-10 days" (the dash is not a token)
+        while k + 1 < len(tokens) and tokens[k][0] in _RANGE_JOINERS and _number(tokens[k + 1][0]) is not None:
+            other = _number(tokens[k + 1][0])
+            assert other is not None
+            low, high = min(low, other), max(high, other)
+            k += 2
+        while k < len(tokens) and _number(tokens[k][0]) is not None and tokens[k][0] in NUMBER_WORDS:
+            multiplier = _number(tokens[k][0])  # "two hundred", "3 million"
+            assert multiplier is not None
+            if multiplier >= 100:
+                low, high = low * multiplier, high * multiplier
+            k += 1
+        # a unit is a lower-case word right after the number ("24 episodes", "2048-bit"), not a
+        # name or a word across punctuation ("RFC 7515, JSON", "RFC2253) where")
+        gap = text[tokens[k - 1][2] + len(tokens[k - 1][1]) : tokens[k][2]] if k < len(tokens) else ""
+        unit_ok = k < len(tokens) and tokens[k][1].islower() and re.fullmatch(r"[\s-]*", gap) is not None
+        if unit_ok and tokens[k][0].isalpha() and tokens[k][0] not in STOP_WORDS:
+            unit = tokens[k][0]
+            singular = unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit
+            phrase = text[tokens[i][2] : tokens[k][2] + len(tokens[k][1])]
+            if singular in TIME_UNITS:
+                out.append(("time", low * TIME_UNITS[singular], high * TIME_UNITS[singular], phrase))
+            else:
+                out.append((singular, low, high, phrase))
+        i = k
+    return out
+
+
+def quantity_conflict(left: str, right: str) -> DiffFinding | None:
+    """Two quantities of the same unit (or two durations) whose ranges do not overlap.
+
+    Example:
+        >>> quantity_conflict("Season 4 has 23 episodes.", "The fourth season contains 24 episodes.")
+        DiffFinding(kind='number', left='23 episodes', right='24 episodes')
+    """
+    a, b = _quantities(left), _quantities(right)
+    for unit_a, lo_a, hi_a, phrase_a in a:
+        same = [q for q in b if q[0] == unit_a]
+        # a shared value means the claims may be talking about different things
+        # durations get 5% slack: a year is 12 months, 52 weeks or 365 days
+        slack = 1.05 if unit_a == "time" else 1.0001
+        if not same or any(lo_b <= hi_a * slack and lo_a <= hi_b * slack for _, lo_b, hi_b, _ in same):
+            continue
+        return DiffFinding("number", phrase_a, same[0][3])
+    return None
+
+
+def diff_conflict(left: str, right: str, names: frozenset[str] = frozenset()) -> DiffFinding | None:
+    """The conflict between two aligned claims that a token diff shows (see the module docstring).
+
+    ``names``: words known to be names in the claims' documents (:func:`names_in`), so that a
+    name that opens a sentence ("Gandhi said ..." / "Gerald Ford said ...") counts as one.
+    """
+    a, b = _tokens(left), _tokens(right)
+    if not a or not b:
+        return None
+    # a capitalised first word followed by another capitalised word opens a name ("Gerald Ford")
+    for tokens in (a, b):
+        if len(tokens) > 1 and tokens[0][1][:1].isupper() and tokens[1][1][:1].isupper():
+            names = names | {tokens[0][0]}
+    matcher = difflib.SequenceMatcher(None, [_key(t) for t in a], [_key(t) for t in b], autojunk=False)
+    if matcher.ratio() >= NEAR_IDENTICAL:
+        changed_a: list[tuple[str, str, int]] = []
+        changed_b: list[tuple[str, str, int]] = []
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "equal":
+                changed_a.extend(a[i1:i2])
+                changed_b.extend(b[j1:j2])
+        # a token that changed place ("In 1998 the company..." / "...founded in 1998") is no change
+        # (compared by stem: "That holds" / "That does not hold" changed "does not", not "holds")
+        moved = {stem(_key(t)) for t in changed_a} & {stem(_key(t)) for t in changed_b}
+        changed_a = [t for t in changed_a if stem(_key(t)) not in moved]
+        changed_b = [t for t in changed_b if stem(_key(t)) not in moved]
+        if (changed_a or changed_b) and max(len(changed_a), len(changed_b)) <= MAX_CHANGED:
+            kind = _classify(changed_a, changed_b, names)
+            # "2 to 5 years" / "3 years": the token diff sees a change, the ranges overlap
+            if kind == "number" and _comparable_quantities(left, right) and quantity_conflict(left, right) is None:
+                kind = None
+            # a swapped name, number or date is a few words; more changed words around it make
+            # two different statements ("LdapDistinguishedNameEncode ... RFC2253" / "LdapFilterEncode
+            # ... RFC4515"), not one statement with a value changed
+            if kind in SWAP_KINDS and max(len(changed_a), len(changed_b)) > MAX_SWAPPED:
+                kind = None
+            # a replacement (words changed on both sides) must be a value for a value: any other
+            # changed word ("RFC 7515 ... Signature (JWS)" / "RFC 7516 ... Encryption (JWE)")
+            # means two statements about two things
+            if kind is not None and changed_a and changed_b and not _pure(kind, [*changed_a, *changed_b], names):
+                kind = None
+            if kind is not None and not _only_fillers(changed_a, changed_b):
+                return DiffFinding(kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b))
+    return quantity_conflict(left, right)
+
+
+_AUXILIARIES = frozenset("do does did is are was were be been has have had can could will would".split())
+
+
+def _pure(kind: str, tokens: Sequence[tuple[str, str, int]], names: frozenset[str] = frozenset()) -> bool:
+    """Whether every changed word belongs to ``kind`` (or is a function word)."""
+
+    def fits(folded: str, original: str, start: int) -> bool:
+        if folded in STOP_WORDS or folded in _HEDGE_FILLERS:
+            return True
+        if kind in ("number", "date"):
+            return _number(folded) is not None or _is_date(folded)
+        if kind == "entity":
+            return _is_entity(original, start, names)
+        if kind == "negation":
+            return folded in NEGATIONS or folded == "t" or folded in _AUXILIARIES
+        return folded in MODALS or folded in WEAKENING or folded in QUANTIFIERS
+
+    return all(fits(*t) for t in tokens)
+
+
+def _comparable_quantities(left: str, right: str) -> bool:
+    units = {q[0] for q in _quantities(left)}
+    return any(q[0] in units for q in _quantities(right))
+
+
+def _only_fillers(a: Sequence[tuple[str, str, int]], b: Sequence[tuple[str, str, int]]) -> bool:
+    return all(t[0] in _HEDGE_FILLERS for t in (*a, *b)) and not any(t[0] == "only" for t in (*a, *b))
+
+
+__all__ = [
+    "NUMBER_WORDS",
+    "STOP_WORDS",
+    "TOKEN",
+    "DiffFinding",
+    "diff_conflict",
+    "names_in",
+    "quantity_conflict",
+    "stem",
+]
