@@ -117,7 +117,7 @@ def test_report_is_deterministic_and_written(corpus: Path, tmp_path: Path) -> No
     md, js = write_evidence_report(first, tmp_path / "out" / "evidence.md")
     assert (md.name, js.name) == ("evidence.md", "evidence.json")
     text = md.read_text(encoding="utf-8")
-    assert "citations outside the retrieved set | 0 |" in text and "`pytest`" in text
+    assert "citations outside the retrieved set (final answers) | 0 |" in text and "`pytest`" in text
     assert "(n, t) ablation: stress set" in text and SEM_NOT_COMPUTED in text
     data = json.loads(js.read_text(encoding="utf-8"))
     assert data["summary"]["questions"] == 3 and len(data["questions"]) == 3
@@ -210,3 +210,18 @@ def test_cli_attaches_to_the_eval_group_or_stands_alone(corpus: Path, tmp_path: 
     assert (tmp_path / "res" / "ev.md").is_file() and (tmp_path / "res" / "ev.json").is_file()
     bad = CliRunner().invoke(alone, ["evidence-report", "--data-dir", str(tmp_path / "nope"), "--out", str(out)])
     assert bad.exit_code == 2 and "not a folder" in bad.output
+
+
+def test_written_reports_name_the_data_folder_as_given_not_the_machine_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragtrust.eval.evidence_report import _portable_paths
+
+    (tmp_path / "data" / "sheets").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    absolute = (tmp_path / "data" / "sheets").resolve()
+    rewrite = _portable_paths("data/sheets")
+    text = f"cited {absolute.as_uri()}/A.md#chunk-1 and {absolute}/B.md"
+    assert rewrite(text) == "cited data/sheets/A.md#chunk-1 and data/sheets/B.md"
+    assert str(tmp_path) not in rewrite(text)
+    assert _portable_paths(str(absolute))(text) == text  # given absolute: nothing to hide

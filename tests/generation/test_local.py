@@ -68,3 +68,32 @@ def test_llm_serve_with_a_missing_model_is_a_one_line_usage_error(tmp_path: Path
     result = CliRunner().invoke(app, ["llm", "serve", "--model", str(tmp_path / "nope.gguf")])
     assert result.exit_code == 2
     assert "model file not found" in result.output
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG) is Linux-only")
+def test_the_server_process_dies_with_a_killed_parent(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    parent = (
+        "import subprocess, sys\n"
+        "from ragtrust.generation.local import _die_with_parent\n"
+        "child = subprocess.Popen(['sleep', '60'], preexec_fn=_die_with_parent)\n"
+        "print(child.pid, flush=True)\n"
+        "child.wait()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    child = int(proc.stdout.readline())
+    proc.send_signal(signal.SIGKILL)  # no finally, no __exit__: only the kernel can stop the child
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    pytest.fail(f"the child {child} outlived its killed parent")

@@ -20,7 +20,8 @@ dominate the cost. The report is about evidence, not trust scores.
 Metrics (SPEC section 9, :mod:`ragtrust.eval.evidence_metrics`), per question then averaged:
 
 - ``out_of_set_citations``: citations of the final answer that resolve to no retrieved
-  document, plus those the citation guard removed (must be 0);
+  document (must be 0: the citation guard removes them); ``removed_citations``: the
+  citations the writer made that the guard removed (an LLM citing ``[7]`` of five passages);
 - ``hallucinated``: %Hallucination (any cited URL outside the retrieved URLs);
 - ``grounded``: %Groundedness: a cited chunk belongs to a gold cheat sheet (file name);
 - AnsCov / DocFocus and AnsCov@n / DocFocus@n (n in 2, 3, 5, 10) of the answer (its
@@ -191,6 +192,7 @@ class QuestionResult:
     sentences: int
     unsupported_sentences: int
     out_of_set_citations: int
+    removed_citations: int
     hallucinated: float
     grounded: float
     gold_retrieved: bool
@@ -429,7 +431,7 @@ def run_evidence_report(
         grounded = postprocess(grounded, settings.evidence, answers_question=answers)
 
         cited = tuple(dict.fromkeys(c for s in grounded.sentences for c in s.citations))
-        out_of_set = grounded.removed_citations + sum(resolve_source(c, docs) is None for c in cited)
+        out_of_set = sum(resolve_source(c, docs) is None for c in cited)
         retrieved_targets = [d.document.cite for d in docs] + [d.id for d in docs]
         cited_docs = [d for d in (resolve_source(c, docs) for c in cited) if d is not None]
         doc_text = "\n\n".join(dict.fromkeys(d.document.text for d in cited_docs))
@@ -452,6 +454,7 @@ def run_evidence_report(
                 sentences=len(grounded.sentences),
                 unsupported_sentences=grounded.unsupported_sentences,
                 out_of_set_citations=out_of_set,
+                removed_citations=grounded.removed_citations,
                 hallucinated=hallucinated_citation(cited, retrieved_targets),
                 grounded=groundedness([source_name(c) for c in cited], gold),
                 gold_retrieved=any(source_name(d.id) in gold for d in docs),
@@ -496,6 +499,7 @@ def run_evidence_report(
         "chunks": len(chunks),
         "top_k": top_k,
         "out_of_set_citations": sum(r.out_of_set_citations for r in results),
+        "removed_citations": sum(r.removed_citations for r in results),
         "pct_hallucinated_citations": mean([r.hallucinated for r in results]),
         "groundedness": mean([r.grounded for r in results]),
         "gold_in_top_k": mean([float(r.gold_retrieved) for r in results]),
@@ -503,6 +507,11 @@ def run_evidence_report(
         "preface": sum(r.preface for r in results),
         "mean_sentences": mean([float(r.sentences) for r in results]),
         "unsupported_sentences": sum(r.unsupported_sentences for r in results),
+        "pct_unsupported_sentences": (
+            sum(r.unsupported_sentences for r in results) / sum(r.sentences for r in results)
+            if any(r.sentences for r in results)
+            else None
+        ),
         "cov_at_10": coverage_at(kept_all, all_docs, 10),
         "ans_cov": mean([r.ans_cov for r in results]),
         "doc_focus": mean([r.doc_focus for r in results]),
@@ -681,13 +690,14 @@ def render_markdown(report: EvidenceReport) -> str:
         "",
         "| metric | value |",
         "|---|---|",
-        f"| citations outside the retrieved set | {s['out_of_set_citations']} |",
+        f"| citations outside the retrieved set (final answers) | {s['out_of_set_citations']} |",
+        f"| citations the writer made that the guard removed | {s.get('removed_citations', 0)} |",
         f"| %hallucinated citations (answers) | {_fmt(s['pct_hallucinated_citations'], True)} |",
         f"| %groundedness vs gold cheat sheets | {_fmt(s['groundedness'], True)} |",
         f"| gold cheat sheet in the top-K (retrieval) | {_fmt(s['gold_in_top_k'], True)} |",
         f"| answers with >= 1 sentence / with the not-stated preface | {s['answered']} / {s['preface']} |",
         f"| mean answer sentences; sentences without verbatim support | {_fmt(s['mean_sentences'])}; "
-        f"{s['unsupported_sentences']} |",
+        f"{s['unsupported_sentences']} ({_fmt(s.get('pct_unsupported_sentences'), True)}) |",
         f"| %hallucinated passage tokens before / after alignment | {_fmt(s.get('hallucination_before'), True)} / "
         f"{_fmt(s.get('hallucination_after'), True)} |",
         f"| Cov@10 (kept passages) | {_fmt(s['cov_at_10'])} |",
@@ -808,6 +818,25 @@ def _ablation_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def _portable_paths(data_dir: str | None) -> Callable[[str], str]:
+    """Rewrite the data folder's absolute path (and its file URL) as the path given on the command line.
+
+    Document URLs of a folder ingest are absolute ``file://`` URLs; a committed report must
+    not name the machine it ran on.
+    """
+    if not data_dir or Path(data_dir).is_absolute():
+        return lambda text: text
+    absolute = Path(data_dir).resolve()
+    pairs = [(absolute.as_uri(), data_dir), (str(absolute), data_dir)]
+
+    def rewrite(text: str) -> str:
+        for old, new in pairs:
+            text = text.replace(old, new)
+        return text
+
+    return rewrite
+
+
 def write_evidence_report(report: EvidenceReport, out: str | Path) -> tuple[Path, Path]:
     """Write ``<out>.md`` and ``<out>.json`` (a ``.md``/``.json`` suffix on ``out`` is dropped)."""
     base = Path(out)
@@ -815,8 +844,9 @@ def write_evidence_report(report: EvidenceReport, out: str | Path) -> tuple[Path
         base = base.with_suffix("")
     base.parent.mkdir(parents=True, exist_ok=True)
     md, js = base.with_name(base.name + ".md"), base.with_name(base.name + ".json")
-    atomic_write_text(md, render_markdown(report))
-    atomic_write_text(js, json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    portable = _portable_paths(report.provenance.get("data_dir"))
+    atomic_write_text(md, portable(render_markdown(report)))
+    atomic_write_text(js, portable(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"))
     return md, js
 
 

@@ -97,6 +97,20 @@ def sha256_of(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def _die_with_parent() -> None:
+    """In the server's process: ask Linux to stop it when ragtrust dies (even by SIGKILL).
+
+    Without this a killed run leaves an orphaned server holding the port and the CPU. Other
+    systems have no such call; there :meth:`LocalLLM.stop` is the only way out.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 @dataclass
 class LocalLLM:
     """llama-cpp-python's OpenAI-compatible server, as a managed subprocess.
@@ -193,7 +207,9 @@ class LocalLLM:
             raise ConfigError(f"llama-cpp-python is not installed: {RUNTIME_HINT}")
         out = self.log_path.open("ab") if self.log_path is not None else subprocess.DEVNULL
         try:
-            self._process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
+            self._process = subprocess.Popen(
+                self.command(), stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+            )
         finally:
             if self.log_path is not None and hasattr(out, "close"):
                 out.close()
