@@ -1,0 +1,246 @@
+"""The NLI engine: windowing, caching and batching around any NLI model.
+
+:class:`NLIEngine` is what the pipeline talks to: it splits premises longer than the
+model's window into overlapping sentence-bounded windows (the best window wins and is
+reported), deduplicates and caches pair results by content hash (LRU, optionally persisted
+in SQLite), and sends everything a query needs in as few batched calls as possible. The
+models it wraps are in :mod:`ragtrust.models.nli` (which still exports the engine).
+
+Every array has the columns (entailment, neutral, contradiction).
+
+Example:
+    >>> from ragtrust.testing import LexicalNLI
+    >>> engine = NLIEngine(LexicalNLI(), max_premise_tokens=32)
+    >>> [w.windows for w in engine.predict_windows([("The cat sat on the mat.", "A cat sat.")])]
+    [((0, 23),)]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from ragtrust.errors import InputError, ModelError
+from ragtrust.models.base import NLIModel, ReloadsAfterPickle
+from ragtrust.registry import warm_up
+from ragtrust.text import split_sentences
+
+
+@dataclass(frozen=True)
+class WindowedPrediction:
+    """All windows' probabilities for one pair; ``best`` is the chosen window's index."""
+
+    probs: npt.NDArray[np.float32]  # (windows, 3)
+    windows: tuple[tuple[int, int], ...]  # character offsets of each window in the premise
+    best: int
+
+    @property
+    def row(self) -> npt.NDArray[np.float32]:
+        """Probabilities of the chosen window."""
+        row: npt.NDArray[np.float32] = self.probs[self.best]
+        return row
+
+
+class _PairCache:
+    """LRU of pair results keyed by content hash, optionally persisted in SQLite."""
+
+    def __init__(self, size: int, path: Path | None, model_id: str) -> None:
+        self.size = size
+        self.model_id = model_id
+        self._items: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(path), check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS nli (key TEXT PRIMARY KEY, probs BLOB NOT NULL)")
+            self._db.commit()
+
+    def key(self, premise: str, hypothesis: str) -> str:
+        data = f"{self.model_id}\x1f{premise}\x1f{hypothesis}".encode()
+        return hashlib.sha256(data).hexdigest()
+
+    def get(self, key: str) -> npt.NDArray[np.float32] | None:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            if self._db is not None:
+                row = self._db.execute("SELECT probs FROM nli WHERE key = ?", (key,)).fetchone()
+                if row is not None:
+                    value = np.frombuffer(row[0], dtype=np.float32).copy()
+                    self._put(key, value)
+                    return value
+        return None
+
+    def _put(self, key: str, value: npt.NDArray[np.float32]) -> None:
+        if self.size <= 0:
+            return
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def put_many(self, items: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> None:
+        with self._lock:
+            for key, value in items:
+                self._put(key, value)
+            if self._db is not None and items:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO nli (key, probs) VALUES (?, ?)",
+                    [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items],
+                )
+                self._db.commit()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@dataclass
+class NLIEngine(ReloadsAfterPickle):
+    """Windowing, caching and batching around any :class:`NLIModel`.
+
+    Args:
+        model: the underlying NLI model.
+        max_premise_tokens: window size for premises; ``None`` reads the model's
+            ``max_length`` and keeps room for the hypothesis.
+        window_overlap_sentences: sentences shared by consecutive windows.
+        cache_size: pair results kept in memory (0 disables the cache).
+        cache_path: SQLite file to persist the cache (e.g. inside a store).
+        reduce: which window wins: the most entailing one (default, SPEC section 4) or the
+            most contradicting one.
+    """
+
+    model: NLIModel
+    max_premise_tokens: int | None = None
+    window_overlap_sentences: int = 1
+    cache_size: int = 50_000
+    cache_path: str | None = None
+    reduce: Literal["entailment", "contradiction"] = "entailment"
+    calls: int = field(default=0, init=False)
+    pairs_scored: int = field(default=0, init=False)
+    cache_hits: int = field(default=0, init=False)
+    _cache: _PairCache | None = field(default=None, init=False, repr=False)
+    # the cache holds a lock and maybe a SQLite connection: a pickled copy opens its own
+    _transient: ClassVar[dict[str, Callable[[], Any]]] = {"_cache": lambda: None}
+
+    @property
+    def model_id(self) -> str:
+        """The wrapped model's id."""
+        return str(getattr(self.model, "model_id", type(self.model).__name__))
+
+    @property
+    def signal_calibration(self) -> dict[str, Any] | None:
+        """The wrapped model's calibrated signal thresholds, if it has any."""
+        calibration = getattr(self.model, "signal_calibration", None)
+        return calibration if isinstance(calibration, dict) else None
+
+    def warm_up(self) -> None:
+        """Warm the wrapped model."""
+        warm_up(self.model)
+
+    def _cache_obj(self) -> _PairCache:
+        if self._cache is None:
+            self.warm_up()  # the fingerprint is known once the model is loaded
+            path = Path(self.cache_path) if self.cache_path else None
+            key = str(getattr(self.model, "fingerprint", "") or self.model_id)
+            self._cache = _PairCache(self.cache_size, path, key)
+        return self._cache
+
+    def _count(self) -> Callable[[str], int]:
+        counter = getattr(self.model, "count_tokens", None)
+        if callable(counter):
+            return counter  # type: ignore[no-any-return]
+        return lambda text: int(len(text.split()) * 1.3) + 1
+
+    def _windows(self, premise: str, hypothesis_tokens: int) -> list[tuple[int, int]]:
+        count = self._count()
+        limit = self.max_premise_tokens
+        if limit is None:
+            limit = int(getattr(self.model, "max_length", 512)) - hypothesis_tokens - 4
+        limit = max(32, limit)
+        if count(premise) <= limit:
+            return [(0, len(premise))]
+        sentences = split_sentences(premise) or []
+        if not sentences:
+            return [(0, len(premise))]
+        sizes = [count(s.text) for s in sentences]
+        windows: list[tuple[int, int]] = []
+        i = 0
+        while i < len(sentences):
+            j, used = i, 0
+            while j < len(sentences) and (used + sizes[j] <= limit or j == i):
+                used += sizes[j]
+                j += 1
+            windows.append((sentences[i].start, sentences[j - 1].end))
+            if j >= len(sentences):
+                break
+            i = max(i + 1, j - self.window_overlap_sentences)
+        return windows
+
+    def predict_windows(self, pairs: Sequence[tuple[str, str]]) -> list[WindowedPrediction]:
+        """Window every premise, score all (window, hypothesis) pairs in one batched call."""
+        for premise, hypothesis in pairs:
+            if not isinstance(premise, str) or not isinstance(hypothesis, str):
+                raise InputError("NLI pairs must be (premise, hypothesis) strings")
+        cache = self._cache_obj()
+        count = self._count()
+        plans: list[tuple[list[tuple[int, int]], list[str]]] = []
+        todo: dict[str, tuple[str, str]] = {}
+        for premise, hypothesis in pairs:
+            windows = self._windows(premise, count(hypothesis)) if premise else [(0, 0)]
+            keys = []
+            for start, end in windows:
+                text = premise[start:end]
+                key = cache.key(text, hypothesis)
+                keys.append(key)
+                if key not in todo and cache.get(key) is None:
+                    todo[key] = (text, hypothesis)
+            plans.append((windows, keys))
+        total_keys = sum(len(k) for _, k in plans)
+        self.cache_hits += total_keys - len(todo)
+        if todo:
+            keys = list(todo)
+            probs = self.model.predict([todo[k] for k in keys])
+            probs = np.asarray(probs, dtype=np.float32)
+            if probs.shape != (len(keys), 3):
+                raise ModelError(f"NLI model returned shape {probs.shape}, expected ({len(keys)}, 3)")
+            self.calls += 1
+            self.pairs_scored += len(keys)
+            fresh = {k: probs[i] for i, k in enumerate(keys)}
+            cache.put_many(list(fresh.items()))
+        else:
+            fresh = {}
+        results: list[WindowedPrediction] = []
+        column = 0 if self.reduce == "entailment" else 2
+        for windows, keys in plans:
+            rows = []
+            for key in keys:
+                value = fresh.get(key)
+                if value is None:
+                    value = cache.get(key)
+                if value is None:  # cache disabled and not freshly computed: cannot happen
+                    raise ModelError("internal error: NLI result missing from the batch")
+                rows.append(value)
+            matrix = np.vstack(rows).astype(np.float32)
+            results.append(WindowedPrediction(matrix, tuple(windows), int(matrix[:, column].argmax())))
+        return results
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
+        """One row per pair: the winning window's probabilities."""
+        if not pairs:
+            return np.zeros((0, 3), dtype=np.float32)
+        return np.vstack([w.row for w in self.predict_windows(pairs)])
+
+
+__all__ = ["NLIEngine", "WindowedPrediction"]
