@@ -34,6 +34,9 @@ passage) should be contested.
 clean retrieved sets that the evaluation does not use (the benchmarks' calibration splits and
 a seeded sample of OWASP chunks with their nearest neighbours) to a per-set false-alarm
 budget; written to the results file and, with ``--write-manifest``, into the NLI manifest.
+
+The calibration and its clean sets live in :mod:`~ragtrust.eval.conflicts_calibration`, the
+Markdown report in :mod:`~ragtrust.eval.conflicts_report`; both still import from here.
 """
 
 from __future__ import annotations
@@ -51,7 +54,15 @@ import numpy as np
 
 from ragtrust.documents import Document, RetrievedDoc, SignalResult
 from ragtrust.errors import InputError
-from ragtrust.models.base import CONTRADICTION, Embedder, NLIModel
+from ragtrust.eval.conflicts_calibration import (
+    calibrate,
+    calibration_sets,
+    max_pair_contradiction,
+    owasp_clean_sets,
+    write_manifest_entry,
+)
+from ragtrust.eval.conflicts_report import render_markdown, write_report
+from ragtrust.models.base import Embedder, NLIModel
 
 STRATEGIES = ("contradiction", "entity_swap", "subtle_manipulation")
 PLACEMENTS = ("witness", "no_witness", "vetted_history")
@@ -334,99 +345,6 @@ def evaluate_poisonedrag(signal: Any, data_dir: str | Path | None, *, seed: int)
     return out
 
 
-_OWASP: dict[tuple[int, str], tuple[list[Document], Any]] = {}
-
-
-def _owasp_index(embedder: Embedder, data_dir: str | Path | None) -> tuple[list[Document], Any]:
-    """The OWASP cheat-sheet chunks and their dense index (built once per embedder and folder)."""
-    from ragtrust.eval.datasets import resolve_data_dir
-    from ragtrust.ingest.chunker import chunk_documents
-    from ragtrust.ingest.loaders import load_paths
-    from ragtrust.retrieval.dense import DenseIndex
-
-    folder = resolve_data_dir(data_dir) / "owasp-cheatsheets"
-    key = (id(embedder), str(folder))
-    if key not in _OWASP:
-        chunks = chunk_documents(load_paths([folder]).documents, tokenizer=getattr(embedder, "tokenizer", None))
-        _OWASP[key] = (chunks, DenseIndex.from_documents(chunks, embedder))
-    return _OWASP[key]
-
-
-def calibration_sets(
-    embedder: Embedder,
-    data_dir: str | Path | None,
-    *,
-    n_eval: int,
-    owasp: int,
-    bench_calib: int,
-    k: int,
-    seed: int,
-) -> list[list[Document]]:
-    """Clean retrieved sets the evaluation never uses: calibration splits and OWASP chunk neighbourhoods.
-
-    The calibration split of each benchmark is drawn after its ``n_eval`` evaluation queries
-    (the same seeded order as the evaluation), so no evaluated question is used.
-    """
-    from ragtrust.eval.datasets import load_benchmark
-    from ragtrust.retrieval.dense import DenseIndex
-
-    sets: list[list[Document]] = []
-    for name in ("truthfulqa", "fever"):
-        bench = load_benchmark(name, data_dir, n=n_eval, n_calib=bench_calib, seed=seed)
-        index = DenseIndex.from_documents(bench.documents, embedder)
-        sets += [[r.document for r in index.retrieve(q.text, k)] for q in bench.calib_queries]
-    chunks, index = _owasp_index(embedder, data_dir)
-    # the even-numbered sample is for calibration, the odd-numbered one for the clean OWASP check
-    sample = random.Random(seed).sample(chunks, min(2 * owasp, len(chunks)))[0::2]
-    for chunk in sample:
-        sets.append([chunk] + [w.document for w in index.neighbours([chunk], k - 1)])
-    return sets
-
-
-def owasp_clean_sets(
-    embedder: Embedder, data_dir: str | Path | None, *, n: int, k: int, seed: int
-) -> list[list[Document]]:
-    """Clean OWASP sets disjoint from the calibration sample (the odd-numbered draws)."""
-    chunks, index = _owasp_index(embedder, data_dir)
-    sample = random.Random(seed).sample(chunks, min(2 * n, len(chunks)))[1::2]
-    return [[c] + [w.document for w in index.neighbours([c], k - 1)] for c in sample]
-
-
-def max_pair_contradiction(signal: Any, nli: NLIModel, docs: Sequence[Document]) -> float:
-    """The strongest NLI contradiction over the aligned claim pairs of one clean set (0 without pairs)."""
-    from ragtrust.screening.claims import aligned_pairs, extract_claims
-
-    claims = [c for i, d in enumerate(docs) for c in extract_claims(i, d.text, signal.max_claims_per_doc)]
-    if len(claims) < 2:
-        return 0.0
-    vectors = signal._embed([c.bare for c in claims])  # noqa: SLF001 - the signal's own cache
-    pairs = aligned_pairs(
-        claims, vectors, min_cosine=signal.min_cosine, min_overlap=signal.min_overlap, max_pairs=signal.max_pairs
-    )
-    if not pairs:
-        return 0.0
-    texts = [p for i, j, _ in pairs for p in ((claims[i].bare, claims[j].bare), (claims[j].bare, claims[i].bare))]
-    probs = np.asarray(nli.predict(texts), dtype=np.float64)
-    return float(probs[:, CONTRADICTION].max())
-
-
-def calibrate(signal: Any, nli: NLIModel, sets: Sequence[Sequence[Document]], *, fpr: float) -> dict[str, Any]:
-    """``low`` = the ``1 - fpr`` quantile of the per-set strongest aligned-pair contradiction."""
-    from ragtrust.eval.calibration import threshold_for
-
-    scores = [max_pair_contradiction(signal, nli, docs) for docs in sets]
-    low, high = threshold_for(scores, fpr)
-    return {
-        "low": low,
-        "high": high,
-        "fpr": fpr,
-        "fpr_level": "clean retrieved set",
-        "sets": len(sets),
-        "sets_with_aligned_pairs": int(sum(1 for s in scores if s > 0)),
-        "quantiles": {str(q): round(float(np.quantile(scores, q)), 4) for q in (0.5, 0.9, 0.95, 0.98, 0.99)},
-    }
-
-
 def clean_check(signal: Any, sets: Sequence[Sequence[Document]]) -> dict[str, Any]:
     """False alarms on clean retrieved sets: share with any conflict, with a blamed document."""
     conflict = blamed = 0
@@ -523,161 +441,19 @@ def run(
     return report
 
 
-def write_manifest_entry(report: Mapping[str, Any], report_path: str | None = None) -> Path:
-    """Store the fitted ``claim_conflict`` ramp in the shipped NLI manifest, keeping the other signals'.
-
-    Raises:
-        InputError: the report has no calibration, or the manifest has no signal calibration
-            for its current ONNX file (run ``ragtrust nli calibrate --write-manifest`` first).
-    """
-    from ragtrust.io import atomic_write_text
-    from ragtrust.models.nli import MANIFEST_FILE, read_manifest
-
-    calibration = report.get("calibration")
-    if not isinstance(calibration, Mapping):
-        raise InputError("the report has no calibration: run with --calibrate FPR")
-    manifest = read_manifest(MANIFEST_FILE)
-    entry = manifest.get("signal_calibration")
-    if not isinstance(entry, dict) or entry.get("nli_sha256") != manifest.get("sha256"):
-        raise InputError(f"{MANIFEST_FILE.name}: no signal calibration for this model; run `ragtrust nli calibrate`")
-    entry.setdefault("signals", {})["claim_conflict"] = {
-        "low": calibration["low"],
-        "high": calibration["high"],
-        "fpr": calibration["fpr"],
-        "level": calibration["fpr_level"],
-        "report": report_path,
-    }
-    atomic_write_text(MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n")
-    return MANIFEST_FILE
-
-
-#: the issue's targets with a witness (per-document ROC-AUC) and for clean false alarms
-TARGETS = {"entity_swap": 0.90, "contradiction": 0.90, "subtle_manipulation": 0.75}
-CLEAN_TARGET = 0.02
-
-
-def _pct(value: Any) -> str:
-    return "n/a" if value is None else f"{100 * float(value):.1f}%"
-
-
-def _num(value: Any) -> str:
-    return "n/a" if value is None else f"{float(value):.3f}"
-
-
-def render_markdown(report: Mapping[str, Any]) -> str:
-    """The report as Markdown: the command, every cell, clean false alarms, the gaps against the targets."""
-    lines = [
-        "# Knowledge conflicts: claim-level checks with and without a witness (issue 15)",
-        "",
-        f"Command: `{report.get('command', 'ragtrust eval conflicts')}`",
-        "",
-        f"Models: NLI `{report['models']['nli']}`, embedder `{report['models']['embedder']}`; "
-        f"ragtrust {report['ragtrust']}; seed {report['seed']}; K = {report['k']}; store witnesses "
-        f"{report['witnesses']}; {report['n']} evaluation questions per benchmark (held-out attack families "
-        f"only); run time {report.get('elapsed_s')} s on the machine that wrote it.",
-        "",
-        f"Signal: NLI ramp {report['signal']['nli_ramp']} ({report['signal']['nli_ramp_source']}), "
-        f"alignment cosine >= {report['signal']['min_cosine']}, overlap >= {report['signal']['min_overlap']}, "
-        f"at most {report['signal']['max_pairs']} aligned pairs; diff strengths {report['signal']['diff_strength']}.",
-        "",
-    ]
-    cal = report.get("calibration")
-    if cal:
-        lines += [
-            f"NLI ramp fitted in this run: low {cal['low']} = the {1 - cal['fpr']:.0%} quantile of the strongest "
-            f"aligned-pair contradiction over {cal['sets']} clean retrieved sets the evaluation does not use "
-            f"(TruthfulQA and FEVER calibration splits, OWASP chunk neighbourhoods); quantiles {cal['quantiles']}.",
-            "",
-        ]
-    lines += [
-        "Placements: **witness** = the poisoned copy added beside its clean original; **no_witness** = "
-        "the in-place edit, the clean original nowhere; **vetted_history** = the in-place edit of a vetted "
-        "corpus (the ledger keeps the vetted text). Per-document scores; negatives = every other document of "
-        "the poisoned sets and every document of the clean sets. *blamed* / *contested* / *missed* = what "
-        "happened to the poisoned document; *clean blamed* = sets where a clean document was blamed.",
-        "",
-        "| dataset | attack | placement | ROC-AUC | recall @ <= 2% FPR | blamed | contested | missed | clean blamed |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    gaps: list[str] = []
-    for name, d in report["datasets"].items():
-        for cell, m in d["cells"].items():
-            strategy, placement = cell.split("/")
-            lines.append(
-                f"| {name} | {strategy} | {placement} | {_num(m.get('roc_auc'))} | {_pct(m.get('recall_at_2pct_fpr'))} "
-                f"| {_pct(m.get('blamed'))} | {_pct(m.get('contested'))} | {_pct(m.get('missed'))} "
-                f"| {_pct(m.get('clean_document_blamed'))} |"
-            )
-            target = TARGETS.get(strategy)
-            if placement == "witness" and target is not None and (m.get("roc_auc") or 0.0) < target:
-                gaps.append(f"{name} {strategy} with a witness: ROC-AUC {_num(m.get('roc_auc'))} < {target}")
-    lines += ["", "**Clean false alarms** (share of clean retrieved sets):", ""]
-    lines += [
-        "| clean sets | sets | with a conflict | with a document blamed | NLI pairs (median) |",
-        "|---|---|---|---|---|",
-    ]
-    for name, d in report["datasets"].items():
-        c = d["clean"]
-        lines.append(
-            f"| {name} | {c['sets']} | {_pct(c['sets_with_conflict'])} | {_pct(c['sets_with_blame'])} "
-            f"| {c['nli_pairs_median']:g} |"
-        )
-        if c["sets_with_conflict"] > CLEAN_TARGET:
-            gaps.append(f"{name}: {_pct(c['sets_with_conflict'])} of clean sets have a conflict (target <= 2%)")
-    owasp = report.get("owasp_clean")
-    if owasp:
-        lines.append(
-            f"| OWASP chunks + 4 nearest | {owasp['sets']} | {_pct(owasp['sets_with_conflict'])} "
-            f"| {_pct(owasp['sets_with_blame'])} | {owasp['nli_pairs_median']:g} |"
-        )
-        if owasp["sets_with_conflict"] > CLEAN_TARGET:
-            gaps.append(f"OWASP: {_pct(owasp['sets_with_conflict'])} of clean sets have a conflict (target <= 2%)")
-        if owasp.get("examples"):
-            lines += ["", "Examples of conflicts on clean OWASP sets (false alarms):", ""]
-            for e in owasp["examples"]:
-                lines.append(f'- {e["kind"]}: "{e["left"][:140]}" vs "{e["right"][:140]}" (blamed: {e["blamed"]})')
-    prag = report.get("poisonedrag", {})
-    if "two_clean_witnesses" in prag:
-        lines += [
-            "",
-            "**LLM-written poison (PoisonedRAG NQ, GPT-4; development figures, not held out)**: one adversarial "
-            "passage, clean passages in the same style (other adversarial passages of the item with the correct "
-            "answer put back), unrelated clean passages.",
-            "",
-            "| variant | sets | ROC-AUC | blamed | contested | missed | clean blamed |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for variant in ("two_clean_witnesses", "one_clean_witness"):
-            m = prag[variant]
-            lines.append(
-                f"| {variant} | {m['sets']} | {_num(m.get('roc_auc'))} | {_pct(m['blamed'])} | {_pct(m['contested'])} "
-                f"| {_pct(m['missed'])} | {_pct(m['clean_document_blamed'])} |"
-            )
-        if prag["two_clean_witnesses"]["blamed"] < 0.5:
-            gaps.append(
-                f"PoisonedRAG, one poisoned passage beside two clean ones: blamed in "
-                f"{_pct(prag['two_clean_witnesses']['blamed'])} of items"
-            )
-    lines += ["", "## Honest gaps (cells below target)", ""]
-    lines += [f"- {g}" for g in gaps] or ["- none"]
-    return "\n".join(lines) + "\n"
-
-
-def write_report(report: Mapping[str, Any], path: str | Path) -> None:
-    """Write the report as indented JSON and, beside it, as Markdown (atomic)."""
-    from ragtrust.io import atomic_write_text
-
-    atomic_write_text(Path(path), json.dumps(report, indent=2) + "\n")
-    atomic_write_text(Path(path).with_suffix(".md"), render_markdown(report))
-
-
 __all__ = [
     "PLACEMENTS",
     "STRATEGIES",
     "calibrate",
+    "calibration_sets",
     "clean_check",
     "evaluate_dataset",
     "evaluate_poisonedrag",
+    "max_pair_contradiction",
     "metrics",
+    "owasp_clean_sets",
+    "render_markdown",
     "run",
+    "write_manifest_entry",
+    "write_report",
 ]

@@ -1,0 +1,138 @@
+"""The knowledge-conflict report: every cell, clean false alarms, the gaps against the targets.
+
+:func:`render_markdown` turns the JSON report of :func:`ragtrust.eval.conflicts.run` into
+Markdown; :func:`write_report` writes both, side by side.
+
+Example:
+    >>> _pct(0.125), _num(None)
+    ('12.5%', 'n/a')
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+#: the issue's targets with a witness (per-document ROC-AUC) and for clean false alarms
+TARGETS = {"entity_swap": 0.90, "contradiction": 0.90, "subtle_manipulation": 0.75}
+CLEAN_TARGET = 0.02
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{100 * float(value):.1f}%"
+
+
+def _num(value: Any) -> str:
+    return "n/a" if value is None else f"{float(value):.3f}"
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """The report as Markdown: the command, every cell, clean false alarms, the gaps against the targets."""
+    lines = [
+        "# Knowledge conflicts: claim-level checks with and without a witness (issue 15)",
+        "",
+        f"Command: `{report.get('command', 'ragtrust eval conflicts')}`",
+        "",
+        f"Models: NLI `{report['models']['nli']}`, embedder `{report['models']['embedder']}`; "
+        f"ragtrust {report['ragtrust']}; seed {report['seed']}; K = {report['k']}; store witnesses "
+        f"{report['witnesses']}; {report['n']} evaluation questions per benchmark (held-out attack families "
+        f"only); run time {report.get('elapsed_s')} s on the machine that wrote it.",
+        "",
+        f"Signal: NLI ramp {report['signal']['nli_ramp']} ({report['signal']['nli_ramp_source']}), "
+        f"alignment cosine >= {report['signal']['min_cosine']}, overlap >= {report['signal']['min_overlap']}, "
+        f"at most {report['signal']['max_pairs']} aligned pairs; diff strengths {report['signal']['diff_strength']}.",
+        "",
+    ]
+    cal = report.get("calibration")
+    if cal:
+        lines += [
+            f"NLI ramp fitted in this run: low {cal['low']} = the {1 - cal['fpr']:.0%} quantile of the strongest "
+            f"aligned-pair contradiction over {cal['sets']} clean retrieved sets the evaluation does not use "
+            f"(TruthfulQA and FEVER calibration splits, OWASP chunk neighbourhoods); quantiles {cal['quantiles']}.",
+            "",
+        ]
+    lines += [
+        "Placements: **witness** = the poisoned copy added beside its clean original; **no_witness** = "
+        "the in-place edit, the clean original nowhere; **vetted_history** = the in-place edit of a vetted "
+        "corpus (the ledger keeps the vetted text). Per-document scores; negatives = every other document of "
+        "the poisoned sets and every document of the clean sets. *blamed* / *contested* / *missed* = what "
+        "happened to the poisoned document; *clean blamed* = sets where a clean document was blamed.",
+        "",
+        "| dataset | attack | placement | ROC-AUC | recall @ <= 2% FPR | blamed | contested | missed | clean blamed |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    gaps: list[str] = []
+    for name, d in report["datasets"].items():
+        for cell, m in d["cells"].items():
+            strategy, placement = cell.split("/")
+            lines.append(
+                f"| {name} | {strategy} | {placement} | {_num(m.get('roc_auc'))} | {_pct(m.get('recall_at_2pct_fpr'))} "
+                f"| {_pct(m.get('blamed'))} | {_pct(m.get('contested'))} | {_pct(m.get('missed'))} "
+                f"| {_pct(m.get('clean_document_blamed'))} |"
+            )
+            target = TARGETS.get(strategy)
+            if placement == "witness" and target is not None and (m.get("roc_auc") or 0.0) < target:
+                gaps.append(f"{name} {strategy} with a witness: ROC-AUC {_num(m.get('roc_auc'))} < {target}")
+    lines += ["", "**Clean false alarms** (share of clean retrieved sets):", ""]
+    lines += [
+        "| clean sets | sets | with a conflict | with a document blamed | NLI pairs (median) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, d in report["datasets"].items():
+        c = d["clean"]
+        lines.append(
+            f"| {name} | {c['sets']} | {_pct(c['sets_with_conflict'])} | {_pct(c['sets_with_blame'])} "
+            f"| {c['nli_pairs_median']:g} |"
+        )
+        if c["sets_with_conflict"] > CLEAN_TARGET:
+            gaps.append(f"{name}: {_pct(c['sets_with_conflict'])} of clean sets have a conflict (target <= 2%)")
+    owasp = report.get("owasp_clean")
+    if owasp:
+        lines.append(
+            f"| OWASP chunks + 4 nearest | {owasp['sets']} | {_pct(owasp['sets_with_conflict'])} "
+            f"| {_pct(owasp['sets_with_blame'])} | {owasp['nli_pairs_median']:g} |"
+        )
+        if owasp["sets_with_conflict"] > CLEAN_TARGET:
+            gaps.append(f"OWASP: {_pct(owasp['sets_with_conflict'])} of clean sets have a conflict (target <= 2%)")
+        if owasp.get("examples"):
+            lines += ["", "Examples of conflicts on clean OWASP sets (false alarms):", ""]
+            for e in owasp["examples"]:
+                lines.append(f'- {e["kind"]}: "{e["left"][:140]}" vs "{e["right"][:140]}" (blamed: {e["blamed"]})')
+    prag = report.get("poisonedrag", {})
+    if "two_clean_witnesses" in prag:
+        lines += [
+            "",
+            "**LLM-written poison (PoisonedRAG NQ, GPT-4; development figures, not held out)**: one adversarial "
+            "passage, clean passages in the same style (other adversarial passages of the item with the correct "
+            "answer put back), unrelated clean passages.",
+            "",
+            "| variant | sets | ROC-AUC | blamed | contested | missed | clean blamed |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for variant in ("two_clean_witnesses", "one_clean_witness"):
+            m = prag[variant]
+            lines.append(
+                f"| {variant} | {m['sets']} | {_num(m.get('roc_auc'))} | {_pct(m['blamed'])} | {_pct(m['contested'])} "
+                f"| {_pct(m['missed'])} | {_pct(m['clean_document_blamed'])} |"
+            )
+        if prag["two_clean_witnesses"]["blamed"] < 0.5:
+            gaps.append(
+                f"PoisonedRAG, one poisoned passage beside two clean ones: blamed in "
+                f"{_pct(prag['two_clean_witnesses']['blamed'])} of items"
+            )
+    lines += ["", "## Honest gaps (cells below target)", ""]
+    lines += [f"- {g}" for g in gaps] or ["- none"]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(report: Mapping[str, Any], path: str | Path) -> None:
+    """Write the report as indented JSON and, beside it, as Markdown (atomic)."""
+    from ragtrust.io import atomic_write_text
+
+    atomic_write_text(Path(path), json.dumps(report, indent=2) + "\n")
+    atomic_write_text(Path(path).with_suffix(".md"), render_markdown(report))
+
+
+__all__ = ["CLEAN_TARGET", "TARGETS", "render_markdown", "write_report"]
