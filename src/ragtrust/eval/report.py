@@ -11,24 +11,23 @@
 - ``report.html`` - the same content as one file with the images inlined (base64).
 
 Every report records the configuration, model ids and versions, seed, data file sha256s
-and the command line that produced the run.
+and the command line that produced the run. The figures are drawn in
+:mod:`~ragtrust.eval.report_figures` and the blocks rendered in
+:mod:`~ragtrust.eval.report_render` (``render_markdown`` and ``render_html`` still import
+from here).
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ragtrust.errors import MissingDependencyError
 from ragtrust.eval import analysis
-from ragtrust.eval.metrics import EVAL_INSTALL, roc_curve_points
+from ragtrust.eval.report_figures import figures as draw_figures
+from ragtrust.eval.report_render import Block, render_html, render_markdown
 from ragtrust.io import atomic_write_bytes, atomic_write_text
 
 #: the Evaluation Agent's TruthfulQA results (Llama 3.3 70B, MiniLM, K = 5), SPEC section 8
@@ -64,8 +63,6 @@ QUERY_REPORT_DETECTORS: tuple[str, ...] = (
 #: issue 16's target recall at the FPR budget (instruction injection; contradictions with a witness)
 QUERY_RECALL_TARGET = 0.60
 
-Block = tuple[Any, ...]
-
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
@@ -91,82 +88,6 @@ class ReportPaths:
     json: Path
     html: Path
     figures: tuple[Path, ...]
-
-
-# -- figures ------------------------------------------------------------------------------
-
-
-def _figures(run: analysis.StoredRun, out: Path) -> list[tuple[str, Path]]:
-    try:
-        import matplotlib
-    except ImportError as exc:
-        raise MissingDependencyError("the report's figures (matplotlib)", EVAL_INSTALL) from exc
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    folder = out / "figures"
-    folder.mkdir(parents=True, exist_ok=True)
-    figures: list[tuple[str, Path]] = []
-    all_cells = [c for c in analysis.cells(run) if c.repeat == 0]
-    for dataset in sorted({c.dataset for c in all_cells}):
-        group = [c for c in all_cells if c.dataset == dataset]
-        fig, ax = plt.subplots(figsize=(5.5, 4.5))
-        for cell in group:
-            a = analysis.arrays(cell.valid)
-            pts = roc_curve_points(a.y_doc, 1.0 - a.T)
-            if pts is not None:
-                ax.plot(pts[0], pts[1], label=f"{cell.strategy} K={cell.k}")
-        ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=0.8)
-        ax.set_xlabel("false positive rate")
-        ax.set_ylabel("true positive rate")
-        ax.set_title(f"ROC (document-level label): {dataset}")
-        ax.legend(fontsize=7, loc="lower right")
-        path = folder / f"roc_{dataset}.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        figures.append((f"ROC curves, {dataset}", path))
-
-        fig, ax = plt.subplots(figsize=(5.5, 4.0))
-        clean = [float(s["T"]) for s in group[0].clean if s.get("T") is not None] if group else []
-        poisoned = [float(s["T"]) for c in group for s in c.poisoned if s.get("label_doc") and s.get("T") is not None]
-        bins = np.linspace(0, 1, 26).tolist()
-        ax.hist(clean, bins=bins, alpha=0.6, label=f"clean (Part A, n={len(clean)})", density=True)
-        if poisoned:
-            ax.hist(poisoned, bins=bins, alpha=0.6, label=f"poisoned source (n={len(poisoned)})", density=True)
-        tau = run.trust_config().tau
-        ax.axvline(tau, color="black", linestyle=":", label=f"tau = {tau:.2f}")
-        ax.set_xlabel("trust score T")
-        ax.set_ylabel("density")
-        ax.set_title(f"Trust scores: {dataset}")
-        ax.legend(fontsize=7)
-        path = folder / f"hist_{dataset}.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        figures.append((f"Trust score histogram, {dataset}", path))
-
-    rows = analysis.strategy_table(run, bootstrap=1)
-    rows = [r for r in rows if r["repeat"] == 0]
-    if rows:
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(rows)), 4.2))
-        x = np.arange(len(rows))
-        ax.bar(x - 0.2, [r["f1"] or 0.0 for r in rows], width=0.4, label="F1")
-        ax.bar(x + 0.2, [r["roc_auc"] or 0.0 for r in rows], width=0.4, label="ROC-AUC")
-        ax.set_xticks(x, [f"{r['dataset']}\n{r['strategy']}\nK={r['k']}" for r in rows], fontsize=6)
-        ax.set_ylim(0, 1)
-        ax.set_title("Detection per strategy (document-level label)")
-        ax.legend(fontsize=7)
-        path = folder / "strategies.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        figures.append(("F1 and ROC-AUC per strategy", path))
-    return figures
-
-
-# -- content ------------------------------------------------------------------------------
 
 
 def _main_table(rows: Sequence[Mapping[str, Any]]) -> Block:
@@ -334,7 +255,7 @@ def build_report(
     repeats = analysis.repeat_summary(run)
     timing = analysis.timing_summary(run)
     consistency = analysis.consistency_check(run)
-    figures = _figures(run, out)
+    figures = draw_figures(run, out)
 
     blocks: list[Block] = [("h1", "ragtrust benchmark report")]
     blocks.append(
@@ -453,67 +374,6 @@ def build_report(
     atomic_write_text(json_path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
     atomic_write_bytes(html_path, render_html(blocks).encode("utf-8"))
     return ReportPaths(md_path, json_path, html_path, tuple(p for _, p in figures))
-
-
-def _md_cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def render_markdown(blocks: Sequence[Block], base: Path) -> str:
-    """Markdown text of the report blocks (images linked relative to ``base``)."""
-    lines: list[str] = []
-    for block in blocks:
-        kind = block[0]
-        if kind in ("h1", "h2", "h3"):
-            lines += ["#" * int(kind[1]) + " " + block[1], ""]
-        elif kind == "p":
-            lines += [block[1], ""]
-        elif kind == "ul":
-            lines += [f"- {item}" for item in block[1]] + [""]
-        elif kind == "code":
-            lines += ["```json", block[1], "```", ""]
-        elif kind == "img":
-            lines += [f"![{block[1]}]({Path(block[2]).relative_to(base).as_posix()})", ""]
-        elif kind == "table":
-            header, body = block[1], block[2]
-            lines.append("| " + " | ".join(_md_cell(h) for h in header) + " |")
-            lines.append("|" + "---|" * len(header))
-            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in body]
-            lines.append("")
-    return "\n".join(lines)
-
-
-def render_html(blocks: Sequence[Block]) -> str:
-    """A self-contained HTML page (images inlined as base64 PNG)."""
-    parts = [
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>ragtrust benchmark report</title>",
-        "<style>body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
-        "table{border-collapse:collapse;margin:1em 0;font-size:0.85em}td,th{border:1px solid #ccc;padding:3px 6px}"
-        "th{background:#f3f3f3}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:0.8em}"
-        "img{max-width:100%;border:1px solid #eee}</style></head><body>",
-    ]
-    for block in blocks:
-        kind = block[0]
-        if kind in ("h1", "h2", "h3"):
-            parts.append(f"<{kind}>{html.escape(block[1])}</{kind}>")
-        elif kind == "p":
-            parts.append(f"<p>{html.escape(block[1])}</p>")
-        elif kind == "ul":
-            parts.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in block[1]) + "</ul>")
-        elif kind == "code":
-            parts.append(f"<pre>{html.escape(block[1])}</pre>")
-        elif kind == "img":
-            data = base64.b64encode(Path(block[2]).read_bytes()).decode("ascii")
-            parts.append(f"<figure><img alt='{html.escape(block[1])}' src='data:image/png;base64,{data}'>"
-                         f"<figcaption>{html.escape(block[1])}</figcaption></figure>")  # fmt: skip
-        elif kind == "table":
-            head = "".join(f"<th>{html.escape(str(h))}</th>" for h in block[1])
-            rows = "".join(
-                "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in block[2]
-            )
-            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
 
 
 __all__ = [
