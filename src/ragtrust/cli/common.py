@@ -34,6 +34,7 @@ err_console = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 ConfigOption = typer.Option(None, "--config", help="ragtrust.toml to read (default: ./ragtrust.toml if present)")
+StoreOption = typer.Option(None, "--store", "-s", help="store folder (default: $RAGTRUST_STORE)")
 
 
 def settings_from(config: Path | None, overrides: dict[str, Any] | None = None) -> Settings:
@@ -45,6 +46,14 @@ def default_store() -> Path | None:
     """The store named by ``RAGTRUST_STORE``, if any."""
     value = os.environ.get("RAGTRUST_STORE")
     return Path(value) if value else None
+
+
+def store_path(store: Path | None) -> Path:
+    """``--store``, else ``RAGTRUST_STORE``; exit 2 naming both when neither is given."""
+    path = store or default_store()
+    if path is None:
+        raise fail("no store given: pass --store DIR or set RAGTRUST_STORE", EXIT_USAGE)
+    return path
 
 
 def fail(message: str, code: int) -> typer.Exit:
@@ -97,6 +106,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "ConfigOption",
+    "StoreOption",
     "console",
     "default_store",
     "err_console",
@@ -104,5 +114,6 @@ __all__ = [
     "handle_errors",
     "print_json",
     "settings_from",
+    "store_path",
     "verdict_exit",
 ]

@@ -3,6 +3,9 @@
 Exit codes (see :mod:`ragtrust.cli.common`): 0 success; 2 bad input (nothing could be
 ingested, unknown ids, missing store) or a damaged store (``store check`` found damage,
 or any command met a missing ledger); 3 ``scan`` found suspicious documents.
+
+The provenance commands (vet, quarantine, ledger) live in :mod:`ragtrust.cli.ledger` and are
+registered here, in the order ``ragtrust --help`` lists them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ragtrust.cli.common import (
     EXIT_FLAGGED,
     EXIT_USAGE,
     ConfigOption,
+    StoreOption,
     console,
     default_store,
     err_console,
@@ -27,17 +31,16 @@ from ragtrust.cli.common import (
     handle_errors,
     print_json,
     settings_from,
+    store_path,
 )
+from ragtrust.cli.ledger import ledger_command, quarantine, vet
 from ragtrust.config import Settings
 
-StoreOption = typer.Option(None, "--store", "-s", help="store folder (default: $RAGTRUST_STORE)")
 _INGEST_PATHS = typer.Argument(..., help="files or folders (.txt .md .html .jsonl .csv)")
 _SCAN_PATHS = typer.Argument(None, help="files or folders to scan (instead of, or with, --store)")
 _INCLUDE = typer.Option([], "--include", help="glob of files to read under folders (repeatable)")
 _EXCLUDE = typer.Option([], "--exclude", help="glob of files to leave out (repeatable)")
 _REPORT = typer.Option(None, "--report", help="write one JSON line per document here")
-_VET_IDS = typer.Argument(..., help="document ids (a chunk id vets its document)")
-_QUARANTINE_IDS = typer.Argument(..., help="document ids (a chunk id quarantines its document)")
 _DELETE_IDS = typer.Argument(..., help="document ids")
 
 _STAGE_LABELS = {
@@ -60,13 +63,6 @@ def _nli(settings: Settings) -> Any:
     from ragtrust.models.nli import default_nli
 
     return default_nli(settings)
-
-
-def _store_path(store: Path | None) -> Path:
-    path = store or default_store()
-    if path is None:
-        raise fail("no store given: pass --store DIR or set RAGTRUST_STORE", EXIT_USAGE)
-    return path
 
 
 @contextmanager
@@ -121,7 +117,7 @@ def ingest(
     if tier is not None and tier not in ("vetted", "unvetted"):
         raise fail(f"--tier must be vetted or unvetted, got {tier!r}", EXIT_USAGE)
     settings = settings_from(config)
-    root = _store_path(store)
+    root = store_path(store)
     loaded = load_paths(paths, include=include, exclude=exclude)
     if not loaded.documents:
         _print_skipped(loaded.skipped)
@@ -236,26 +232,6 @@ def scan(
 
 
 @handle_errors
-def vet(
-    ids: list[str] = _VET_IDS,
-    store: Path | None = StoreOption,
-    reason: str = typer.Option("", "--reason", help="why (recorded in the ledger)"),
-) -> None:
-    """Mark documents as vetted: their current content becomes the trusted version."""
-    _set_tier(_store_path(store), ids, "vetted", reason)
-
-
-@handle_errors
-def quarantine(
-    ids: list[str] = _QUARANTINE_IDS,
-    store: Path | None = StoreOption,
-    reason: str = typer.Option("", "--reason", help="why (recorded in the ledger)"),
-) -> None:
-    """Quarantine documents: the provenance signal then scores them as near-certain poison."""
-    _set_tier(_store_path(store), ids, "quarantined", reason)
-
-
-@handle_errors
 def delete_command(
     ids: list[str] = _DELETE_IDS,
     store: Path | None = StoreOption,
@@ -265,66 +241,9 @@ def delete_command(
     from ragtrust.ingest.store import Store
 
     settings = settings_from(config)
-    st = Store.open(_store_path(store), _embedder(settings), settings=settings)
+    st = Store.open(store_path(store), _embedder(settings), settings=settings)
     count = st.delete(ids)
     console.print(f"deleted {count} document(s); {len(st)} chunks remain")
-
-
-@handle_errors
-def ledger_command(
-    doc_id: str = typer.Argument(..., help="document id (a chunk id shows its document)"),
-    store: Path | None = StoreOption,
-    json_out: bool = typer.Option(False, "--json", help="print as JSON"),
-) -> None:
-    """Show a document's provenance: source, hash, tier, versions and events."""
-    from ragtrust.errors import InputError
-    from ragtrust.ingest.store import open_ledger
-
-    with open_ledger(_store_path(store)) as db:
-        key = _parent_key(db, doc_id)
-        record = db.get(key, include_deleted=True)
-        if record is None:
-            hint = _did_you_mean(db, [(doc_id, key)], include_deleted=True)
-            raise InputError(f"document {doc_id!r} is not in the provenance ledger{hint}")
-        history = db.history(key)
-        events = db.events(key)
-    if json_out:
-        print_json(
-            {
-                "record": record.to_dict(),
-                "changed_since_vetted": record.changed_since_vetted,
-                "versions": [v.to_dict() for v in history],
-                "events": [e.to_dict() for e in events],
-            }
-        )
-        return
-    summary = Table(title=f"Provenance of {key}", title_justify="left", show_header=False)
-    summary.add_column("field")
-    summary.add_column("value")
-    for name, value in (
-        ("source", record.source),
-        ("tier", record.tier or "(none)"),
-        ("content hash", record.content_hash[:16]),
-        ("vetted hash", (record.vetted_hash or "")[:16] or "(never vetted)"),
-        ("changed since vetted", "YES" if record.changed_since_vetted else "no"),
-        ("first seen", record.first_seen),
-        ("last changed", record.last_changed),
-        ("deleted", record.deleted_at or "no"),
-    ):
-        summary.add_row(name, str(value))
-    console.print(summary)
-    versions = Table(title="Versions", title_justify="left")
-    for col in ("version", "hash", "recorded", "source"):
-        versions.add_column(col)
-    for v in history:
-        versions.add_row(str(v.version), v.content_hash[:16], v.recorded_at, v.source)
-    console.print(versions)
-    log = Table(title="Events", title_justify="left")
-    for col in ("at", "event", "detail"):
-        log.add_column(col)
-    for e in events:
-        log.add_row(e.at, e.kind, e.detail)
-    console.print(log)
 
 
 @handle_errors
@@ -335,7 +254,7 @@ def store_check(
     """Verify a store: manifest, segment files and ledger; exit 2 naming the damage."""
     from ragtrust.ingest.store import check_store
 
-    root = _store_path(store)
+    root = store_path(store)
     result = check_store(root)
     if json_out:
         print_json(result.to_dict())
@@ -367,7 +286,7 @@ def store_repair(
     """Re-create a missing or unreadable ledger; every document is recorded UNVETTED."""
     from ragtrust.ingest.store import repair_store
 
-    root = _store_path(store)
+    root = store_path(store)
     result = repair_store(root)
     if json_out:
         print_json(result.to_dict())
@@ -408,45 +327,6 @@ def register(app: typer.Typer) -> None:
     store_app.command("check")(store_check)
     store_app.command("repair")(store_repair)
     app.add_typer(store_app, name="store")
-
-
-def _parent_key(db: Any, doc_id: str) -> str:
-    """Map a chunk id ``<id>#<n>`` to its parent when only the parent is in the ledger."""
-    if db.get(doc_id, include_deleted=True) is None:
-        head, sep, tail = doc_id.rpartition("#")
-        if sep and tail.isdigit():
-            return head
-    return doc_id
-
-
-def _did_you_mean(db: Any, unknown: list[tuple[str, str]], *, include_deleted: bool = False) -> str:
-    """``"; did you mean X or Y?"`` from the ledger's closest ids, or ``""`` when none is close.
-
-    ``unknown`` holds ``(typed id, ledger key)`` pairs; with several unknown ids each
-    suggestion says which id it is for.
-    """
-    parts: list[str] = []
-    for typed, key in unknown:
-        matches = db.closest_ids(key, include_deleted=include_deleted)
-        if matches:
-            parts.append(" or ".join(matches) + (f" (for {typed})" if len(unknown) > 1 else ""))
-    return f"; did you mean {', '.join(parts)}?" if parts else ""
-
-
-def _set_tier(root: Path, ids: list[str], tier: str, reason: str) -> None:
-    from ragtrust.errors import InputError
-    from ragtrust.ingest.store import open_ledger
-
-    with open_ledger(root) as db:
-        keys = [_parent_key(db, i) for i in ids]
-        unknown = [(i, k) for i, k in zip(ids, keys, strict=True) if db.get(k) is None]
-        if unknown:
-            names = ", ".join(i for i, _ in unknown)
-            hint = _did_you_mean(db, unknown) or " (see `ragtrust ingest`)"
-            raise InputError(f"not in the ledger of store {root}: {names}{hint}")
-        for key in dict.fromkeys(keys):
-            db.set_tier(key, tier, reason)
-    console.print(f"{tier}: {', '.join(dict.fromkeys(keys))}")
 
 
 def _render_scan(result: Any, limit: int, quarantined: list[str], report: Path | None) -> None:

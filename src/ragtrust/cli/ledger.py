@@ -1,0 +1,139 @@
+"""Provenance commands: vet, quarantine and ledger (a document's history in the store's ledger).
+
+They read and write the store's provenance ledger only: no model is loaded. They are
+registered by :func:`ragtrust.cli.store.register`, beside the other store commands.
+Exit codes (see :mod:`ragtrust.cli.common`): 0 success; 2 unknown ids, a missing store or
+a damaged ledger.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ragtrust.cli.common import StoreOption, console, handle_errors, print_json, store_path
+
+_VET_IDS = typer.Argument(..., help="document ids (a chunk id vets its document)")
+_QUARANTINE_IDS = typer.Argument(..., help="document ids (a chunk id quarantines its document)")
+
+
+@handle_errors
+def vet(
+    ids: list[str] = _VET_IDS,
+    store: Path | None = StoreOption,
+    reason: str = typer.Option("", "--reason", help="why (recorded in the ledger)"),
+) -> None:
+    """Mark documents as vetted: their current content becomes the trusted version."""
+    _set_tier(store_path(store), ids, "vetted", reason)
+
+
+@handle_errors
+def quarantine(
+    ids: list[str] = _QUARANTINE_IDS,
+    store: Path | None = StoreOption,
+    reason: str = typer.Option("", "--reason", help="why (recorded in the ledger)"),
+) -> None:
+    """Quarantine documents: the provenance signal then scores them as near-certain poison."""
+    _set_tier(store_path(store), ids, "quarantined", reason)
+
+
+@handle_errors
+def ledger_command(
+    doc_id: str = typer.Argument(..., help="document id (a chunk id shows its document)"),
+    store: Path | None = StoreOption,
+    json_out: bool = typer.Option(False, "--json", help="print as JSON"),
+) -> None:
+    """Show a document's provenance: source, hash, tier, versions and events."""
+    from ragtrust.errors import InputError
+    from ragtrust.ingest.store import open_ledger
+
+    with open_ledger(store_path(store)) as db:
+        key = _parent_key(db, doc_id)
+        record = db.get(key, include_deleted=True)
+        if record is None:
+            hint = _did_you_mean(db, [(doc_id, key)], include_deleted=True)
+            raise InputError(f"document {doc_id!r} is not in the provenance ledger{hint}")
+        history = db.history(key)
+        events = db.events(key)
+    if json_out:
+        print_json(
+            {
+                "record": record.to_dict(),
+                "changed_since_vetted": record.changed_since_vetted,
+                "versions": [v.to_dict() for v in history],
+                "events": [e.to_dict() for e in events],
+            }
+        )
+        return
+    summary = Table(title=f"Provenance of {key}", title_justify="left", show_header=False)
+    summary.add_column("field")
+    summary.add_column("value")
+    for name, value in (
+        ("source", record.source),
+        ("tier", record.tier or "(none)"),
+        ("content hash", record.content_hash[:16]),
+        ("vetted hash", (record.vetted_hash or "")[:16] or "(never vetted)"),
+        ("changed since vetted", "YES" if record.changed_since_vetted else "no"),
+        ("first seen", record.first_seen),
+        ("last changed", record.last_changed),
+        ("deleted", record.deleted_at or "no"),
+    ):
+        summary.add_row(name, str(value))
+    console.print(summary)
+    versions = Table(title="Versions", title_justify="left")
+    for col in ("version", "hash", "recorded", "source"):
+        versions.add_column(col)
+    for v in history:
+        versions.add_row(str(v.version), v.content_hash[:16], v.recorded_at, v.source)
+    console.print(versions)
+    log = Table(title="Events", title_justify="left")
+    for col in ("at", "event", "detail"):
+        log.add_column(col)
+    for e in events:
+        log.add_row(e.at, e.kind, e.detail)
+    console.print(log)
+
+
+def _parent_key(db: Any, doc_id: str) -> str:
+    """Map a chunk id ``<id>#<n>`` to its parent when only the parent is in the ledger."""
+    if db.get(doc_id, include_deleted=True) is None:
+        head, sep, tail = doc_id.rpartition("#")
+        if sep and tail.isdigit():
+            return head
+    return doc_id
+
+
+def _did_you_mean(db: Any, unknown: list[tuple[str, str]], *, include_deleted: bool = False) -> str:
+    """``"; did you mean X or Y?"`` from the ledger's closest ids, or ``""`` when none is close.
+
+    ``unknown`` holds ``(typed id, ledger key)`` pairs; with several unknown ids each
+    suggestion says which id it is for.
+    """
+    parts: list[str] = []
+    for typed, key in unknown:
+        matches = db.closest_ids(key, include_deleted=include_deleted)
+        if matches:
+            parts.append(" or ".join(matches) + (f" (for {typed})" if len(unknown) > 1 else ""))
+    return f"; did you mean {', '.join(parts)}?" if parts else ""
+
+
+def _set_tier(root: Path, ids: list[str], tier: str, reason: str) -> None:
+    from ragtrust.errors import InputError
+    from ragtrust.ingest.store import open_ledger
+
+    with open_ledger(root) as db:
+        keys = [_parent_key(db, i) for i in ids]
+        unknown = [(i, k) for i, k in zip(ids, keys, strict=True) if db.get(k) is None]
+        if unknown:
+            names = ", ".join(i for i, _ in unknown)
+            hint = _did_you_mean(db, unknown) or " (see `ragtrust ingest`)"
+            raise InputError(f"not in the ledger of store {root}: {names}{hint}")
+        for key in dict.fromkeys(keys):
+            db.set_tier(key, tier, reason)
+    console.print(f"{tier}: {', '.join(dict.fromkeys(keys))}")
+
+
+__all__ = ["ledger_command", "quarantine", "vet"]
