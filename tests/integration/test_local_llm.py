@@ -98,7 +98,16 @@ def ask(question: str, store: Path, server: LocalLLM, **overrides: Any) -> tuple
         for key, value in values.items():
             env[f"RAGTRUST_{section.upper()}__{key.upper()}"] = str(value)
     proc = subprocess.run(
-        [sys.executable, "-c", "from ragtrust.cli.main import main; main()", "ask", question, "--store", str(store), "--json"],
+        [
+            sys.executable,
+            "-c",
+            "from ragtrust.cli.main import main; main()",
+            "ask",
+            question,
+            "--store",
+            str(store),
+            "--json",
+        ],
         capture_output=True,
         text=True,
         env=env,
