@@ -1,0 +1,82 @@
+"""Stage 2 checks run fail closed: factuality and relevance failures become verdict errors.
+
+A verifier or relevance judge that raises does not take the verdict down with it: the
+failure is recorded (``Verdict.errors``) and the verdict is never trusted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ragtrust.documents import AnswerSentence, Passage, RetrievedDoc
+from ragtrust.errors import RagTrustError
+
+if TYPE_CHECKING:
+    from ragtrust.verification.factuality import FactualityReport, SentenceSupport
+
+
+def checked_factuality(verifier: Any, answer: str, docs: Sequence[RetrievedDoc]) -> FactualityReport:
+    """The verifier's report, or an inconclusive one (F = 0.5) naming its failure."""
+    from ragtrust.verification import FactualityReport
+
+    try:
+        report: FactualityReport = verifier.verify(answer, docs)
+    except RagTrustError as exc:
+        return FactualityReport(
+            factuality=0.5, sentences=(), errors=(f"verification failed: {exc}",), inconclusive=True
+        )
+    except Exception as exc:  # fail closed on anything unexpected
+        return FactualityReport(
+            factuality=0.5,
+            sentences=(),
+            errors=(f"verification crashed: {type(exc).__name__}: {exc}",),
+            inconclusive=True,
+        )
+    return report
+
+
+def checked_relevance(
+    judge: Any, question: str, passages: Sequence[Passage] | None, answer_sentences: Sequence[str]
+) -> tuple[Any, tuple[str, ...]]:
+    """The relevance report (``None`` when there is no judge) and any failure of the judge (fail closed)."""
+    if judge is None:
+        return None, ()
+    try:
+        return judge.judge(question, passages, answer_sentences), ()
+    except Exception as exc:  # noqa: BLE001 - fail closed: recorded, verdict not trusted
+        return None, (f"relevance check failed: {type(exc).__name__}: {exc}",)
+
+
+def merge_support(
+    sentences: Sequence[AnswerSentence], supports: Sequence[SentenceSupport]
+) -> tuple[AnswerSentence, ...]:
+    """The answer's sentences with their NLI support; grounded = a verified verbatim span OR entailment."""
+    by_text = {s.text: s for s in supports}
+    merged = []
+    for sentence in sentences:
+        support = by_text.get(sentence.text)
+        if support is None:
+            merged.append(sentence)
+            continue
+        merged.append(
+            AnswerSentence(
+                text=sentence.text,
+                citations=sentence.citations,
+                spans=sentence.spans,
+                support=support.support,
+                supported=support.supported or bool(sentence.spans),
+                best_doc_id=support.best_doc_id,
+            )
+        )
+    return tuple(merged)
+
+
+def no_evidence() -> FactualityReport:
+    """The report when there is nothing to check against: inconclusive, F = 0.5."""
+    from ragtrust.verification import FactualityReport
+
+    return FactualityReport(factuality=0.5, sentences=(), inconclusive=True)
+
+
+__all__ = ["checked_factuality", "checked_relevance", "merge_support", "no_evidence"]

@@ -1,0 +1,224 @@
+"""The decision: what the stages found (:class:`Outcome`) fused into a :class:`~ragtrust.documents.Verdict`.
+
+``Verdict.trusted`` needs ``T >= tau`` *and* no failed condition: no internal failure, an
+answer, a grounded sentence, no suspicious document in the context, evidence about the
+question and an answer that addresses it, no "does not explicitly state", no answer built on
+a contested claim. :func:`failed_conditions` lists the conditions that failed (in words, the
+``decision_reasons``) with the warnings that go with them; :func:`decide` scores T (see
+:mod:`ragtrust.trust`) and assembles the verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ragtrust.config import Settings
+from ragtrust.documents import AnswerSentence, Conflict, Passage, RetrievedDoc, Verdict
+from ragtrust.pipeline.gating import Gated
+from ragtrust.pipeline.rules import conflict_use, score_reason, suspicious_use
+from ragtrust.pipeline.stopwatch import Stopwatch
+from ragtrust.trust import TrustResult, compute_trust
+
+if TYPE_CHECKING:
+    from ragtrust.screening.aggregate import ScreeningReport
+    from ragtrust.verification.relevance import RelevanceReport
+
+
+@dataclass
+class Outcome:
+    """What the stages found for one verdict, filled in step by step.
+
+    Attributes:
+        stage: ``screen`` (Stage 1 alone), ``verify`` (a given answer) or ``full``.
+        query: the question ("" when none was given).
+        docs: the retrieved documents, in retrieval order.
+        report: Stage 1's screening report.
+        gated: what the document gate kept, flagged or dropped.
+        warnings: warnings so far, for a person.
+        factuality / factuality_errors: F and the verifier's failures.
+        passages: the verified evidence passages the generator saw.
+        answer / preface / sentences: the answer, what the writer put before it, its sentences.
+        refusal: why there is no answer to trust (blocked, nothing kept, no evidence...).
+        relevance / relevance_errors: the relevance judge's report and failures.
+        not_stated: the answer says the documentation does not explicitly state one.
+    """
+
+    stage: str
+    query: str
+    docs: Sequence[RetrievedDoc]
+    report: ScreeningReport
+    gated: Gated
+    warnings: list[str] = field(default_factory=list)
+    factuality: float = 0.5
+    factuality_errors: Sequence[str] = ()
+    passages: tuple[Passage, ...] = ()
+    answer: str = ""
+    preface: str = ""
+    sentences: tuple[AnswerSentence, ...] = ()
+    refusal: str | None = None
+    relevance: RelevanceReport | None = None
+    relevance_errors: Sequence[str] = ()
+    not_stated: bool = False
+
+    @property
+    def errors(self) -> list[str]:
+        """Internal failures of every stage (any one fails the decision: fail closed)."""
+        return [*self.report.errors, *self.gated.errors, *self.factuality_errors, *self.relevance_errors]
+
+    @property
+    def max_similarity(self) -> float | None:
+        """S_max: the best retrieval score, ``None`` when the retriever gave none."""
+        scores = [d.score for d in self.docs if d.score is not None]
+        return max(scores) if scores else None
+
+    @property
+    def conflicts(self) -> tuple[Conflict, ...]:
+        """The conflicts Stage 1 found among the documents (and their witnesses)."""
+        return tuple(getattr(self.report, "conflicts", ()) or ())
+
+
+def failed_conditions(out: Outcome, settings: Settings) -> tuple[list[str], list[str]]:
+    """The conditions of the decision besides ``T >= tau`` that failed, and the warnings (all so far)."""
+    warnings = list(out.warnings)
+    reasons = [f"screening failed: {e}" for e in out.report.errors]
+    reasons += [*out.gated.errors, *out.factuality_errors, *out.relevance_errors]
+    if out.refusal is not None:
+        reasons.append(out.refusal)
+    # Under policy 'flag' a suspicious document stays in the context: T may still clear tau
+    # (a relevance-weighted P moves little), but the answer is then written from, or checked
+    # against, suspicious text, and is never trusted.
+    used = [d for d in out.gated.documents if d.action == "flagged"]
+    if used:
+        used_reasons, used_warnings = suspicious_use(out.stage, used, out.passages)
+        reasons.extend(used_reasons)
+        warnings.extend(used_warnings)
+    # An answer none of whose sentences is grounded (no verified span, no NLI entailment)
+    # is not trusted: SPEC's F = 0.5 "inconclusive" must not let it pass on C and P alone.
+    if out.stage != "screen" and out.sentences and not any(s.supported for s in out.sentences):
+        warnings.append("No sentence of the answer is supported by the documents: the answer is not trusted.")
+        reasons.append("no sentence of the answer is supported by the documents")
+    # The RAG triad's other two legs: evidence about the question, an answer that addresses
+    # it. T measures neither (a grounded answer to another question scores as well).
+    if out.relevance is not None:
+        reasons.extend(out.relevance.failures())
+        warnings.extend(out.relevance.warnings())
+    # "The documentation does not explicitly state an answer": the sentences that follow
+    # are the closest evidence, not an answer, however well grounded they are.
+    if out.not_stated and settings.relevance.not_stated_fails and out.stage != "screen":
+        reasons.append("the answer says the documentation does not explicitly state an answer to the question")
+    # Two sources that disagree: an answer built on a contested claim (or on the side the
+    # witnesses blame) is not trusted, whatever T says.
+    conflict_reasons, conflict_warnings = conflict_use(out.stage, out.conflicts, out.sentences, out.gated.documents)
+    reasons.extend(conflict_reasons)
+    warnings.extend(conflict_warnings)
+    return reasons, warnings
+
+
+def score_warnings(out: Outcome, settings: Settings) -> list[str]:
+    """Warnings about the score's inputs: internal failures, weak retrieval, unsupported sentences."""
+    warnings = [f"Internal failure, verdict not trusted: {err}" for err in out.errors]
+    s_max = out.max_similarity
+    if s_max is not None and s_max < settings.trust.low_retrieval_threshold:
+        warnings.append(
+            f"Low-confidence retrieval: the best match has similarity {s_max:.2f} "
+            f"(< {settings.trust.low_retrieval_threshold:.2f}); the trust score was reduced."
+        )
+    unsupported = [s for s in out.sentences if not s.supported]
+    if out.sentences and unsupported and out.stage != "screen":
+        warnings.append(
+            f"{len(unsupported)} of {len(out.sentences)} answer sentence(s) are not supported by the documents."
+        )
+    return warnings
+
+
+def decide(out: Outcome, settings: Settings, watch: Stopwatch, models: Mapping[str, str]) -> Verdict:
+    """Fuse T and decide: trusted iff T >= tau and no other condition failed (see :mod:`ragtrust.trust`)."""
+    reasons, warnings = failed_conditions(out, settings)
+    with watch.stage("trust"):
+        result = compute_trust(
+            out.factuality,
+            out.report.consistency,
+            out.report.poison_probability,
+            out.max_similarity,
+            settings.trust,
+            # any failed condition besides the score: never trusted, level at most LOW
+            failed=bool(reasons),
+        )
+    if result.trust_score < settings.trust.tau:
+        reasons.append(score_reason(result.trust_score, settings.trust.tau))
+    warnings.extend(score_warnings(out, settings))
+    return _assemble(out, settings, result, warnings, reasons, watch, models)
+
+
+def _assemble(
+    out: Outcome,
+    settings: Settings,
+    result: TrustResult,
+    warnings: Sequence[str],
+    reasons: Sequence[str],
+    watch: Stopwatch,
+    models: Mapping[str, str],
+) -> Verdict:
+    relevance = out.relevance
+    return Verdict(
+        query=out.query,
+        trust_score=result.trust_score,
+        trust_level=result.level,  # type: ignore[arg-type]
+        trusted=result.trusted,
+        tau=settings.trust.tau,
+        factuality=out.factuality,
+        consistency=out.report.consistency,
+        poison_probability=out.report.poison_probability,
+        trust_raw=result.trust_raw,
+        dampener=result.dampener,
+        retrieval_modifier=result.retrieval_modifier,
+        max_similarity=out.max_similarity,
+        answer=out.answer,
+        preface=out.preface,
+        sentences=tuple(out.sentences),
+        documents=out.gated.documents,
+        passages=tuple(out.passages),
+        context_relevance=None if relevance is None else relevance.context,
+        answer_relevance=None if relevance is None else relevance.answer,
+        warnings=tuple(dict.fromkeys(warnings)),
+        errors=tuple(out.errors),
+        decision_reasons=tuple(dict.fromkeys(reasons)),
+        conflicts=out.conflicts,
+        stage=out.stage,
+        timings_s=dict(watch.timings),
+        models=dict(models),
+    )
+
+
+def empty_verdict(
+    question: str, warnings: Sequence[str], settings: Settings, watch: Stopwatch, models: Mapping[str, str]
+) -> Verdict:
+    """The verdict when nothing was retrieved: no evidence, never trusted."""
+    result = compute_trust(0.5, 0.0, 1.0, 0.0, settings.trust, failed=True)
+    return Verdict(
+        query=question,
+        trust_score=result.trust_score,
+        trust_level=result.level,  # type: ignore[arg-type]
+        trusted=False,
+        tau=settings.trust.tau,
+        factuality=0.5,
+        consistency=0.0,
+        poison_probability=0.0,
+        trust_raw=result.trust_raw,
+        dampener=result.dampener,
+        retrieval_modifier=result.retrieval_modifier,
+        max_similarity=None,
+        warnings=tuple(warnings),
+        errors=("no documents retrieved",),
+        decision_reasons=(
+            "nothing was retrieved: there is no evidence to answer from",
+            score_reason(result.trust_score, settings.trust.tau),
+        ),
+        timings_s=dict(watch.timings),
+        models=dict(models),
+    )
+
+
+__all__ = ["Outcome", "decide", "empty_verdict", "failed_conditions", "score_warnings"]

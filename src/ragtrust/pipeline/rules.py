@@ -1,0 +1,109 @@
+"""Decision rules about what the answer used: suspicious text, contradicted claims.
+
+A suspicious document kept in the context (policy ``flag``) or a claim that another source
+contradicts fails the decision when the answer used it.
+
+Each rule returns the decision reasons (conditions that failed, in words) and the warnings
+for a person; :mod:`ragtrust.pipeline.decision` adds them to the verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragtrust.documents import AnswerSentence, ClaimRef, Conflict, DocumentScreening, Passage, normalize_text
+
+
+def suspicious_use(
+    stage: str, used: Sequence[DocumentScreening], passages: Sequence[Passage]
+) -> tuple[list[str], list[str]]:
+    """Decision reasons and warnings for suspicious documents kept in the context (policy ``flag``)."""
+
+    def reason(d: DocumentScreening, how: str) -> str:
+        return f"a suspicious document ({d.doc_id}, P = {d.poison_probability:.2f}) {how}"
+
+    keeps = "(policy 'flag' keeps suspicious documents)"
+    if stage == "verify":
+        return [reason(d, "was used as evidence") for d in used], [
+            f"The answer was checked against suspicious text: {_uses(used)} stayed in the evidence {keeps}. "
+            "Do not rely on the answer."
+        ]
+    if stage != "full":
+        return [reason(d, "would be used in the context (policy 'flag')") for d in used], [
+            f"Suspicious text would be used to write an answer: {_uses(used)} would stay in the context {keeps}."
+        ]
+    # the generator saw passages of some; the others sat in the context the answer was drawn
+    # from and checked against
+    fed = {p.doc_id for p in passages}
+    written = [d for d in used if d.doc_id in fed]
+    nearby = [d for d in used if d.doc_id not in fed]
+    reasons = [reason(d, "was used to write the answer") for d in written]
+    reasons += [reason(d, "was used in the context") for d in nearby]
+    warnings = []
+    if written:
+        warnings.append(
+            f"Suspicious text was used to write this answer: passages of {_uses(written)} went to the generator "
+            f"{keeps}. Do not rely on the answer."
+        )
+    if nearby:
+        warnings.append(
+            f"Suspicious text was in the context used to write and check this answer: {_uses(nearby)} {keeps}. "
+            "Do not rely on the answer."
+        )
+    return reasons, warnings
+
+
+def conflict_use(
+    stage: str,
+    conflicts: Sequence[Conflict],
+    sentences: Sequence[AnswerSentence],
+    screenings: Sequence[DocumentScreening],
+) -> tuple[list[str], list[str]]:
+    """Decision reasons and warnings for conflicts that touch the answer (or, screening alone, the context).
+
+    A contested conflict fails the decision when the answer uses either claim (a screening
+    verdict: when either document would be in the context); a resolved one when the answer
+    uses the blamed side.
+    """
+    kept = {d.doc_id for d in screenings if d.action != "dropped"}
+    reasons: list[str] = []
+    warnings: list[str] = []
+    for c in conflicts:
+        sides = [side for side in (c.left, c.right) if side.origin == "retrieved" and side.doc_id in kept]
+        if c.blamed is not None:
+            sides = [side for side in sides if side.doc_id == c.blamed]
+        if stage != "screen":
+            sides = [side for side in sides if any(touches(s, side) for s in sentences)]
+        if not sides:
+            continue
+        said = f"{c.left.doc_id} says {_short(c.left.text)}, {c.right.doc_id} says {_short(c.right.text)}"
+        how = "contested" if c.blamed is None else f"{c.blamed} blamed: {c.resolution}"
+        use = "would use" if stage == "screen" else "uses"
+        reasons.append(f"the answer {use} a claim that another source contradicts ({c.kind}, {how}): {said}")
+        warnings.append(f"Sources disagree ({c.kind}, {how}): {said}. The answer {use} one side; check which is right.")
+    return reasons, warnings
+
+
+def touches(sentence: AnswerSentence, claim: ClaimRef) -> bool:
+    """Whether an answer sentence uses a claim: a verified span overlaps it, or the texts contain each other."""
+    if any(sp.doc_id == claim.doc_id and sp.start < claim.end and claim.start < sp.end for sp in sentence.spans):
+        return True
+    mine, theirs = normalize_text(sentence.text).lower(), normalize_text(claim.text).lower()
+    return bool(mine and theirs) and (theirs in mine or mine in theirs)
+
+
+def score_reason(trust_score: float, tau: float) -> str:
+    """The decision reason of a score below tau."""
+    return f"T = {trust_score:.3f} < tau {tau:g}"
+
+
+def _uses(documents: Sequence[DocumentScreening]) -> str:
+    return ", ".join(f"{d.doc_id} (P = {d.poison_probability:.2f})" for d in documents)
+
+
+def _short(text: str, limit: int = 100) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026")
+
+
+__all__ = ["conflict_use", "score_reason", "suspicious_use", "touches"]
