@@ -5,11 +5,15 @@ Two extractors share one contract, ``extract(query, docs) -> list[Passage]``:
 - :class:`ExtractiveExtractor` (default, no LLM): scores every sentence of every retrieved
   document for relevance to the query and returns the best ones as passages. Passages are
   slices ``doc.text[start:end]``, verbatim by construction, with their span filled in.
-- :class:`LLMExtractor`: asks a chat model for EvidenT's JSON contract
+- :class:`LLMExtractor` (in :mod:`ragtrust.evidence.extract_llm`, importable from here):
+  asks a chat model for EvidenT's JSON contract
   ``{"collected_passages": [{"passage_id", "passage", "url"}]}``, validates it with a
   schema and gives a malformed reply one repair attempt before failing with
   :class:`~ragtrust.errors.BackendError`. Its passages are *claims*: run them through
   :class:`~ragtrust.evidence.align.NGramAligner` before use.
+
+Passages given as JSON (:func:`passages_from_json`, :func:`read_passages_json`) are read by
+:mod:`ragtrust.evidence.passages_json`.
 
 Relevance (:func:`relevance_scores`) is ``lexical_weight * lexical + (1 - lexical_weight) *
 cosine`` when an embedder is given and the lexical part alone otherwise. The lexical part is
@@ -39,28 +43,16 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ragtrust.documents import Document, Passage, RetrievedDoc, Span
-from ragtrust.errors import BackendError, ConfigError, ContextLengthError, InputError
-from ragtrust.evidence.align import resolve_source
-from ragtrust.io import read_text_file
+from ragtrust.errors import ConfigError
+from ragtrust.evidence.extract_llm import ChatModel, ExtractionError, LLMExtractor, parse_collected_passages
+from ragtrust.evidence.passages_json import passages_from_json, read_passages_json
 from ragtrust.models.base import Embedder
-from ragtrust.prompts import (
-    CHARS_PER_TOKEN,
-    EXTRACTION_REPAIR_PROMPT,
-    PROMPT_VERSIONS,
-    ContextBudget,
-    build_extraction_messages,
-)
 from ragtrust.registry import register
 from ragtrust.text import Sentence, split_sentences, word_tokens
 
@@ -338,228 +330,6 @@ def _consecutive(indices: Sequence[int]) -> list[list[int]]:
         else:
             runs.append([i])
     return runs
-
-
-# -- LLM extraction ---------------------------------------------------------------------------
-
-
-@runtime_checkable
-class ChatModel(Protocol):
-    """A chat model: ``chat(messages) -> reply text`` (``messages`` in OpenAI's role/content form)."""
-
-    def chat(self, messages: Sequence[Mapping[str, str]]) -> str:
-        """Return the assistant's reply to ``messages``."""
-        ...
-
-
-class _PassageItem(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    passage_id: str = ""
-    passage: str = Field(min_length=1)
-    url: str | None = None
-
-    @field_validator("passage_id", mode="before")
-    @classmethod
-    def _id_to_str(cls, value: Any) -> str:
-        return "" if value is None else str(value)
-
-
-class _Collected(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    collected_passages: list[_PassageItem]
-
-
-_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*(.*?)\s*```\s*$", re.DOTALL)
-
-
-def parse_collected_passages(reply: str) -> list[dict[str, Any]]:
-    """Parse and validate a reply against the extraction contract.
-
-    Code fences and prose around the outermost JSON object are tolerated.
-
-    Raises:
-        ValueError: the reply is not JSON or does not match the schema (the message says why).
-    """
-    text = reply.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        start, end = text.find("{"), text.rfind("}")
-        if start < 0 or end <= start:
-            raise ValueError(f"no JSON object in the reply ({exc.msg})") from exc
-        try:
-            data = json.loads(text[start : end + 1])
-        except json.JSONDecodeError as inner:
-            raise ValueError(f"invalid JSON: {inner.msg} at position {inner.pos}") from inner
-    try:
-        parsed = _Collected.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
-        raise ValueError(f"JSON does not match the schema: {problems}") from exc
-    return [item.model_dump() for item in parsed.collected_passages]
-
-
-class ExtractionError(BackendError):
-    """The model's reply was not valid extraction JSON, even after the repair attempt."""
-
-
-@register("extractor", "llm")
-@dataclass
-class LLMExtractor:
-    """Ask a chat model for verbatim passages in EvidenT's JSON contract.
-
-    Args:
-        client: anything with ``chat(messages) -> str``, e.g.
-            :class:`ragtrust.generation.openai.ChatClient`.
-        max_passages: most passages kept from the reply.
-        max_doc_chars: each document is cut to this many characters in the prompt.
-        context_tokens: the model's context window; the documents are fitted into it
-            (lowest-ranked cut first, with a warning); 0 = no fitting.
-        reply_tokens: tokens reserved for the reply when fitting.
-        response_format: sent with each request as OpenAI's ``response_format`` (the
-            pipeline sends :data:`ragtrust.prompts.EXTRACTION_SCHEMA` so that servers with
-            constrained decoding can only reply in the contract); ``None`` sends nothing.
-
-    Example:
-        >>> from ragtrust.testing import retrieved
-        >>> class Fake:
-        ...     def chat(self, messages):
-        ...         return '{"collected_passages": [{"passage_id": "a", "passage": "x y", "url": "u"}]}'
-        >>> [p.text for p in LLMExtractor(Fake()).extract("q", retrieved(["x y z"]))]
-        ['x y']
-    """
-
-    client: ChatModel
-    max_passages: int = 8
-    max_doc_chars: int = 6000
-    context_tokens: int = 0
-    reply_tokens: int = 512
-    response_format: Mapping[str, Any] | None = None
-    name: str = "llm"
-
-    @property
-    def prompt_version(self) -> str:
-        """Versions of the extraction and repair prompts (:data:`ragtrust.prompts.PROMPT_VERSIONS`)."""
-        return f"{PROMPT_VERSIONS['extraction']}+{PROMPT_VERSIONS['extraction_repair']}"
-
-    def extract(self, query: str, docs: Sequence[RetrievedDoc]) -> list[Passage]:
-        """Passages as the model claims them (``status="unverified"``); align them next.
-
-        Raises:
-            ExtractionError: the reply was malformed twice.
-            BackendError: the model failed.
-        """
-        return self.extract_with_warnings(query, docs)[0]
-
-    def extract_with_warnings(self, query: str, docs: Sequence[RetrievedDoc]) -> tuple[list[Passage], tuple[str, ...]]:
-        """:meth:`extract`, with what the user should know (a trimmed prompt, a repaired reply)."""
-        if not docs:
-            return [], ()
-        budget = ContextBudget(self.context_tokens, self.reply_tokens)
-        messages, notes = build_extraction_messages(query, docs, self.max_doc_chars, budget)
-        try:
-            reply = self._chat(messages)
-        except ContextLengthError:
-            if budget.context_tokens <= 0:
-                estimate = int(sum(len(m["content"]) for m in messages) / CHARS_PER_TOKEN)
-                budget = ContextBudget(estimate + self.reply_tokens, self.reply_tokens)
-            messages, notes = build_extraction_messages(query, docs, self.max_doc_chars, budget.halved())
-            retried = (
-                "The model's server said the extraction prompt exceeds its context window: it was sent again shorter."
-            )
-            notes = (retried, *notes)
-            reply = self._chat(messages)
-        try:
-            items = parse_collected_passages(reply)
-        except ValueError as first:
-            repair = [
-                *messages,
-                {"role": "assistant", "content": reply},
-                {"role": "user", "content": EXTRACTION_REPAIR_PROMPT.format(error=first)},
-            ]
-            reply = self._chat(repair)
-            try:
-                items = parse_collected_passages(reply)
-            except ValueError as second:
-                raise ExtractionError(
-                    f"LLM extractor: the model's reply is not valid extraction JSON after one repair attempt "
-                    f"({second}); expected {{'collected_passages': [{{'passage_id', 'passage', 'url'}}]}}"
-                ) from second
-            notes = (*notes, f"The extractor's first reply was not valid JSON ({first}); the repaired reply was used.")
-        return _to_passages(items[: self.max_passages], docs), notes
-
-    def _chat(self, messages: Sequence[Mapping[str, str]]) -> str:
-        if self.response_format is None:
-            return self.client.chat(messages)
-        return self.client.chat(messages, response_format=self.response_format)  # type: ignore[call-arg]
-
-
-def _to_passages(items: Sequence[Mapping[str, Any]], docs: Sequence[RetrievedDoc]) -> list[Passage]:
-    out: list[Passage] = []
-    seen: set[str] = set()
-    for i, item in enumerate(items, start=1):
-        pid = str(item.get("passage_id") or f"p{i}")
-        if pid in seen:
-            pid = f"{pid}-{i}"
-        seen.add(pid)
-        url = item.get("url") or None
-        doc_id = item.get("doc_id") or None
-        if doc_id is None and url is not None:
-            source = resolve_source(str(url), docs)
-            doc_id = source.id if source is not None else None
-        out.append(Passage(passage_id=pid, text=str(item["passage"]), url=url, doc_id=doc_id))
-    return out
-
-
-def passages_from_json(data: Any, docs: Sequence[RetrievedDoc] = ()) -> list[Passage]:
-    """Read passages from ``{"collected_passages": [...]}`` or a plain list of objects.
-
-    Each object needs ``passage`` (or ``text``); ``passage_id`` (or ``id``), ``url`` and
-    ``doc_id`` are optional. ``doc_id`` is filled from ``url`` when it names one of ``docs``.
-
-    Raises:
-        InputError: the data does not have this shape.
-    """
-    if isinstance(data, Mapping):
-        if "collected_passages" not in data:
-            raise InputError("passages JSON: expected {'collected_passages': [...]} or a list of passages")
-        data = data["collected_passages"]
-    if not isinstance(data, list):
-        raise InputError(f"passages JSON: expected a list of passages, got {type(data).__name__}")
-    items: list[dict[str, Any]] = []
-    for i, row in enumerate(data, start=1):
-        if not isinstance(row, Mapping):
-            raise InputError(f"passage {i}: expected an object, got {type(row).__name__}")
-        text = row.get("passage", row.get("text"))
-        if not isinstance(text, str) or not text.strip():
-            raise InputError(f"passage {i}: 'passage' (or 'text') must be a non-empty string")
-        for key in ("url", "doc_id"):
-            if row.get(key) is not None and not isinstance(row.get(key), str):
-                raise InputError(f"passage {i}: '{key}' must be a string")
-        items.append(
-            {
-                "passage_id": row.get("passage_id", row.get("id")),
-                "passage": text,
-                "url": row.get("url"),
-                "doc_id": row.get("doc_id"),
-            }
-        )
-    return _to_passages(items, docs)
-
-
-def read_passages_json(path: str | Path, docs: Sequence[RetrievedDoc] = ()) -> list[Passage]:
-    """:func:`passages_from_json` of a UTF-8 JSON file."""
-    text = read_text_file(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
-    return passages_from_json(data, docs)
 
 
 __all__ = [
