@@ -29,6 +29,10 @@ document: the injected false statements, NLI entailment of the answer with the g
 (policy ``flag``) and on (policy ``drop-suspicious``), and whether each answer adopted the
 claim).
 
+The suites (:class:`RunSpec`, :func:`parse_suite`) live in :mod:`ragtrust.eval.suites`, the
+gates a run asks (:class:`Gate`, :func:`trustgate_factory`) in :mod:`ragtrust.eval.run_gates`;
+both are importable from here.
+
 Example (with the shipped fakes, no models)::
 
     >>> import tempfile
@@ -47,150 +51,29 @@ import json
 import platform
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from ragtrust.config import Settings
-from ragtrust.documents import Document, Verdict
+from ragtrust.documents import Document
 from ragtrust.errors import ConfigError, RagTrustError
-from ragtrust.eval.attacks import ATTACK_STRATEGIES, AttackGenerator, AttackResult
-from ragtrust.eval.datasets import Benchmark, BenchmarkQuery, canonical_dataset, load_benchmark
+from ragtrust.eval.attacks import AttackGenerator, AttackResult
+from ragtrust.eval.datasets import Benchmark, BenchmarkQuery, load_benchmark
+from ragtrust.eval.run_gates import CachingEmbedder, Gate, GateFactory, corpus_view, trustgate_factory
+from ragtrust.eval.suites import SUITES, RunSpec, parse_suite
 from ragtrust.io import atomic_write_text
 from ragtrust.models.base import ENTAILMENT, Embedder, NLIModel
 
 SAMPLES_FILE = "samples.jsonl"
 MANIFEST_FILE = "manifest.json"
 ATTACKS_DIR = "attacks"
-
-
-class Gate(Protocol):
-    """What the runner needs from a pipeline: ``ask(question) -> Verdict``."""
-
-    def ask(self, question: str) -> Verdict:
-        """A full verdict for one question."""
-        ...
-
-
-GateFactory = Callable[[Sequence[Document], Settings, NLIModel | None, Embedder | None], Gate]
-
-
-def trustgate_factory(
-    documents: Sequence[Document], settings: Settings, nli: NLIModel | None, embedder: Embedder | None
-) -> Gate:
-    """The default gate: :meth:`ragtrust.pipeline.TrustGate.from_documents` (in-memory index)."""
-    from ragtrust.pipeline import TrustGate
-
-    gate = TrustGate.from_documents(documents, settings, nli=nli, embedder=embedder)
-    gate.warm_up()
-    return gate
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One cell of a suite: a dataset, an attack strategy and K."""
-
-    dataset: str
-    strategy: str
-    k: int = 5
-
-    @property
-    def key(self) -> str:
-        """``dataset/strategy/kK``."""
-        return f"{self.dataset}/{self.strategy}/k{self.k}"
-
-
-#: ``paper``: TruthfulQA (each strategy + mixed), FEVER mixed, secure coding (each + mixed),
-#: plus TruthfulQA mixed at K = 3 for the K comparison
-SUITES: Mapping[str, tuple[RunSpec, ...]] = {
-    "paper": (
-        *(RunSpec("truthfulqa", s, 5) for s in ATTACK_STRATEGIES),
-        RunSpec("fever", "mixed", 5),
-        *(RunSpec("secure_coding", s, 5) for s in ATTACK_STRATEGIES),
-        RunSpec("truthfulqa", "mixed", 3),
-    ),
-    "quick": (RunSpec("secure_coding", "instruction_injection", 5), RunSpec("secure_coding", "mixed", 5)),
-}
-
-
-def parse_suite(
-    suite: str, *, strategies: Sequence[str] | None = None, ks: Sequence[int] | None = None
-) -> list[RunSpec]:
-    """Run cells of a suite name or a spec list.
-
-    ``suite`` is ``paper``, ``quick``, a dataset name (every strategy) or a comma list of
-    ``dataset[:strategy]`` items. ``strategies`` keeps only those strategies; ``ks``
-    replaces the K values.
-
-    Example:
-        >>> [s.key for s in parse_suite("kb:mixed,tqa:contradiction", ks=[3, 5])][1:3]
-        ['secure_coding/mixed/k5', 'truthfulqa/contradiction/k3']
-    """
-    name = suite.strip()
-    if not name:
-        raise ConfigError("--suite is empty: use paper, quick, a dataset name or dataset:strategy items")
-    if name in SUITES:
-        specs = list(SUITES[name])
-    else:
-        specs = []
-        for item in name.split(","):
-            dataset, _, strategy = item.strip().partition(":")
-            dataset = canonical_dataset(dataset)
-            for strat in [strategy.strip()] if strategy.strip() else list(ATTACK_STRATEGIES):
-                if strat not in ATTACK_STRATEGIES:
-                    raise ConfigError(f"unknown attack strategy {strat!r}; valid: {', '.join(ATTACK_STRATEGIES)}")
-                specs.append(RunSpec(dataset, strat, 5))
-    if strategies:
-        unknown = [s for s in strategies if s not in ATTACK_STRATEGIES]
-        if unknown:
-            raise ConfigError(f"unknown attack strategy {unknown[0]!r}; valid: {', '.join(ATTACK_STRATEGIES)}")
-        specs = [s for s in specs if s.strategy in strategies]
-    if ks:
-        if any(k < 1 for k in ks):
-            raise ConfigError(f"K must be >= 1, got {list(ks)}")
-        specs = [RunSpec(s.dataset, s.strategy, k) for s in specs for k in sorted(set(ks))]
-    out = list(dict.fromkeys(specs))
-    if not out:
-        raise ConfigError(f"suite {suite!r} selects no runs")
-    return out
-
-
-@dataclass
-class _CachingEmbedder:
-    """Memoises embeddings by text: clean and poisoned corpora share most documents."""
-
-    inner: Embedder
-    _cache: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict, repr=False)
-
-    @property
-    def model_id(self) -> str:
-        return str(self.inner.model_id)
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
-
-    def warm_up(self) -> None:
-        warm = getattr(self.inner, "warm_up", None)
-        if callable(warm):
-            warm()
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        if missing:
-            vectors = self.inner.embed(missing)
-            for text, vec in zip(missing, vectors, strict=True):
-                self._cache[text] = np.asarray(vec, dtype=np.float32)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts]).astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -217,11 +100,6 @@ def _versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return out
-
-
-def _corpus_view(documents: Sequence[Document]) -> list[Document]:
-    """Documents as the gate sees them: no metadata (it holds the attack's false claims)."""
-    return [Document(id=d.id, text=d.text, url=d.url, source=d.source) for d in documents]
 
 
 @dataclass
@@ -310,7 +188,7 @@ class EvalRunner:
 
     def _gate(self, documents: Sequence[Document], settings: Settings) -> Gate:
         factory = self.gate_factory or trustgate_factory
-        return factory(_corpus_view(documents), settings, self.nli, self.embedder)
+        return factory(corpus_view(documents), settings, self.nli, self.embedder)
 
     # ------------------------------------------------------------------ run
     def run(self, specs: Sequence[RunSpec]) -> RunSummary:
@@ -329,8 +207,8 @@ class EvalRunner:
         for spec in specs:  # fail early on missing data, before any model loads
             self._benchmark(spec.dataset)
         self._models()
-        if self.embedder is not None and not isinstance(self.embedder, _CachingEmbedder):
-            self.embedder = cast(Embedder, _CachingEmbedder(self.embedder))
+        if self.embedder is not None and not isinstance(self.embedder, CachingEmbedder):
+            self.embedder = cast(Embedder, CachingEmbedder(self.embedder))
         samples_path = out / SAMPLES_FILE
         tmp_path = out / (SAMPLES_FILE + ".partial")
         attacks_summary: dict[str, Any] = {}
