@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragtrust.errors import ConfigError
+from ragtrust.registry import canonical_spec
 
 #: environment variables with the RAGTRUST_ prefix that are read at the edges, not config
 NON_CONFIG_ENV = frozenset({"DATA_DIR", "API_KEYS", "LLM_API_KEY", "STORE", "HOST", "PORT", "CONFIG"})
@@ -33,6 +34,16 @@ NON_CONFIG_ENV = frozenset({"DATA_DIR", "API_KEYS", "LLM_API_KEY", "STORE", "HOS
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+#: a component named in configuration (see :mod:`ragtrust.registry`): a registered name or
+#: ``{"type": name, "params": {...}}``; the flat ``{"type": name, **params}`` that a
+#: calibration report suggests is accepted and stored in the canonical form
+ComponentSpec = str | dict[str, Any]
+
+
+def _canonical(value: Any) -> Any:
+    return canonical_spec(value) if isinstance(value, Mapping) else value
 
 
 class TrustConfig(_Section):
@@ -82,7 +93,7 @@ class ScreeningConfig(_Section):
     #: docs/results/fusion_report.json) and ``claim_conflict`` compares the documents instead
     #: (issue 15, docs/results/conflicts.md); the outlier also pushed clean off-topic
     #: neighbours above a poisoned document.
-    signals: tuple[str, ...] = (
+    signals: tuple[ComponentSpec, ...] = (
         "injection",
         "claim_conflict",
         "linguistic",
@@ -90,6 +101,13 @@ class ScreeningConfig(_Section):
         "intra_consistency",
         "provenance",
     )
+
+    @field_validator("signals", mode="before")
+    @classmethod
+    def _signal_specs(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return tuple(_canonical(v) for v in value)
+        return value
 
 
 class RelevanceConfig(_Section):
@@ -164,13 +182,22 @@ class RetrievalConfig(_Section):
 class ModelsConfig(_Section):
     """Model choices: ``builtin`` means the models shipped with or installed for ragtrust."""
 
-    nli: str = Field(
-        "builtin", description="'builtin' (shipped int8 ONNX), an exported ONNX folder, or an HF model id / local path"
+    nli: ComponentSpec = Field(
+        "builtin",
+        description="'builtin' (shipped int8 ONNX), an exported ONNX folder, an HF model id / local path, "
+        "or a registry spec {type, params}",
     )
-    embedder: str = Field("builtin", description="'builtin' (packaged MiniLM int8 ONNX) or an HF model id / path")
+    embedder: ComponentSpec = Field(
+        "builtin", description="'builtin' (packaged MiniLM int8 ONNX), an HF model id / path, or a registry spec"
+    )
     threads: int = Field(2, ge=1)
     nli_batch_size: int = Field(32, ge=1)
     nli_cache_size: int = Field(50_000, ge=0)
+
+    @field_validator("nli", "embedder", mode="before")
+    @classmethod
+    def _model_specs(cls, value: Any) -> Any:
+        return _canonical(value)
 
 
 class GeneratorConfig(_Section):

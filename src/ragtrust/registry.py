@@ -1,10 +1,14 @@
 """One registry for every pluggable component; built-ins use the same door as plugins.
 
-Components are named in configuration as ``{"type": "...", "params": {...}}``::
+Components are named in configuration as ``{"type": "...", "params": {...}}`` (or by name
+alone); the flat form ``{"type": "...", **params}`` that a calibration report suggests is
+accepted too and means the same::
 
-    >>> from ragtrust.registry import build, registered
+    >>> from ragtrust.registry import build, canonical_spec, registered
     >>> "extractive" in registered("generator")
     True
+    >>> canonical_spec({"type": "intra_consistency", "low": 0.2, "high": 0.6})
+    {'type': 'intra_consistency', 'params': {'low': 0.2, 'high': 0.6}}
 
 Third-party packages register through the ``ragtrust.plugins`` entry-point group: each
 entry point is a module that calls :func:`register` when imported.
@@ -66,19 +70,37 @@ def registered(kind: str) -> list[str]:
     return sorted(_REGISTRY[kind])
 
 
-def build(kind: str, spec: str | Mapping[str, Any], **context: Any) -> Any:
-    """Construct a component from ``"name"`` or ``{"type": name, "params": {...}}``.
+def canonical_spec(spec: str | Mapping[str, Any], kind: str = "component") -> dict[str, Any]:
+    """``{"type": name, "params": {...}}`` of a name, a canonical spec or a flat one.
 
-    ``context`` carries shared objects (models) that a factory may accept as keywords.
+    A flat spec (``{"type": name, **params}``, as a calibration's ``suggested_spec`` writes
+    it) has no ``params`` key; a canonical one has nothing besides ``type`` and ``params``.
+
+    Raises:
+        ConfigError: no ``type`` string, or ``params`` beside other keys.
+    """
+    if isinstance(spec, str):
+        return {"type": spec, "params": {}}
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("type"), str):
+        raise ConfigError(f"{kind} spec must be a name or {{'type': name, 'params': {{...}}}}, got {spec!r}")
+    if "params" in spec:
+        unknown = set(spec) - {"type", "params"}
+        params = spec.get("params") or {}
+        if unknown or not isinstance(params, Mapping):
+            raise ConfigError(f"{kind} spec must be {{'type': ..., 'params': {{...}}}}, got {dict(spec)!r}")
+        return {"type": spec["type"], "params": dict(params)}
+    return {"type": spec["type"], "params": {k: v for k, v in spec.items() if k != "type"}}
+
+
+def build(kind: str, spec: str | Mapping[str, Any], **context: Any) -> Any:
+    """Construct a component from ``"name"``, ``{"type": name, "params": {...}}`` or the flat form.
+
+    ``context`` carries shared objects (models, a chat client) that a factory may accept as
+    keywords; a parameter of the spec wins over a shared object of the same name.
     """
     names = registered(kind)
-    if isinstance(spec, str):
-        name, params = spec, {}
-    else:
-        unknown = set(spec) - {"type", "params"}
-        if unknown or "type" not in spec:
-            raise ConfigError(f"{kind} spec must be {{'type': ..., 'params': {{...}}}}, got {dict(spec)!r}")
-        name, params = str(spec["type"]), dict(spec.get("params") or {})
+    canonical = canonical_spec(spec, kind)
+    name, params = str(canonical["type"]), canonical["params"]
     if name not in _REGISTRY[kind]:
         raise ConfigError(f"unknown {kind} {name!r}; valid: {', '.join(names)}")
     factory = _REGISTRY[kind][name]
@@ -112,4 +134,4 @@ def warm_up(*parts: object) -> None:
             warm()
 
 
-__all__ = ["KINDS", "build", "register", "registered", "warm_up"]
+__all__ = ["KINDS", "build", "canonical_spec", "register", "registered", "warm_up"]

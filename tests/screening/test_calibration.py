@@ -222,6 +222,33 @@ def test_calibrate_model_report_goes_into_a_manifest(tmp_path: Path) -> None:
     assert OnnxNLI(manifest_path=str(manifest)).signal_calibration == report["signals"]
 
 
+def test_a_calibration_suggested_spec_pastes_into_screening_signals(tmp_path: Path) -> None:
+    """The report's ``suggested_spec``, pasted as it is into ``screening.signals``, builds those signals."""
+    from ragtrust.config import load_settings
+    from ragtrust.screening.aggregate import build_screener
+
+    data = tmp_path / "dev"
+    data.mkdir()
+    for doc in _corpus_docs():
+        (data / f"{doc.id}.md").write_text(doc.text, encoding="utf-8")
+    report = calibrate_model(LexicalNLI(), HashingEmbedder(dim=64), data, benchmarks=(), n=8, fpr=0.25, k=3)
+    pasted = json.loads(json.dumps(report["suggested_spec"]))  # as a user copies it from the report
+    settings = load_settings(env={}, overrides={"screening": {"signals": ["injection", *pasted]}})
+    assert load_settings(env={}, overrides=settings.to_dict()) == settings  # the config round-trips
+    screener = build_screener(settings, nli=LexicalNLI(), embedder=HashingEmbedder(dim=64))
+    by_name = {s.name: s for s in screener.signals}
+    assert list(by_name) == ["injection", "intra_consistency", "cross_consistency"]
+    intra, cross = by_name["intra_consistency"], by_name["cross_consistency"]
+    assert isinstance(intra, IntraConsistencySignal) and isinstance(cross, CrossConsistencySignal)
+    expected = report["signals"]
+    assert (intra.low, intra.high, intra.direction) == (
+        expected["intra_consistency"]["low"],
+        expected["intra_consistency"]["high"],
+        expected["intra_consistency"]["direction"],
+    )
+    assert (cross.low, cross.high) == (expected["cross_consistency"]["low"], expected["cross_consistency"]["high"])
+
+
 @pytest.mark.parametrize("entry", [{"low": 0.8}, {"low": "high", "high": 0.9}, [0.8, 0.9]])
 def test_a_malformed_calibration_fails_the_signal_with_a_clear_error(entry: object) -> None:
     model = OneWayNLI(signal_calibration={"intra_consistency": entry})  # type: ignore[dict-item]

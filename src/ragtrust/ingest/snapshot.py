@@ -106,23 +106,36 @@ class Snapshot:
         }
 
     def retriever(self, mode: str, top_k: int, embedder: Embedder, rrf_k: int) -> Retriever:
-        """A ``dense``, ``bm25`` or ``hybrid`` retriever over this generation (indexes built once)."""
+        """A ``dense``, ``bm25`` or ``hybrid`` retriever over this generation (indexes built once).
+
+        The retrievers come through the registry (``{"type": mode, "params": {...}}``) over
+        this generation's indexes, which are shared objects: the dense index, and the BM25
+        retriever whose built index a copy shares.
+        """
+        from ragtrust import registry
         from ragtrust.retrieval.bm25 import BM25Retriever
-        from ragtrust.retrieval.dense import DenseIndex, DenseRetriever
-        from ragtrust.retrieval.hybrid import HybridRetriever
+        from ragtrust.retrieval.dense import DenseIndex
 
         if "dense" not in self.retrievers:
             self.retrievers["dense"] = DenseIndex(list(self.chunks), self.vectors, embedder)
         if mode != "dense" and "bm25" not in self.retrievers:
-            self.retrievers["bm25"] = BM25Retriever(list(self.chunks))
-        dense = DenseRetriever(index=self.retrievers["dense"], default_top_k=top_k)
+            self.retrievers["bm25"] = registry.build("retriever", "bm25", documents=list(self.chunks))
+        dense: Retriever = registry.build(
+            "retriever", {"type": "dense", "params": {"default_top_k": top_k}}, index=self.retrievers["dense"]
+        )
         if mode == "dense":
             return dense
         lexical: BM25Retriever = copy.copy(self.retrievers["bm25"])  # shares the built index
         lexical.default_top_k = top_k
         if mode == "bm25":
             return lexical
-        return HybridRetriever(dense=dense, bm25=lexical, rrf_k=rrf_k, default_top_k=top_k)
+        hybrid: Retriever = registry.build(
+            "retriever",
+            {"type": "hybrid", "params": {"rrf_k": rrf_k, "default_top_k": top_k}},
+            dense=dense,
+            bm25=lexical,
+        )
+        return hybrid
 
 
 __all__ = ["Snapshot", "live_rows", "stack_vectors"]

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from ragtrust import registry
 from ragtrust.errors import ConfigError, MissingDependencyError, ModelError
 from ragtrust.models.base import ReloadsAfterPickle
 from ragtrust.registry import register
@@ -342,19 +343,35 @@ class TransformersEmbedder(ReloadsAfterPickle):
         return np.concatenate(rows).astype(np.float32)
 
 
-def default_embedder(settings: Any = None) -> Any:
-    """The embedder named by ``settings.models.embedder`` ('builtin' or an HF id / path)."""
+def embedder_spec(settings: Any = None) -> dict[str, Any]:
+    """The registry spec of the embedder ``settings.models.embedder`` names.
+
+    'builtin' is the packaged MiniLM; a ``{type, params}`` spec is taken as it is; anything
+    else is a Hugging Face model id or path (``transformers``).
+
+    Example:
+        >>> embedder_spec()
+        {'type': 'builtin', 'params': {'threads': 2}}
+    """
     name = "builtin" if settings is None else settings.models.embedder
     threads = 2 if settings is None else settings.models.threads
+    if not isinstance(name, str):
+        return registry.canonical_spec(name, "embedder")
     if name == "builtin":
-        return OnnxEmbedder(threads=threads)
-    return TransformersEmbedder(model=name)
+        return {"type": "builtin", "params": {"threads": threads}}
+    return {"type": "transformers", "params": {"model": name}}
+
+
+def default_embedder(settings: Any = None) -> Any:
+    """The embedder named by ``settings.models.embedder`` (:func:`embedder_spec`), built by the registry."""
+    return registry.build("embedder", embedder_spec(settings))
 
 
 __all__ = [
     "OnnxEmbedder",
     "TransformersEmbedder",
     "default_embedder",
+    "embedder_spec",
     "load_tokenizer",
     "read_model_manifest",
     "sha256_file",

@@ -24,7 +24,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from ragtrust import registry
 from ragtrust.errors import MissingDependencyError, ModelError
 from ragtrust.models.base import NLI_LABELS, NLIModel, ReloadsAfterPickle
 from ragtrust.models.embedder import (
@@ -256,27 +257,45 @@ class TransformersNLI(ReloadsAfterPickle):
         return out
 
 
-def default_nli(settings: Any = None, *, cache_path: str | None = None) -> NLIEngine:
-    """The NLI engine named by ``settings.models.nli``.
+def nli_spec(settings: Any = None) -> dict[str, Any]:
+    """The registry spec of the NLI model ``settings.models.nli`` names.
 
     'builtin' is the shipped int8 model; a folder holding ``nli_manifest.json`` (or the
-    manifest itself) is an ONNX model exported by ``ragtrust nli export``; anything else is
-    a Hugging Face model id or checkpoint folder, served by :class:`TransformersNLI`.
+    manifest itself) is an ONNX model exported by ``ragtrust nli export`` (``builtin`` with
+    its ``manifest_path``); a ``{type, params}`` spec is taken as it is; anything else is a
+    Hugging Face model id or checkpoint folder, served by :class:`TransformersNLI`.
+
+    Example:
+        >>> nli_spec()
+        {'type': 'builtin', 'params': {'threads': 2, 'batch_size': 32}}
+        >>> nli_spec_of("facebook/bart-large-mnli")
+        {'type': 'transformers', 'params': {'model': 'facebook/bart-large-mnli'}}
     """
     name = "builtin" if settings is None else settings.models.nli
     threads = 2 if settings is None else settings.models.threads
     batch = 32 if settings is None else settings.models.nli_batch_size
-    cache_size = 50_000 if settings is None else settings.models.nli_cache_size
-    model: NLIModel
+    return nli_spec_of(name, threads=threads, batch_size=batch)
+
+
+def nli_spec_of(name: str | Mapping[str, Any], *, threads: int = 2, batch_size: int = 32) -> dict[str, Any]:
+    """:func:`nli_spec` of a ``models.nli`` value."""
+    if not isinstance(name, str):
+        return registry.canonical_spec(name, "nli")
+    onnx = {"threads": threads, "batch_size": batch_size}
     if name == "builtin":
-        model = OnnxNLI(threads=threads, batch_size=batch)
-    elif name.endswith(".json") or (Path(name).expanduser() / MANIFEST_FILE.name).is_file():
+        return {"type": "builtin", "params": onnx}
+    if name.endswith(".json") or (Path(name).expanduser() / MANIFEST_FILE.name).is_file():
         # an exported ONNX model (``ragtrust nli export``): its folder or its manifest
         manifest = Path(name).expanduser()
         manifest = manifest if manifest.suffix == ".json" else manifest / MANIFEST_FILE.name
-        model = OnnxNLI(manifest_path=str(manifest), threads=threads, batch_size=batch)
-    else:
-        model = TransformersNLI(model=name)
+        return {"type": "builtin", "params": {"manifest_path": str(manifest), **onnx}}
+    return {"type": "transformers", "params": {"model": name}}
+
+
+def default_nli(settings: Any = None, *, cache_path: str | None = None) -> NLIEngine:
+    """The NLI engine over the model ``settings.models.nli`` names (:func:`nli_spec`), built by the registry."""
+    cache_size = 50_000 if settings is None else settings.models.nli_cache_size
+    model: NLIModel = registry.build("nli", nli_spec(settings))
     return NLIEngine(model, cache_size=cache_size, cache_path=cache_path)
 
 
@@ -287,5 +306,7 @@ __all__ = [
     "WindowedPrediction",
     "default_nli",
     "label_permutation",
+    "nli_spec",
+    "nli_spec_of",
     "read_manifest",
 ]
