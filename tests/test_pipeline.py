@@ -621,6 +621,14 @@ def test_an_empty_retrieval_lists_its_reasons(kb: list[Document]) -> None:
     assert not verdict.trusted
     assert verdict.decision_reasons[0] == "nothing was retrieved: there is no evidence to answer from"
     assert verdict.decision_reasons[1].startswith("T = ") and "< tau 0.5" in verdict.decision_reasons[1]
+    # it reports the F, C and P it scored with (P = 1: nothing was screened, fail closed)
+    from ragtrust.trust import compute_trust
+
+    assert (verdict.factuality, verdict.consistency, verdict.poison_probability) == (0.5, 0.0, 1.0)
+    rescored = compute_trust(
+        verdict.factuality, verdict.consistency, verdict.poison_probability, 0.0, gate.settings.trust
+    )
+    assert rescored.trust_score == verdict.trust_score and verdict.trust_level == "VERY LOW"
 
 
 # --------------------------------------------------------------------------- quarantine

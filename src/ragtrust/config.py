@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -81,7 +82,6 @@ class ScreeningConfig(_Section):
     suspicious_threshold: float = Field(0.7, ge=0, le=1, description="P_i above which a document is suspicious")
     high_risk_threshold: float = Field(0.8, ge=0, le=1)
     drop_threshold: float = Field(0.7, ge=0, le=1, description="drop-suspicious drops P_i above this")
-    fail_closed: bool = True
     witnesses: int = Field(
         5,
         ge=0,
@@ -101,6 +101,30 @@ class ScreeningConfig(_Section):
         "intra_consistency",
         "provenance",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_fail_closed(cls, data: Any) -> Any:
+        # ``fail_closed`` was a setting that did nothing: ragtrust always fails closed (a
+        # failing signal, model or verifier is recorded and the verdict is never trusted).
+        # Configurations that still say ``true`` (and the settings recorded in old run
+        # manifests) load with a warning; ``false`` asked for a fail-open mode that never
+        # existed and is refused.
+        if not isinstance(data, Mapping) or "fail_closed" not in data:
+            return data
+        data = dict(data)
+        if data.pop("fail_closed") is not True:
+            raise ValueError(
+                "fail_closed was removed: ragtrust always fails closed (an internal failure is recorded and the "
+                "verdict is never trusted); remove screening.fail_closed from the configuration"
+            )
+        warnings.warn(
+            "screening.fail_closed is deprecated and ignored: ragtrust always fails closed; "
+            "remove it from the configuration",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return data
 
     @field_validator("signals", mode="before")
     @classmethod

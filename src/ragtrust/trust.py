@@ -52,9 +52,10 @@ import math
 from dataclasses import dataclass
 
 from ragtrust.config import TrustConfig
+from ragtrust.documents import TrustLevel
 from ragtrust.errors import InputError
 
-LEVELS = ("HIGH", "MEDIUM", "LOW", "VERY LOW")
+LEVELS: tuple[TrustLevel, ...] = ("HIGH", "MEDIUM", "LOW", "VERY LOW")
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ class TrustResult:
     dampener: float
     retrieval_modifier: float
     trust_score: float
-    level: str
+    level: TrustLevel
     trusted: bool
 
 
@@ -116,7 +117,7 @@ def retrieval_modifier(max_similarity: float | None, threshold: float = 0.30, fl
     return floor + (1.0 - floor) * s / threshold
 
 
-def trust_level(t: float, config: TrustConfig) -> str:
+def trust_level(t: float, config: TrustConfig) -> TrustLevel:
     """Return the level of a trust score (see module docstring for the cut points).
 
     Example:

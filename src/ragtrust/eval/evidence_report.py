@@ -99,7 +99,7 @@ from ragtrust.eval.evidence_metrics import (
 )
 from ragtrust.eval.evidence_render import _portable_paths as _portable_paths  # the tests' import path
 from ragtrust.eval.evidence_render import render_markdown, write_evidence_report
-from ragtrust.evidence.align import resolve_source
+from ragtrust.evidence.align import NGramAligner, resolve_source
 from ragtrust.models.base import Embedder, NLIModel
 from ragtrust.text import split_sentences, word_tokens
 
@@ -187,6 +187,10 @@ def run_evidence_report(
     retriever = DenseRetriever(index=index, default_top_k=settings.retrieval.top_k)
     gate = TrustGate.from_settings(settings, retriever=retriever, nli=nli, embedder=embedder)
     gate.warm_up()
+    # the stages warm_up built from the settings (the aligner's n and t are reported)
+    aligner, generator, guard = gate.aligner, gate.generator, gate.guard
+    if not isinstance(aligner, NGramAligner) or generator is None or guard is None:
+        raise RuntimeError("the evidence report runs the gate's own stages: an NGramAligner, a generator, a guard")
     t_index = time.perf_counter()
     top_k = settings.retrieval.top_k
 
@@ -207,15 +211,15 @@ def run_evidence_report(
         t1 = time.perf_counter()
         if failure is not None:
             llm_failures.append(f"{item.id}: {failure}")
-        alignment = gate.aligner.align(extracted, docs)
+        alignment = aligner.align(extracted, docs)
         passages = list(alignment.passages)
         t2 = time.perf_counter()
-        generated = gate.generator.generate(item.question, passages)
+        generated = generator.generate(item.question, passages)
         t3 = time.perf_counter()
         stage_s.append({"extract": t1 - t0, "align": t2 - t1, "generate": t3 - t2})
         for note in (*notes, *generated.warnings):
             llm_warnings[note.split(":")[0]] += 1
-        grounded = gate.guard.apply(generated, passages, docs)
+        grounded = guard.apply(generated, passages, docs)
         answers = evidence_answers_question(item.question, passages, docs)
         grounded = postprocess(grounded, settings.evidence, answers_question=answers)
 
@@ -312,7 +316,7 @@ def run_evidence_report(
         "alignment": align_summary,
     }
     ablation = [row.to_dict() for row in ablation_table(extracted_by_q, docs_by_q, ablation_ns, ablation_ts)]
-    configured = ablation_table(extracted_by_q, docs_by_q, (gate.aligner.n,), (gate.aligner.threshold,))[0]
+    configured = ablation_table(extracted_by_q, docs_by_q, (aligner.n,), (aligner.threshold,))[0]
     summary["hallucination_before"] = configured.hallucination_before
     summary["hallucination_after"] = configured.hallucination_after
     summary["extraction_failures"] = llm_failures
@@ -345,7 +349,7 @@ def run_evidence_report(
         "components": {
             "extractor": _params(gate.extractor),
             "generator": _params(gate.generator),
-            "aligner": {"n": gate.aligner.n, "threshold": gate.aligner.threshold},
+            "aligner": {"n": aligner.n, "threshold": aligner.threshold},
         },
         "stages": "retrieve -> extract -> align -> generate -> citation guard -> post-process "
         "(Stage-1 screening and Stage-2 NLI verification not run)",

@@ -165,7 +165,7 @@ def _assemble(
     return Verdict(
         query=out.query,
         trust_score=result.trust_score,
-        trust_level=result.level,  # type: ignore[arg-type]
+        trust_level=result.level,
         trusted=result.trusted,
         tau=settings.trust.tau,
         factuality=out.factuality,
@@ -195,17 +195,25 @@ def _assemble(
 def empty_verdict(
     question: str, warnings: Sequence[str], settings: Settings, watch: Stopwatch, models: Mapping[str, str]
 ) -> Verdict:
-    """The verdict when nothing was retrieved: no evidence, never trusted."""
-    result = compute_trust(0.5, 0.0, 1.0, 0.0, settings.trust, failed=True)
+    """The verdict when nothing was retrieved: no evidence, never trusted.
+
+    It is scored with F = 0.5 (nothing to verify), C = 0 and P = 1, and reports the F, C
+    and P it scored with. P = 1 because nothing was screened: an unscreened context counts
+    as the worst case (fail closed), which gives the lowest T that F = 0.5 allows. S_max is
+    scored as 0 (the low-retrieval floor) and reported as ``None``: no document, no
+    similarity.
+    """
+    poison = 1.0
+    result = compute_trust(0.5, 0.0, poison, 0.0, settings.trust, failed=True)
     return Verdict(
         query=question,
         trust_score=result.trust_score,
-        trust_level=result.level,  # type: ignore[arg-type]
+        trust_level=result.level,
         trusted=False,
         tau=settings.trust.tau,
         factuality=0.5,
         consistency=0.0,
-        poison_probability=0.0,
+        poison_probability=poison,
         trust_raw=result.trust_raw,
         dampener=result.dampener,
         retrieval_modifier=result.retrieval_modifier,

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragtrust.config import Settings, load_settings
 from ragtrust.documents import AnswerSentence, Document, DocumentScreening, Passage, Query, RetrievedDoc, Verdict
@@ -25,12 +25,16 @@ from ragtrust.pipeline.checks import checked_factuality, checked_relevance, merg
 from ragtrust.pipeline.components import default_extractor, default_generator, model_ids
 from ragtrust.pipeline.decision import Outcome, decide, empty_verdict
 from ragtrust.pipeline.gating import Gated, gate_documents
+from ragtrust.pipeline.parts import Aligns, Extracts, GateStore, Grounds, JudgesRelevance, Screens, Verifies
 from ragtrust.pipeline.stopwatch import Stopwatch
 from ragtrust.retrieval.base import Retriever
 
 if TYPE_CHECKING:
     from ragtrust.evidence.citations import GroundedAnswer
+    from ragtrust.generation.base import Generator
     from ragtrust.verification.factuality import FactualityReport
+
+_Part = TypeVar("_Part")
 
 
 @dataclass
@@ -46,14 +50,14 @@ class TrustGate:
     nli: NLIModel
     embedder: Embedder
     retriever: Retriever | None = None
-    store: Any = None
-    generator: Any = None
-    extractor: Any = None
-    aligner: Any = None
-    guard: Any = None
-    screener: Any = None
-    verifier: Any = None
-    relevance: Any = None
+    store: GateStore | None = None
+    generator: Generator | None = None
+    extractor: Extracts | None = None
+    aligner: Aligns | None = None
+    guard: Grounds | None = None
+    screener: Screens | None = None
+    verifier: Verifies | None = None
+    relevance: JudgesRelevance | None = None
     calibration: Mapping[str, Any] | None = None
     _warm: bool = field(default=False, init=False, repr=False)
     _store_generation: str | None = field(default=None, init=False, repr=False)
@@ -64,11 +68,11 @@ class TrustGate:
         cls,
         settings: Settings | None = None,
         *,
-        store: Any = None,
+        store: GateStore | None = None,
         retriever: Retriever | None = None,
         nli: NLIModel | None = None,
         embedder: Embedder | None = None,
-        generator: Any = None,
+        generator: Generator | None = None,
         calibration: str | Path | Mapping[str, Any] | None = None,
     ) -> TrustGate:
         """A gate over a :class:`~ragtrust.ingest.store.Store` (or any retriever)."""
@@ -81,7 +85,7 @@ class TrustGate:
             cal = load_calibration(calibration) if isinstance(calibration, (str, Path)) else dict(calibration)
             settings = apply_calibration(settings, cal)
         if embedder is None:
-            embedder = store.embedder if store is not None and getattr(store, "embedder", None) else None
+            embedder = getattr(store, "embedder", None) if store is not None else None
             embedder = embedder or default_embedder(settings)
         if nli is None:
             # Store exposes its folder as ``root`` (``path`` kept for other store-like objects)
@@ -106,7 +110,7 @@ class TrustGate:
         *,
         nli: NLIModel | None = None,
         embedder: Embedder | None = None,
-        generator: Any = None,
+        generator: Generator | None = None,
     ) -> TrustGate:
         """A gate over an in-memory dense index of ``documents`` (no store on disk)."""
         from ragtrust.models.embedder import default_embedder
@@ -209,9 +213,9 @@ class TrustGate:
         """Stage 1 with the store's witnesses; a failed witness lookup is a screening error."""
         witnesses, errors = self._witnesses(docs)
         if witnesses:
-            report = self.screener.screen(docs, query, witnesses=witnesses)
+            report = _built(self.screener, "screener").screen(docs, query, witnesses=witnesses)
         else:
-            report = self.screener.screen(docs, query)
+            report = _built(self.screener, "screener").screen(docs, query)
         if errors:
             report = dataclasses.replace(report, errors=(*report.errors, *errors))
         return report
@@ -299,7 +303,7 @@ class TrustGate:
         """EvidenT alignment of ``passages`` against ``docs`` (keep / truncate / re-attribute / drop)."""
         docs = self._check_docs(docs)
         self._build_components()
-        return self.aligner.align(list(passages), docs)
+        return _built(self.aligner, "aligner").align(list(passages), docs)
 
     # ------------------------------------------------------------------ internals
     @staticmethod
@@ -388,16 +392,16 @@ class TrustGate:
         with watch.stage("extract"):
             extracted, extraction_failure = self._extract(question, context, out.warnings)
         with watch.stage("align"):
-            out.passages = tuple(self.aligner.align(extracted, context).passages)
+            out.passages = tuple(_built(self.aligner, "aligner").align(extracted, context).passages)
         with watch.stage("generate"):
-            generated = self.generator.generate(question, out.passages)
+            generated = _built(self.generator, "generator").generate(question, out.passages)
         out.warnings.extend(generated.warnings)
         if extraction_failure is not None:
             out.refusal = extraction_failure
         elif not out.passages:
             out.refusal = "no passage of the retrieved documents was verified as evidence for the answer"
         with watch.stage("postprocess"):
-            grounded = self.guard.apply(generated, out.passages, context)
+            grounded = _built(self.guard, "guard").apply(generated, out.passages, context)
             grounded = postprocess(
                 grounded,
                 self.settings.evidence,
@@ -439,7 +443,7 @@ class TrustGate:
                 extracted, notes = with_warnings(question, context)
                 warnings.extend(notes)
                 return list(extracted), None
-            return list(self.extractor.extract(question, context)), None
+            return list(_built(self.extractor, "extractor").extract(question, context)), None
         except ExtractionError as exc:
             warnings.append(f"No evidence could be extracted: {exc}")
             return [], f"the extractor's reply was unusable: {exc}"
@@ -454,6 +458,13 @@ class TrustGate:
 
     def _empty_verdict(self, question: str, warnings: list[str], watch: Stopwatch) -> Verdict:
         return empty_verdict(question, warnings, self.settings, watch, self.model_ids())
+
+
+def _built(part: _Part | None, name: str) -> _Part:
+    """A stage :meth:`TrustGate.warm_up` built (every public entry point builds them first)."""
+    if part is None:
+        raise RuntimeError(f"TrustGate.{name} is not built: call warm_up() first")
+    return part
 
 
 def _dense_index(retriever: Any) -> Any:
