@@ -12,10 +12,12 @@ Every stage is a small component with its own contract (``screening.Screener``,
 usable on its own through :meth:`TrustGate.screen`, :meth:`TrustGate.verify` and
 :meth:`TrustGate.align`. Construction is cheap; :meth:`TrustGate.warm_up` loads models.
 
-The package, by job: ``gate`` (:class:`TrustGate`, the stages in order), ``gating`` (the
-document gate), ``decision`` (what the stages found, fused into a verdict), ``rules`` (the
+The package, by job: ``gate`` (:class:`TrustGate`, the stages in order), ``parts`` (the
+contract each stage keeps), ``gating`` (the document gate), ``checks`` (Stage 2 run fail
+closed), ``decision`` (what the stages found, fused into a verdict), ``rules`` (the
 suspicious-use and conflict rules of the decision), ``components`` (the default extractor
-and writer, model ids), ``calibration`` (a calibrated tau), ``stopwatch`` (timings).
+and writer as registry specs, model ids), ``calibration`` (a calibrated tau),
+``stopwatch`` (timings).
 
 The gate (``screening.policy``): ``drop-suspicious`` (default) withholds documents above
 ``drop_threshold`` from the generator and from the evidence; ``flag`` keeps them, and a
