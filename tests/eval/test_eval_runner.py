@@ -15,10 +15,13 @@ from ragtrust.eval.report import build_report
 from ragtrust.eval.runner import EvalRunner, parse_suite
 from ragtrust.testing import HashingEmbedder, LexicalNLI
 
+#: the default signals and one that skips every document of a retrieved set (fewer than 10)
+SKIPPING = {"type": "semantic_outlier", "params": {"min_docs": 10}}
 
-def _runner(tmp_path, factory, **kw):
+
+def _runner(tmp_path, factory, settings=None, **kw):
     return EvalRunner(
-        settings=load_settings(env={}),
+        settings=settings or load_settings(env={}),
         out_dir=tmp_path / "run",
         n=5,
         n_calib=5,
@@ -47,7 +50,9 @@ def test_parse_suite():
 
 def test_mini_suite_records_reports_and_calibration(tmp_path, fake_gate_factory):
     specs = parse_suite("kb:instruction_injection,kb:entity_swap", ks=[3, 5])
-    summary = _runner(tmp_path, fake_gate_factory).run(specs)
+    base = load_settings(env={})
+    settings = base.with_overrides({"screening": {"signals": [*base.screening.signals, SKIPPING]}})
+    summary = _runner(tmp_path, fake_gate_factory, settings).run(specs)
     out = tmp_path / "run"
     rows = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     # per K: Part A (5) + calib (5) once, Part B (5) per strategy
@@ -67,8 +72,8 @@ def test_mini_suite_records_reports_and_calibration(tmp_path, fake_gate_factory)
     for r in rows:
         assert r["part"] in {"A", "B", "calib"}
         assert len(r["retrieved"]) == r["k"]
-        assert all("keyword" in d["signals"] for d in r["retrieved"])
-        assert all(d["signals"]["outlier"] is None for d in r["retrieved"])  # skipped stays None
+        assert all("injection" in d["signals"] for d in r["retrieved"])
+        assert all(d["signals"]["semantic_outlier"] is None for d in r["retrieved"])  # skipped stays None
         for key in ("F", "C", "P", "T", "s_max", "trusted", "timings_s", "latency_s"):
             assert key in r
         if r["part"] != "B":
