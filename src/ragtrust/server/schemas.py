@@ -158,7 +158,7 @@ class SignalOut(_Response):
     """One screening signal on one document (score 1 = suspicious)."""
 
     name: str
-    score: float
+    score: float = 0.0
     reasons: list[str] = []
     spans: list[SpanOut] = []
     skipped: bool = False
@@ -170,7 +170,7 @@ class DocumentScreeningOut(_Response):
     """Stage-1 result of one document."""
 
     doc_id: str
-    url: str | None = None
+    url: str | None
     poison_probability: float
     signals: list[SignalOut] = []
     similarity: float | None = None
@@ -284,8 +284,8 @@ class AlignResponse(_Response):
     """Aligned passages, the dropped ones, and alignment diagnostics."""
 
     passages: list[PassageOut]
-    dropped: list[PassageOut] = []
-    diagnostics: dict[str, Any] = {}
+    dropped: list[PassageOut]
+    diagnostics: dict[str, float]
 
 
 class IngestResponse(_Response):
