@@ -1,14 +1,14 @@
 """Fixtures for the server tests.
 
-``InstrumentedGate`` / ``MemoryStore`` are small test doubles with the interfaces of
-``ragtrust.pipeline.TrustGate`` and ``ragtrust.ingest.store.Store``: they let the API tests
-control concurrency, failures and timing. ``real_or_fake_gate`` builds the real TrustGate on
-a real Store (with the deterministic fakes from ``ragtrust.testing``) when those modules
-exist, and the doubles otherwise.
+``InstrumentedGate`` wraps the real ``ragtrust.pipeline.TrustGate`` (over the deterministic
+fakes of ``ragtrust.testing``) in hooks that let the API tests control concurrency, failures
+and timing; ``MemoryStore`` is a small double of ``ragtrust.ingest.store.Store`` for the
+document endpoints. ``real_gate`` builds the real TrustGate on a real Store.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -22,18 +22,15 @@ from fastapi import FastAPI
 
 from ragtrust.config import load_settings
 from ragtrust.documents import (
-    AnswerSentence,
     ClaimRef,
     Conflict,
     Document,
-    DocumentScreening,
     Passage,
     RetrievedDoc,
-    SignalResult,
-    Span,
     Verdict,
 )
 from ragtrust.errors import InputError
+from ragtrust.evidence.align import AlignmentResult
 from ragtrust.ingest.store import Store
 from ragtrust.pipeline import TrustGate
 from ragtrust.server.app import create_app
@@ -183,59 +180,12 @@ class MemoryStore:
         return [RetrievedDoc(document=d, score=min(1.0, s), rank=i + 1) for i, (s, d) in enumerate(scored[:top_k])]
 
 
-def _screen_doc(rd: RetrievedDoc) -> DocumentScreening:
-    match = _INJECTION.search(rd.document.text)
-    spans: tuple[Span, ...] = ()
-    score = 0.0
-    reasons: tuple[str, ...] = ()
-    if match:
-        spans = (Span(rd.id, match.start(), match.end(), match.group(0), rd.document.url),)
-        score, reasons = 0.9, ("instruction-override phrase",)
-    signal = SignalResult(name="linguistic", score=score, reasons=reasons, spans=spans)
-    return DocumentScreening(
-        doc_id=rd.id,
-        url=rd.document.url,
-        poison_probability=score,
-        signals=(signal,),
-        similarity=rd.score,
-        suspicious=score > 0.7,
-        action="flagged" if score > 0.7 else "kept",
-    )
-
-
-def _verdict(query: str, docs: Sequence[RetrievedDoc], stage: str, **extra: Any) -> Verdict:
-    screenings = tuple(_screen_doc(d) for d in docs)
-    p = max((s.poison_probability for s in screenings), default=0.0)
-    f = extra.pop("factuality", 0.5)
-    t = 0.4 * f + 0.35 * 1.0 + 0.25 * (1 - p)
-    level = "HIGH" if t >= 0.8 else "MEDIUM" if t >= 0.5 else "LOW" if t >= 0.3 else "VERY LOW"
-    warnings = tuple(f"Document {s.doc_id} looks manipulated." for s in screenings if s.suspicious)
-    return Verdict(
-        query=query,
-        trust_score=t,
-        trust_level=level,
-        trusted=t >= 0.5,
-        tau=0.5,
-        factuality=f,
-        consistency=1.0,
-        poison_probability=p,
-        documents=screenings,
-        warnings=warnings,
-        stage=stage,
-        **extra,
-    )
-
-
-@dataclass
-class AlignmentResult:
-    passages: tuple[Passage, ...]
-    dropped: tuple[Passage, ...]
-    diagnostics: dict[str, Any]
-
-
 @dataclass
 class InstrumentedGate:
-    """Double of ``TrustGate`` with hooks: block, fail, count concurrency; ``conflicts`` go in every verdict."""
+    """The real ``TrustGate`` (over the shipped fakes) behind hooks: block, fail, count concurrency.
+
+    Its verdicts are the real gate's; ``conflicts``, when given, replace a verdict's own.
+    """
 
     store: MemoryStore | None = None
     conflicts: tuple[Conflict, ...] = ()
@@ -270,48 +220,33 @@ class InstrumentedGate:
             with self._lock:
                 self.active -= 1
 
+    def _real(self, corpus: bool) -> TrustGate:
+        """The real gate over the shipped fakes; over the store's documents when it answers questions."""
+        settings = load_settings(env={})
+        if not corpus:
+            return TrustGate.from_settings(settings, nli=LexicalNLI(), embedder=HashingEmbedder())
+        assert self.store is not None
+        docs = list(self.store.docs.values())
+        return TrustGate.from_documents(docs, settings, nli=LexicalNLI(), embedder=HashingEmbedder())
+
+    def _with_conflicts(self, verdict: Verdict) -> Verdict:
+        return dataclasses.replace(verdict, conflicts=self.conflicts) if self.conflicts else verdict
+
     def ask(self, question: str) -> Verdict:
         self._enter()
-        assert self.store is not None
-        docs = self.store.search(question)
-        q = _words(question)
-        sentences = []
-        for rd in docs[:2]:
-            best = max(_SENTENCE.finditer(rd.document.text), key=lambda m: len(q & _words(m.group(0))))
-            start = best.start() + (len(best.group(0)) - len(best.group(0).lstrip()))
-            text = rd.document.text[start : best.end()]
-            span = Span(rd.id, start, best.end(), text, rd.document.url)
-            sentences.append(
-                AnswerSentence(text=text, citations=(rd.document.cite,), spans=(span,), support=0.9, supported=True)
-            )
-        answer = " ".join(f"{s.text} [{i + 1}]" for i, s in enumerate(sentences))
-        return _verdict(
-            question, docs, "full", answer=answer, sentences=tuple(sentences), factuality=0.9, conflicts=self.conflicts
-        )
+        return self._with_conflicts(self._real(corpus=True).ask(question))
 
     def screen(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
         self._enter()
-        return _verdict(query or "", docs, "screen", conflicts=self.conflicts)
+        return self._with_conflicts(self._real(corpus=False).screen(docs, query))
 
     def verify(self, answer: str, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
         self._enter()
-        a = _words(answer)
-        best = max(len(a & _words(d.document.text)) / max(1, len(a)) for d in docs)
-        return _verdict(query or "", docs, "verify", answer=answer, factuality=best, conflicts=self.conflicts)
+        return self._with_conflicts(self._real(corpus=False).verify(answer, docs, query))
 
     def align(self, passages: Sequence[Passage], docs: Sequence[RetrievedDoc]) -> AlignmentResult:
         self._enter()
-        kept, dropped = [], []
-        for p in passages:
-            for d in docs:
-                at = d.document.text.find(p.text)
-                if at >= 0:
-                    span = Span(d.id, at, at + len(p.text), p.text, d.document.url)
-                    kept.append(Passage(p.passage_id, p.text, d.document.url, d.id, (span,), "kept", 1.0))
-                    break
-            else:
-                dropped.append(Passage(p.passage_id, p.text, p.url, p.doc_id, (), "dropped", 0.0))
-        return AlignmentResult(tuple(kept), tuple(dropped), {"kept": len(kept), "dropped": len(dropped)})
+        return self._real(corpus=False).align(passages, docs)
 
 
 def memory_store(docs: Sequence[Document] = KB) -> MemoryStore:

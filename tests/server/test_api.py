@@ -59,7 +59,9 @@ async def test_ask_returns_verdict_with_spans_that_match_the_store(gate: Instrum
     assert v["stage"] == "full"
     assert v["decision"] == ("trusted" if v["trusted"] else "flagged")
     assert v["sentences"], "the answer has cited sentences"
-    assert v["documents"][0]["doc_id"] == "password-storage"
+    # the real gate retrieved the password document and withheld it: it carries an injection
+    actions = {d["doc_id"]: d["action"] for d in v["documents"]}
+    assert actions["password-storage"] == "dropped"
     for sentence in v["sentences"]:
         for span in sentence["spans"]:
             assert gate.store is not None
@@ -97,7 +99,7 @@ async def test_verify_and_align(gate: InstrumentedGate, make_client: Any) -> Non
     assert [p["passage_id"] for p in body["passages"]] == ["p1"]
     assert body["passages"][0]["spans"][0]["start"] == DOCS[0]["text"].index("parameterised")
     assert [p["passage_id"] for p in body["dropped"]] == ["p2"]
-    assert body["diagnostics"] == {"kept": 1, "dropped": 1}
+    assert (body["diagnostics"]["kept"], body["diagnostics"]["dropped"]) == (1, 1)
 
 
 async def test_ingest_then_get_document_with_provenance(gate: InstrumentedGate, make_client: Any) -> None:
