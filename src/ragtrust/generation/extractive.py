@@ -35,7 +35,7 @@ from ragtrust.evidence.align import TRUNCATION_JOINER
 from ragtrust.evidence.extract import is_evidence_sentence, relevance_scores
 from ragtrust.generation.base import GeneratedAnswer
 from ragtrust.models.base import Embedder
-from ragtrust.registry import register
+from ragtrust.registry import register, warm_up
 from ragtrust.text import split_sentences, words
 
 _EMPHASIS = re.compile(r"\*\*|__")
@@ -76,9 +76,7 @@ class ExtractiveGenerator:
 
     def warm_up(self) -> None:
         """Load the embedder's model when it has a ``warm_up``."""
-        warm = getattr(self.embedder, "warm_up", None)
-        if callable(warm):
-            warm()
+        warm_up(self.embedder)
 
     def generate(self, query: str, passages: Sequence[Passage]) -> GeneratedAnswer:
         """Write the answer; empty text when no passage sentence is relevant to the question."""

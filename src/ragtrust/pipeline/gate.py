@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ragtrust import registry
 from ragtrust.config import Settings, load_settings
 from ragtrust.documents import AnswerSentence, Document, DocumentScreening, Passage, Query, RetrievedDoc, Verdict
 from ragtrust.errors import ConfigError, InputError
@@ -157,10 +158,7 @@ class TrustGate:
         if self._warm:
             return
         self._build_components()
-        for component in (self.embedder, self.nli, self.screener, self.generator, self.extractor, self.relevance):
-            warm = getattr(component, "warm_up", None)
-            if callable(warm):
-                warm()
+        registry.warm_up(self.embedder, self.nli, self.screener, self.generator, self.extractor, self.relevance)
         if self.store is not None and hasattr(self.store, "generation"):
             # read the live generation now: a damaged store (StoreDamagedError) fails the
             # warm-up, so a server reports it as not ready instead of failing every ask

@@ -40,7 +40,7 @@ from typing import Any
 
 from ragtrust.documents import RetrievedDoc
 from ragtrust.errors import BackendError, ConfigError
-from ragtrust.registry import build, register
+from ragtrust.registry import build, register, warm_up
 from ragtrust.retrieval.base import Retriever
 
 FUSIONS = ("rrf", "max")
@@ -110,10 +110,7 @@ class FederatedRetriever:
 
     def warm_up(self) -> None:
         """Warm up every source that has a ``warm_up``."""
-        for source in self.sources:
-            warm = getattr(source, "warm_up", None)
-            if callable(warm):
-                warm()
+        warm_up(*self.sources)
 
     def retrieve(self, query: str, top_k: int = 5) -> list[RetrievedDoc]:
         """Return the fused top ``top_k``; failed / timed-out sources are named in ``last_warnings``.

@@ -49,7 +49,7 @@ import numpy as np
 from ragtrust.documents import RetrievedDoc, SignalResult
 from ragtrust.errors import ModelError
 from ragtrust.models.base import CONTRADICTION, NLIModel
-from ragtrust.registry import register
+from ragtrust.registry import register, warm_up
 from ragtrust.screening.base import Signal
 from ragtrust.screening.ramp import contradiction_ramp, resolve_ramp
 from ragtrust.text import assertions, words
@@ -101,9 +101,7 @@ class CrossConsistencySignal(Signal):
 
     def warm_up(self) -> None:
         """Warm the NLI model when it has a ``warm_up``."""
-        warm = getattr(self.nli, "warm_up", None)
-        if callable(warm):
-            warm()
+        warm_up(self.nli)
 
     def score_batch(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> list[SignalResult]:
         """Score every document of the batch; C goes into each result's details."""

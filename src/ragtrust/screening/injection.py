@@ -46,7 +46,7 @@ from ragtrust.documents import RetrievedDoc, SignalResult, Span
 from ragtrust.errors import InputError
 from ragtrust.models.injection import InjectionModel, load_injection_model
 from ragtrust.models.windows import sentence_windows
-from ragtrust.registry import register
+from ragtrust.registry import register, warm_up
 from ragtrust.screening.base import Signal
 from ragtrust.screening.linguistic import HOMOGLYPHS, fold_non_ascii
 
@@ -141,9 +141,7 @@ class InjectionSignal(Signal):
     def warm_up(self) -> None:
         """Load the classifier."""
         model = self._model()
-        warm = getattr(model, "warm_up", None)
-        if callable(warm):
-            warm()
+        warm_up(model)
 
     def resolved_threshold(self) -> tuple[float, str]:
         """``(threshold, where it came from)``: configured, calibrated or default."""

@@ -55,7 +55,7 @@ import numpy as np
 from ragtrust.documents import RetrievedDoc, SignalResult, Span
 from ragtrust.errors import ConfigError, ModelError
 from ragtrust.models.base import CONTRADICTION, NLIModel
-from ragtrust.registry import register
+from ragtrust.registry import register, warm_up
 from ragtrust.screening.base import Signal
 from ragtrust.screening.ramp import calibrated_direction, contradiction_ramp, resolve_ramp
 from ragtrust.text import Sentence, assertions, words
@@ -107,9 +107,7 @@ class IntraConsistencySignal(Signal):
 
     def warm_up(self) -> None:
         """Warm the NLI model when it has a ``warm_up``."""
-        warm = getattr(self.nli, "warm_up", None)
-        if callable(warm):
-            warm()
+        warm_up(self.nli)
 
     def _checks(self, i: int, sentences: list[Sentence]) -> list[_Check]:
         def n_words(a: int, b: int) -> int:

@@ -35,7 +35,7 @@ import numpy as np
 from ragtrust.documents import RetrievedDoc, SignalResult
 from ragtrust.errors import ModelError
 from ragtrust.models.base import Embedder
-from ragtrust.registry import register
+from ragtrust.registry import register, warm_up
 from ragtrust.screening.base import Signal
 
 
@@ -66,9 +66,7 @@ class SemanticOutlierSignal(Signal):
 
     def warm_up(self) -> None:
         """Warm the embedder when it has a ``warm_up``."""
-        warm = getattr(self.embedder, "warm_up", None)
-        if callable(warm):
-            warm()
+        warm_up(self.embedder)
 
     def score_batch(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> list[SignalResult]:
         """Score every document against the others of the batch."""

@@ -41,6 +41,7 @@ import numpy as np
 from ragtrust.documents import RetrievedDoc, _JsonMixin
 from ragtrust.errors import InputError
 from ragtrust.models.base import ENTAILMENT, NLIModel
+from ragtrust.registry import warm_up
 from ragtrust.text import split_sentences, words
 
 _CITATION = re.compile(
@@ -141,9 +142,7 @@ class FactualityVerifier:
 
     def warm_up(self) -> None:
         """Warm the NLI model when it has a ``warm_up``."""
-        warm = getattr(self.nli, "warm_up", None)
-        if callable(warm):
-            warm()
+        warm_up(self.nli)
 
     def sentences(self, answer: str | Sequence[str]) -> list[str]:
         """Split the answer into sentences, remove citations and drop empty ones."""

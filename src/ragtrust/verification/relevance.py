@@ -43,6 +43,7 @@ import numpy as np
 from ragtrust.documents import Passage
 from ragtrust.errors import ConfigError
 from ragtrust.models.base import Embedder
+from ragtrust.registry import warm_up
 from ragtrust.text import split_sentences
 
 
@@ -145,9 +146,7 @@ class RelevanceJudge:
 
     def warm_up(self) -> None:
         """Load the embedder's model when it has a ``warm_up``."""
-        warm = getattr(self.embedder, "warm_up", None)
-        if callable(warm):
-            warm()
+        warm_up(self.embedder)
 
     def judge(
         self, question: str, passages: Sequence[Passage] | None, answer_sentences: Sequence[str] = ()
