@@ -15,6 +15,7 @@ import numpy.typing as npt
 from ragtrust.config import Settings
 from ragtrust.documents import Document, Verdict
 from ragtrust.models.base import Embedder, NLIModel
+from ragtrust.registry import warm_up
 
 
 class Gate(Protocol):
@@ -58,9 +59,7 @@ class CachingEmbedder:
 
     def warm_up(self) -> None:
         """Warm the wrapped embedder."""
-        warm = getattr(self.inner, "warm_up", None)
-        if callable(warm):
-            warm()
+        warm_up(self.inner)
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Vectors of ``texts``, embedding only those not seen before."""

@@ -70,6 +70,7 @@ from ragtrust.eval.run_gates import CachingEmbedder, Gate, GateFactory, corpus_v
 from ragtrust.eval.suites import SUITES, RunSpec, parse_suite
 from ragtrust.io import atomic_write_text
 from ragtrust.models.base import ENTAILMENT, Embedder, NLIModel
+from ragtrust.registry import warm_up
 
 SAMPLES_FILE = "samples.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -168,10 +169,7 @@ class EvalRunner:
             from ragtrust.models.nli import default_nli
 
             self.nli = cast(NLIModel, default_nli(self.settings))
-        for model in (self.embedder, self.nli):
-            warm = getattr(model, "warm_up", None)
-            if callable(warm):
-                warm()
+        warm_up(self.embedder, self.nli)
 
     def _benchmark(self, dataset: str) -> Benchmark:
         if dataset not in self._benchmarks:

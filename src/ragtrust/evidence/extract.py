@@ -53,7 +53,7 @@ from ragtrust.errors import ConfigError
 from ragtrust.evidence.extract_llm import ChatModel, ExtractionError, LLMExtractor, parse_collected_passages
 from ragtrust.evidence.passages_json import passages_from_json, read_passages_json
 from ragtrust.models.base import Embedder
-from ragtrust.registry import register
+from ragtrust.registry import register, warm_up
 from ragtrust.text import Sentence, split_sentences, word_tokens
 
 _STOPWORD_TEXT = """a an the of to in on at is are was were be been being by for with and or as that this these those
@@ -252,9 +252,7 @@ class ExtractiveExtractor:
 
     def warm_up(self) -> None:
         """Load the embedder's model when it has a ``warm_up``."""
-        warm = getattr(self.embedder, "warm_up", None)
-        if callable(warm):
-            warm()
+        warm_up(self.embedder)
 
     def score_sentences(
         self, query: str, docs: Sequence[RetrievedDoc], sentences_by_doc: Sequence[Sequence[Sentence]] | None = None

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ragtrust.documents import Document, RetrievedDoc
 from ragtrust.errors import InputError
-from ragtrust.registry import register
+from ragtrust.registry import register, warm_up
 from ragtrust.retrieval.base import Retriever
 
 
@@ -52,10 +52,7 @@ class HybridRetriever:
 
     def warm_up(self) -> None:
         """Warm both sides up."""
-        for side in (self.dense, self.bm25):
-            warm = getattr(side, "warm_up", None)
-            if callable(warm):
-                warm()
+        warm_up(self.dense, self.bm25)
 
     def retrieve(self, query: str, top_k: int | None = None) -> list[RetrievedDoc]:
         """Return the ``top_k`` documents by fused rank; score = dense cosine in [0, 1]."""

@@ -18,6 +18,7 @@ import numpy.typing as npt
 from ragtrust.documents import Document, RetrievedDoc, SignalResult
 from ragtrust.errors import MissingDependencyError
 from ragtrust.models.base import Embedder
+from ragtrust.registry import warm_up
 from ragtrust.retrieval.dense import embed_texts
 from ragtrust.scan.batch import score_signals
 from ragtrust.scan.report import ScanProgress
@@ -79,9 +80,7 @@ class _StageOneActor:
             _limit_threads(model, threads)
         for s in self.signals:
             s.warm_up()
-        warm = getattr(embedder, "warm_up", None)
-        if callable(warm):
-            warm()
+        warm_up(embedder)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         docs = [Document.from_dict(json.loads(str(raw))) for raw in batch["doc"]]

@@ -148,7 +148,7 @@ class InjectionSignal(Signal):
         if self.threshold is not None:
             return self.threshold, "configured"
         model = self._model()
-        getattr(model, "warm_up", lambda: None)()
+        warm_up(model)
         calibration = getattr(model, "calibration", None)
         if isinstance(calibration, dict):
             try:
