@@ -7,24 +7,15 @@ share the embeddings of the documents they have in common.
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from ragtrust.config import Settings
-from ragtrust.documents import Document, Verdict
+from ragtrust.documents import Document
 from ragtrust.models.base import Embedder, NLIModel
+from ragtrust.pipeline.parts import Asks as Gate
 from ragtrust.registry import warm_up
-
-
-class Gate(Protocol):
-    """What the runner needs from a pipeline: ``ask(question) -> Verdict``."""
-
-    def ask(self, question: str) -> Verdict:
-        """A full verdict for one question."""
-        ...
-
 
 GateFactory = Callable[[Sequence[Document], Settings, NLIModel | None, Embedder | None], Gate]
 

@@ -1,16 +1,18 @@
-"""The gate's view of its parts: the small contract each stage must keep (typing only).
+"""The gate's view of its parts, and the applications' view of the gate (typing only).
 
 Any object with these methods can stand in for a stage (the shipped components do; so do
 the fakes of :mod:`ragtrust.testing` and a plugin's). A store is anything that publishes
 generations and builds retrievers over them, like :class:`~ragtrust.ingest.store.Store`.
+:class:`Asks` (what the benchmark runner needs) and :class:`Gate` (what the server needs)
+are what :class:`~ragtrust.pipeline.TrustGate` offers the applications built on it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ragtrust.documents import Passage, RetrievedDoc
+from ragtrust.documents import Passage, RetrievedDoc, Verdict
 from ragtrust.retrieval.base import Retriever
 
 if TYPE_CHECKING:
@@ -93,4 +95,47 @@ class JudgesRelevance(Protocol):
         ...
 
 
-__all__ = ["Aligns", "Extracts", "GateStore", "Grounds", "JudgesRelevance", "Screens", "Verifies"]
+class Asks(Protocol):
+    """A pipeline that answers a question with a verdict (what the benchmark runner needs)."""
+
+    def ask(self, question: str) -> Verdict:
+        """A full verdict for one question."""
+        ...
+
+
+class Gate(Asks, Protocol):
+    """What the server needs from :class:`ragtrust.pipeline.TrustGate`."""
+
+    @property
+    def store(self) -> Any:
+        """The document store, or ``None``."""
+        ...
+
+    def warm_up(self) -> None:
+        """Load the models."""
+        ...
+
+    def screen(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
+        """Stage 1 only."""
+        ...
+
+    def verify(self, answer: str, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
+        """Stage 2 (with Stage 1 for P and C)."""
+        ...
+
+    def align(self, passages: Sequence[Passage], docs: Sequence[RetrievedDoc]) -> AlignmentResult:
+        """EvidenT alignment: ``passages``, ``dropped``, ``diagnostics``."""
+        ...
+
+
+__all__ = [
+    "Aligns",
+    "Asks",
+    "Extracts",
+    "Gate",
+    "GateStore",
+    "Grounds",
+    "JudgesRelevance",
+    "Screens",
+    "Verifies",
+]

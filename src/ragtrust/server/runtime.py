@@ -21,15 +21,16 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from fastapi import Request
 
 from ragtrust.config import Settings
-from ragtrust.documents import Passage, RetrievedDoc, Verdict
+from ragtrust.documents import Verdict
 from ragtrust.errors import StoreDamagedError
+from ragtrust.pipeline.parts import Gate
 from ragtrust.server import schemas as S
 from ragtrust.server.errors import ApiError, map_exception
 from ragtrust.server.metrics import ServerMetrics
@@ -37,35 +38,6 @@ from ragtrust.server.metrics import ServerMetrics
 logger = logging.getLogger("ragtrust.server")
 
 T = TypeVar("T")
-
-
-class Gate(Protocol):
-    """What the server needs from :class:`ragtrust.pipeline.TrustGate`."""
-
-    @property
-    def store(self) -> Any:
-        """The document store, or ``None``."""
-        ...
-
-    def warm_up(self) -> None:
-        """Load the models."""
-        ...
-
-    def ask(self, question: str) -> Verdict:
-        """Full pipeline on the store."""
-        ...
-
-    def screen(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
-        """Stage 1 only."""
-        ...
-
-    def verify(self, answer: str, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
-        """Stage 2 (with Stage 1 for P and C)."""
-        ...
-
-    def align(self, passages: Sequence[Passage], docs: Sequence[RetrievedDoc]) -> Any:
-        """EvidenT alignment; returns an object with ``passages``, ``dropped``, ``diagnostics``."""
-        ...
 
 
 GateFactory = Callable[[Settings, "str | Path | None"], Gate | None]
