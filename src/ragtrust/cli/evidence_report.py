@@ -70,7 +70,10 @@ def evidence(
         llm: dict[str, Any] | None = None
         if local_llm:
             server = stack.enter_context(_local_server())
-            overrides["generator"] = {**server.settings()["generator"], **(overrides["generator"] or {})}
+            # a local server answers one request at a time: a retry after a timeout only queues
+            # more work behind the abandoned one, so wait long and do not retry
+            local = {**server.settings()["generator"], "timeout_s": 600, "max_retries": 0}
+            overrides["generator"] = {**local, **(overrides["generator"] or {})}
             llm = server.describe()
         settings = settings_from(config, {k: v for k, v in overrides.items() if v is not None})
         with Progress(console=console, transient=True, disable=as_json) as bar:

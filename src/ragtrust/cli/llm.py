@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import typer
@@ -49,8 +47,11 @@ def serve(
         highlight=False,
         markup=False,
     )
+    server.startup_timeout_s = 600
     try:
-        code = subprocess.call(server.command(), env=os.environ.copy())
+        with server:
+            console.print(f"ready on {server.base_url} (Ctrl-C stops it)", highlight=False, markup=False)
+            code = server.wait()
     except KeyboardInterrupt:
         code = 0
     if code:

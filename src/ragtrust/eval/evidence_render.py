@@ -151,6 +151,12 @@ def _llm_lines(report: EvidenceReport) -> list[str]:
     llm = models.get("llm", {})
     t = report.provenance.get("mean_stage_s", {})
     failures = s.get("extraction_failures", [])
+    writer = s.get("writer_failures", [])
+
+    def listed(items: Sequence[str]) -> str:
+        shown = "; ".join(f[:120] for f in items[:3]) + ("; …" if len(items) > 3 else "")
+        return f" ({shown})" if items else ""
+
     return [
         "## The LLM",
         "",
@@ -160,12 +166,10 @@ def _llm_lines(report: EvidenceReport) -> list[str]:
         "- prompts: " + ", ".join(f"{k} `{v}`" for k, v in models.items() if k.endswith("_prompt")),
         f"- mean seconds per question: extract {_fmt(t.get('extract'))}, align {_fmt(t.get('align'))}, "
         f"write {_fmt(t.get('generate'))}",
-        f"- extraction replies unusable after one repair: {len(failures)} of {s['questions']}"
-        + (
-            " (" + "; ".join(f[:120] for f in failures[:3]) + ("; …" if len(failures) > 3 else "") + ")"
-            if failures
-            else ""
-        ),
+        f"- extractions that failed (a reply unusable after one repair, or no reply): {len(failures)} of "
+        f"{s['questions']}{listed(failures)}",
+        f"- answers the writer failed to return (timeout, server error): {len(writer)} of "
+        f"{s['questions']}{listed(writer)}",
         "- warnings: " + (", ".join(f"{k} ({v})" for k, v in s.get("llm_warnings", {}).items()) or "none"),
         "",
     ]

@@ -65,7 +65,7 @@ from typing import Any
 
 from ragtrust.config import Settings, load_settings
 from ragtrust.documents import Passage, RetrievedDoc
-from ragtrust.errors import InputError
+from ragtrust.errors import BackendError, InputError
 from ragtrust.eval.evidence_data import (
     ABLATION_NS,
     ABLATION_TS,
@@ -100,6 +100,8 @@ from ragtrust.eval.evidence_metrics import (
 from ragtrust.eval.evidence_render import _portable_paths as _portable_paths  # the tests' import path
 from ragtrust.eval.evidence_render import render_markdown, write_evidence_report
 from ragtrust.evidence.align import NGramAligner, resolve_source
+from ragtrust.evidence.extract_llm import extract_or_report
+from ragtrust.generation.base import GeneratedAnswer
 from ragtrust.models.base import Embedder, NLIModel
 from ragtrust.text import split_sentences, word_tokens
 
@@ -202,19 +204,22 @@ def run_evidence_report(
     stress_by_q: list[list[Passage]] = []
     stress_kinds: list[str] = []
     llm_failures: list[str] = []
+    writer_failures: list[str] = []
     llm_warnings: Counter[str] = Counter()
     stage_s: list[dict[str, float]] = []
     for done, item in enumerate(questions, start=1):
         docs, _ = gate.retrieve(item.question)
         t0 = time.perf_counter()
-        extracted, failure, notes = _extract(gate.extractor, item.question, docs)
+        extracted, notes, failure = _extract_passages(gate.extractor, item.question, docs)
         t1 = time.perf_counter()
         if failure is not None:
             llm_failures.append(f"{item.id}: {failure}")
         alignment = aligner.align(extracted, docs)
         passages = list(alignment.passages)
         t2 = time.perf_counter()
-        generated = generator.generate(item.question, passages)
+        generated, writer_failure = _write_answer(generator, item.question, passages)
+        if writer_failure is not None:
+            writer_failures.append(f"{item.id}: {writer_failure}")
         t3 = time.perf_counter()
         stage_s.append({"extract": t1 - t0, "align": t2 - t1, "generate": t3 - t2})
         for note in (*notes, *generated.warnings):
@@ -320,6 +325,7 @@ def run_evidence_report(
     summary["hallucination_before"] = configured.hallucination_before
     summary["hallucination_after"] = configured.hallucination_after
     summary["extraction_failures"] = llm_failures
+    summary["writer_failures"] = writer_failures
     summary["llm_warnings"] = dict(llm_warnings)
     stress_ablation = [row.to_dict() for row in ablation_table(stress_by_q, docs_by_q, ablation_ns, ablation_ts)]
     confusion = _stress_confusion(stress_by_q, docs_by_q, stress_kinds, settings)
@@ -379,20 +385,22 @@ def run_evidence_report(
     return EvidenceReport(summary, results, ablation, stress_ablation, confusion, provenance)
 
 
-def _extract(
+def _extract_passages(
     extractor: Any, question: str, docs: Sequence[RetrievedDoc]
-) -> tuple[list[Passage], str | None, tuple[str, ...]]:
-    """The extractor's passages, why there are none (an LLM's unusable reply), and its warnings."""
-    from ragtrust.evidence.extract import ExtractionError
-
+) -> tuple[list[Passage], tuple[str, ...], str | None]:
+    """:func:`extract_or_report`, with a backend failure (timeout, dead server) reported for this question only."""
     try:
-        with_warnings = getattr(extractor, "extract_with_warnings", None)
-        if callable(with_warnings):
-            passages, notes = with_warnings(question, docs)
-            return list(passages), None, tuple(notes)
-        return list(extractor.extract(question, docs)), None, ()
-    except ExtractionError as exc:
-        return [], str(exc), ()
+        return extract_or_report(extractor, question, docs)
+    except BackendError as exc:
+        return [], (), f"extractor failed: {exc}"
+
+
+def _write_answer(generator: Any, question: str, passages: Sequence[Passage]) -> tuple[GeneratedAnswer, str | None]:
+    """The writer's answer, or an empty one and why (a timeout or server error loses one question, not the run)."""
+    try:
+        return generator.generate(question, passages), None
+    except BackendError as exc:
+        return GeneratedAnswer(text=""), str(exc)
 
 
 def _params(component: Any) -> dict[str, Any]:

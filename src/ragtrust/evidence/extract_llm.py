@@ -185,4 +185,32 @@ class LLMExtractor:
         return self.client.chat(messages, response_format=self.response_format)  # type: ignore[call-arg]
 
 
-__all__ = ["ChatModel", "ExtractionError", "LLMExtractor", "parse_collected_passages"]
+def extract_or_report(
+    extractor: Any, query: str, docs: Sequence[RetrievedDoc]
+) -> tuple[list[Passage], tuple[str, ...], str | None]:
+    """Run any extractor: its passages, its warnings, and why there are none when an LLM's reply was unusable.
+
+    An :class:`ExtractionError` (a malformed reply after the repair attempt) is returned as
+    the third item instead of raised, so that a caller can report it as a failed condition;
+    every other error (an unreachable server, a timeout) raises.
+
+    Example:
+        >>> class Broken:
+        ...     def chat(self, messages):
+        ...         return "not JSON"
+        >>> from ragtrust.testing import retrieved
+        >>> passages, notes, failure = extract_or_report(LLMExtractor(Broken()), "q", retrieved(["x y z"]))
+        >>> passages, failure.startswith("LLM extractor: the model's reply is not valid extraction JSON")
+        ([], True)
+    """
+    try:
+        with_warnings = getattr(extractor, "extract_with_warnings", None)
+        if callable(with_warnings):
+            passages, notes = with_warnings(query, docs)
+            return list(passages), tuple(notes), None
+        return list(extractor.extract(query, docs)), (), None
+    except ExtractionError as exc:
+        return [], (), str(exc)
+
+
+__all__ = ["ChatModel", "ExtractionError", "LLMExtractor", "extract_or_report", "parse_collected_passages"]

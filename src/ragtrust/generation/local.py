@@ -227,6 +227,12 @@ class LocalLLM:
             f"the local LLM server did not answer on {self.base_url} within {self.startup_timeout_s:g} s"
         )
 
+    def wait(self) -> int:
+        """Block until the server exits (e.g. on Ctrl-C); its exit status."""
+        if self._process is None:
+            return 0
+        return self._process.wait()
+
     def ready(self) -> bool:
         """Whether ``/v1/models`` answers 200."""
         try:

@@ -433,18 +433,14 @@ class TrustGate:
         A malformed reply (after the extractor's repair attempt) is reported as a failed
         condition of the verdict, never raised: the screening result still reaches the user.
         """
-        from ragtrust.evidence.extract import ExtractionError
+        from ragtrust.evidence.extract_llm import extract_or_report
 
-        try:
-            with_warnings = getattr(self.extractor, "extract_with_warnings", None)
-            if callable(with_warnings):
-                extracted, notes = with_warnings(question, context)
-                warnings.extend(notes)
-                return list(extracted), None
-            return list(_built(self.extractor, "extractor").extract(question, context)), None
-        except ExtractionError as exc:
-            warnings.append(f"No evidence could be extracted: {exc}")
-            return [], f"the extractor's reply was unusable: {exc}"
+        extracted, notes, failure = extract_or_report(_built(self.extractor, "extractor"), question, context)
+        warnings.extend(notes)
+        if failure is None:
+            return extracted, None
+        warnings.append(f"No evidence could be extracted: {failure}")
+        return [], f"the extractor's reply was unusable: {failure}"
 
     def model_ids(self) -> dict[str, str]:
         """The models and prompt versions behind a verdict (recorded in every result)."""
