@@ -43,6 +43,7 @@ from ragtrust.config import GeneratorConfig
 from ragtrust.documents import Passage
 from ragtrust.errors import BackendError, ContextLengthError
 from ragtrust.generation.base import GeneratedAnswer
+from ragtrust.http import bearer_client
 from ragtrust.prompts import CHARS_PER_TOKEN, PROMPT_VERSIONS, ContextBudget, build_answer_messages
 from ragtrust.registry import register
 from ragtrust.text import split_sentences
@@ -112,8 +113,7 @@ class ChatClient:
     def _http(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
-                headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-                self._client = httpx.Client(timeout=self.timeout_s, transport=self.transport, headers=headers)
+                self._client = bearer_client(self.api_key, timeout_s=self.timeout_s, transport=self.transport)
             return self._client
 
     @classmethod

@@ -27,6 +27,7 @@ import httpx
 
 from ragtrust.documents import Document, RetrievedDoc
 from ragtrust.errors import BackendError, InputError
+from ragtrust.http import bearer_client
 from ragtrust.registry import register
 
 
@@ -58,8 +59,7 @@ class RemoteHTTPRetriever:
     def _http(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
-                headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-                self._client = httpx.Client(timeout=self.timeout_s, transport=self.transport, headers=headers)
+                self._client = bearer_client(self.api_key, timeout_s=self.timeout_s, transport=self.transport)
             return self._client
 
     def retrieve(self, query: str, top_k: int = 5) -> list[RetrievedDoc]:
