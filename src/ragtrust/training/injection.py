@@ -27,7 +27,15 @@ from typing import Any
 
 from ragtrust.errors import InputError
 from ragtrust.training.injection_data import DataConfig, Example, build_training_set
-from ragtrust.training.loop import _epoch_stream, _ResumableRun, expected_calibration_error, fit_temperature
+from ragtrust.training.loop import (
+    _epoch_stream,
+    _ResumableRun,
+    expected_calibration_error,
+    fit_temperature,
+    predict_logits,
+    save_final,
+    softmax,
+)
 
 LABELS: tuple[str, str] = ("benign", "injection")
 
@@ -116,7 +124,7 @@ def train(  # noqa: C901 - one loop, as in training.nli
     if cfg.max_steps:
         planned = min(planned, cfg.max_steps)
     run = _ResumableRun(model, cfg, planned, out / "checkpoint.pt", device, log)
-    state, optim = run.state, run.optim
+    state = run.state
 
     stream = _epoch_stream(lengths, cfg)
     for _ in range(state["step"]):  # replay the batch order to resume exactly
@@ -130,13 +138,7 @@ def train(  # noqa: C901 - one loop, as in training.nli
         batch = [train_set[i] for i in next(stream)]
         labels = torch.tensor([e.label for e in batch], device=device)
         loss = loss_fn(model(**encode(batch)).logits, labels)
-        run.set_lr()
-        optim.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optim.step()
-        state["step"] += 1
-        running += float(loss.detach())
+        running += run.step(loss)
         seen += 1
         now = time.monotonic()
         state["elapsed_s"] = now - start
@@ -160,18 +162,9 @@ def train(  # noqa: C901 - one loop, as in training.nli
             return {"interrupted_at": state["step"]}
     run.save()
 
-    model.eval()
-    logits_list = []
-    with torch.inference_mode():
-        for i in range(0, len(val_set), 64):
-            logits_list.append(model(**encode(val_set[i : i + 64])).logits.float().cpu().numpy())
-    logits = np.concatenate(logits_list) if logits_list else np.zeros((0, 2), dtype=np.float32)
+    logits = predict_logits(model, encode, val_set, width=2)
     labels_np = np.array([e.label for e in val_set], dtype=int)
     temperature = fit_temperature(logits, labels_np) if len(val_set) else 1.0
-
-    def softmax(x: Any) -> Any:
-        e = np.exp(x - x.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
 
     report: dict[str, Any] = {
         "steps": state["step"],
@@ -186,10 +179,7 @@ def train(  # noqa: C901 - one loop, as in training.nli
         "train_minutes": state["elapsed_s"] / 60,
         "config": asdict(cfg),
     }
-    final = out / "final"
-    model.save_pretrained(final)
-    tokenizer.save_pretrained(final)
-    (out / "train_report.json").write_text(json.dumps(report, indent=2))
+    save_final(model, tokenizer, out, report)
     log(json.dumps({k: v for k, v in report.items() if k not in ("config", "train_counts")}, indent=2))
     return report
 

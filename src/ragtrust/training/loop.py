@@ -92,6 +92,18 @@ class _ResumableRun:
         for g in self.optim.param_groups:
             g["lr"] = self.lr_at(self.state["step"])
 
+    def step(self, loss: Any) -> float:
+        """One optimiser step on ``loss`` (learning rate of the step, gradients clipped at 1.0); its value."""
+        import torch
+
+        self.set_lr()
+        self.optim.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optim.step()
+        self.state["step"] += 1
+        return float(loss.detach())
+
     def save(self) -> None:
         """Write the checkpoint atomically."""
         import torch
@@ -107,6 +119,37 @@ def _epoch_stream(lengths: list[int], cfg: _BatchPlan) -> Iterator[list[int]]:
         rng = random.Random(cfg.seed * 1000 + epoch)
         yield from length_bucketed_batches(lengths, cfg.batch_size, rng)
         epoch += 1
+
+
+def predict_logits(model: Any, encode: Callable[[list[Any]], dict[str, Any]], items: list[Any], width: int) -> Any:
+    """The model's logits over ``items`` in batches of 64, as a float numpy array (``width`` columns when empty)."""
+    import numpy as np
+    import torch
+
+    model.eval()
+    chunks = []
+    with torch.inference_mode():
+        for i in range(0, len(items), 64):
+            chunks.append(model(**encode(items[i : i + 64])).logits.float().cpu().numpy())
+    return np.concatenate(chunks) if chunks else np.zeros((0, width), dtype=np.float32)
+
+
+def softmax(x: Any) -> Any:
+    """Row-wise softmax of a numpy array."""
+    import numpy as np
+
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def save_final(model: Any, tokenizer: Any, out: Path, report: dict[str, Any]) -> None:
+    """Write the trained model and tokenizer to ``out/final`` and the report to ``out/train_report.json``."""
+    import json
+
+    final = out / "final"
+    model.save_pretrained(final)
+    tokenizer.save_pretrained(final)
+    (out / "train_report.json").write_text(json.dumps(report, indent=2))
 
 
 def fit_temperature(logits: Any, labels: Any) -> float:
@@ -127,4 +170,11 @@ def fit_temperature(logits: Any, labels: Any) -> float:
     return float(result.x)
 
 
-__all__ = ["expected_calibration_error", "fit_temperature", "length_bucketed_batches"]
+__all__ = [
+    "expected_calibration_error",
+    "fit_temperature",
+    "length_bucketed_batches",
+    "predict_logits",
+    "save_final",
+    "softmax",
+]

@@ -27,7 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from ragtrust.errors import InputError
-from ragtrust.training.loop import _epoch_stream, _ResumableRun, expected_calibration_error, fit_temperature
+from ragtrust.training.loop import (
+    _epoch_stream,
+    _ResumableRun,
+    expected_calibration_error,
+    fit_temperature,
+    predict_logits,
+    save_final,
+    softmax,
+)
 from ragtrust.training.nli_data import LABEL_TO_ID, LABELS, Pair, TrainConfig, build_dataset
 
 
@@ -76,7 +84,7 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         planned = min(planned, cfg.max_steps)
 
     run = _ResumableRun(model, cfg, planned, ckpt_path, device, log)
-    state, optim = run.state, run.optim
+    state = run.state
 
     stream = _epoch_stream(lengths, cfg)
     for _ in range(state["step"]):  # replay the batch order to resume exactly
@@ -102,13 +110,7 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
             # 2-way data: maximise P(neutral) + P(contradiction) = 1 - P(entailment)
             loss_terms.append(-torch.logsumexp(logp[~three][:, 1:], dim=-1))
         loss = torch.cat(loss_terms).mean()
-        run.set_lr()
-        optim.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optim.step()
-        state["step"] += 1
-        running += float(loss.detach())
+        running += run.step(loss)
         seen += 1
         now = time.monotonic()
         state["elapsed_s"] = now - start
@@ -137,19 +139,10 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
     run.save()
 
     # Validation: accuracy and temperature scaling on the 3-way validation pairs.
-    model.eval()
     val3 = [p for p in val_pairs if p.label < 3]
-    all_logits = []
-    with torch.inference_mode():
-        for i in range(0, len(val3), 64):
-            all_logits.append(model(**encode(val3[i : i + 64])).logits.float().cpu().numpy())
-    logits = np.concatenate(all_logits)
+    logits = predict_logits(model, encode, val3, width=3)
     labels_np = np.array([p.label for p in val3])
     temperature = fit_temperature(logits, labels_np)
-
-    def softmax(x: Any) -> Any:
-        e = np.exp(x - x.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
 
     report = {
         "steps": state["step"],
@@ -164,10 +157,7 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         "train_minutes": state["elapsed_s"] / 60,
         "config": asdict(cfg),
     }
-    final = out / "final"
-    model.save_pretrained(final)
-    tokenizer.save_pretrained(final)
-    (out / "train_report.json").write_text(json.dumps(report, indent=2))
+    save_final(model, tokenizer, out, report)
     log(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
     return report
 
