@@ -23,7 +23,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -88,6 +88,77 @@ def verified_model_files(
     if verify and sha256_file(model_file) != sha:
         raise ModelError(f"{model_file}: sha256 does not match the manifest; the file is corrupt or was replaced")
     return model_file, sha, tokenizer_file
+
+
+@dataclass(frozen=True)
+class ManifestModel:
+    """A packaged classifier's manifest, read and checked: its files and the settings it fixes."""
+
+    manifest_file: Path
+    manifest: dict[str, Any]
+    model_file: Path
+    sha: str
+    tokenizer_file: Path
+    model_id: str
+    #: model id plus the ONNX file's sha256 prefix: keys caches, so a replaced model never
+    #: reads another model's results
+    fingerprint: str
+    max_length: int
+    temperature: float
+
+
+def open_manifest_model(
+    manifest_path: str | None, default: Path, kind: str, verify: bool, model_id: str, max_length: int
+) -> ManifestModel:
+    """Read the manifest at ``manifest_path`` (else ``default``) and check its ONNX file.
+
+    ``model_id`` and ``max_length`` are kept where the manifest names none; the temperature
+    defaults to 1.0.
+
+    Raises:
+        ModelError: as :func:`read_model_manifest` and :func:`verified_model_files`.
+    """
+    manifest_file = Path(manifest_path) if manifest_path else default
+    manifest = read_model_manifest(manifest_file, kind)
+    model_file, sha, tokenizer_file = verified_model_files(manifest_file, manifest, kind, verify)
+    found_id = manifest.get("model_id", model_id)
+    return ManifestModel(
+        manifest_file=manifest_file,
+        manifest=manifest,
+        model_file=model_file,
+        sha=sha,
+        tokenizer_file=tokenizer_file,
+        model_id=found_id,
+        fingerprint=f"{found_id}@{sha[:16]}",
+        max_length=int(manifest.get("max_length", max_length)),
+        temperature=float(manifest.get("temperature", 1.0)),
+    )
+
+
+def softmax(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Row-wise softmax, as float32."""
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    result: npt.NDArray[np.float32] = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+    return result
+
+
+def onnx_logits(
+    session: Any, inputs: set[str], encodings: Sequence[Any], batch_size: int, kind: str
+) -> Iterator[tuple[list[int], Any]]:
+    """``(indices, logits)`` of the encodings in length-sorted batches through an ONNX session.
+
+    Raises:
+        ModelError: the session fails (``kind`` names the model, e.g. ``"NLI"``).
+    """
+    order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        feeds = {k: v for k, v in _pad([encodings[i] for i in idx]).items() if k in inputs}
+        try:
+            (logits,) = session.run(None, feeds)
+        except Exception as exc:
+            raise ModelError(f"{kind} inference failed: {exc}") from exc
+        yield idx, logits
 
 
 def load_tokenizer(path: Path = TOKENIZER_FILE, max_length: int = 256) -> Any:
@@ -368,12 +439,16 @@ def default_embedder(settings: Any = None) -> Any:
 
 
 __all__ = [
+    "ManifestModel",
     "OnnxEmbedder",
     "TransformersEmbedder",
     "default_embedder",
     "embedder_spec",
     "load_tokenizer",
+    "onnx_logits",
+    "open_manifest_model",
     "read_model_manifest",
     "sha256_file",
+    "softmax",
     "verified_model_files",
 ]

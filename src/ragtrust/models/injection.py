@@ -32,11 +32,14 @@ from ragtrust.models.base import ReloadsAfterPickle
 from ragtrust.models.embedder import (
     ASSETS,
     SLOW_FUSIONS,
-    _pad,
+    _pad,  # noqa: F401 - the old import path
     _session,
     load_tokenizer,
+    onnx_logits,
+    open_manifest_model,
     read_model_manifest,
-    verified_model_files,
+    softmax,
+    verified_model_files,  # noqa: F401 - the old import path
 )
 
 MANIFEST_FILE = ASSETS / "injection_manifest.json"
@@ -82,10 +85,7 @@ def read_manifest(path: Path = MANIFEST_FILE) -> dict[str, Any]:
     return read_model_manifest(path, "injection")
 
 
-def _softmax(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    result: npt.NDArray[np.float32] = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
-    return result
+_softmax = softmax  # the old name
 
 
 @dataclass
@@ -117,27 +117,26 @@ class OnnxInjection(ReloadsAfterPickle):
         """Read the manifest, verify the checksum and open the ONNX session (idempotent)."""
         if self._session is not None:
             return
-        manifest_file = Path(self.manifest_path) if self.manifest_path else MANIFEST_FILE
-        manifest = read_manifest(manifest_file)
-        verify = self.verify_checksum
-        model_file, sha, tokenizer_file = verified_model_files(manifest_file, manifest, "injection", verify)
+        found = open_manifest_model(
+            self.manifest_path, MANIFEST_FILE, "injection", self.verify_checksum, self.model_id, self.max_length
+        )
         try:
-            positive = injection_label_index({int(k): v for k, v in manifest["id2label"].items()})
+            positive = injection_label_index({int(k): v for k, v in found.manifest["id2label"].items()})
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ModelError(f"{manifest_file}: malformed injection manifest ({exc!r})") from exc
-        self.model_id = manifest.get("model_id", self.model_id)
-        self.fingerprint = f"{self.model_id}@{sha[:16]}"
-        self.max_length = int(manifest.get("max_length", self.max_length))
+            raise ModelError(f"{found.manifest_file}: malformed injection manifest ({exc!r})") from exc
+        self.model_id, self.fingerprint, self.max_length = found.model_id, found.fingerprint, found.max_length
         self._positive = positive
-        self._temperature = float(manifest.get("temperature", 1.0))
-        found = manifest.get("calibration")
-        self.calibration = found if isinstance(found, dict) and found.get("sha256") == sha else None
-        tok = load_tokenizer(tokenizer_file, self.max_length)
+        self._temperature = found.temperature
+        calibration = found.manifest.get("calibration")
+        self.calibration = (
+            calibration if isinstance(calibration, dict) and calibration.get("sha256") == found.sha else None
+        )
+        tok = load_tokenizer(found.tokenizer_file, self.max_length)
         tok.enable_truncation(max_length=self.max_length)
         try:
-            session = _session(model_file, self.threads, SLOW_FUSIONS)
+            session = _session(found.model_file, self.threads, SLOW_FUSIONS)
         except Exception as exc:
-            raise ModelError(f"{model_file}: ONNX Runtime cannot load the injection model ({exc})") from exc
+            raise ModelError(f"{found.model_file}: ONNX Runtime cannot load the injection model ({exc})") from exc
         self._tokenizer = tok
         self._session = session
         self._inputs = {i.name for i in session.get_inputs()}
@@ -149,15 +148,8 @@ class OnnxInjection(ReloadsAfterPickle):
         if not texts:
             return out
         encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            feeds = {k: v for k, v in _pad([encodings[i] for i in idx]).items() if k in self._inputs}
-            try:
-                (logits,) = self._session.run(None, feeds)
-            except Exception as exc:
-                raise ModelError(f"injection inference failed: {exc}") from exc
-            out[idx] = _softmax(logits.astype(np.float32) / self._temperature)[:, self._positive]
+        for idx, logits in onnx_logits(self._session, self._inputs, encodings, self.batch_size, "injection"):
+            out[idx] = softmax(logits.astype(np.float32) / self._temperature)[:, self._positive]
         return out
 
 
@@ -235,7 +227,7 @@ class TransformersInjection(ReloadsAfterPickle):
                     logits = self._model(**enc).logits.float().cpu().numpy()
                 except Exception as exc:
                     raise ModelError(f"injection inference failed for {self.model_id}: {exc}") from exc
-                out[idx] = _softmax(logits)[:, self._positive]
+                out[idx] = softmax(logits)[:, self._positive]
         return out
 
 

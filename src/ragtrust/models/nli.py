@@ -40,8 +40,11 @@ from ragtrust.models.embedder import (
     SLOW_FUSIONS,
     _session,
     load_tokenizer,
+    onnx_logits,
+    open_manifest_model,
     read_model_manifest,
-    verified_model_files,
+    softmax,
+    verified_model_files,  # noqa: F401 - the old import path
 )
 from ragtrust.models.nli_engine import NLIEngine, WindowedPrediction
 from ragtrust.registry import register
@@ -75,10 +78,7 @@ def label_permutation(id2label: dict[int, str] | dict[str, str]) -> list[int]:
     return [by_name[w] for w in NLI_LABELS]
 
 
-def _softmax(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    result: npt.NDArray[np.float32] = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
-    return result
+_softmax = softmax  # the old name
 
 
 def read_manifest(path: Path = MANIFEST_FILE) -> dict[str, Any]:
@@ -119,18 +119,16 @@ class OnnxNLI(ReloadsAfterPickle):
         """Read the manifest, verify the checksum and open the ONNX session (idempotent)."""
         if self._session is not None:
             return
-        manifest_file = Path(self.manifest_path) if self.manifest_path else MANIFEST_FILE
-        manifest = read_manifest(manifest_file)
-        model_file, sha, tokenizer_file = verified_model_files(manifest_file, manifest, "NLI", self.verify_checksum)
-        self.model_id = manifest.get("model_id", self.model_id)
-        self.fingerprint = f"{self.model_id}@{sha[:16]}"
-        self.max_length = int(manifest.get("max_length", self.max_length))
-        self._perm = label_permutation({int(k): v for k, v in manifest["id2label"].items()})
-        self._temperature = float(manifest.get("temperature", 1.0))
-        tok = load_tokenizer(tokenizer_file, self.max_length)
+        found = open_manifest_model(
+            self.manifest_path, MANIFEST_FILE, "NLI", self.verify_checksum, self.model_id, self.max_length
+        )
+        self.model_id, self.fingerprint, self.max_length = found.model_id, found.fingerprint, found.max_length
+        self._perm = label_permutation({int(k): v for k, v in found.manifest["id2label"].items()})
+        self._temperature = found.temperature
+        tok = load_tokenizer(found.tokenizer_file, self.max_length)
         tok.enable_truncation(max_length=self.max_length, strategy="longest_first")
         self._tokenizer = tok
-        self._session = _session(model_file, self.threads, SLOW_FUSIONS)
+        self._session = _session(found.model_file, self.threads, SLOW_FUSIONS)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     @property
@@ -167,17 +165,8 @@ class OnnxNLI(ReloadsAfterPickle):
         if not pairs:
             return out
         encodings = self._tokenizer.encode_batch([(p, h) for p, h in pairs])
-        order = sorted(range(len(pairs)), key=lambda i: len(encodings[i].ids))
-        from ragtrust.models.embedder import _pad
-
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            feeds = {k: v for k, v in _pad([encodings[i] for i in idx]).items() if k in self._inputs}
-            try:
-                (logits,) = self._session.run(None, feeds)
-            except Exception as exc:
-                raise ModelError(f"NLI inference failed: {exc}") from exc
-            out[idx] = _softmax(logits[:, self._perm].astype(np.float32) / self._temperature)
+        for idx, logits in onnx_logits(self._session, self._inputs, encodings, self.batch_size, "NLI"):
+            out[idx] = softmax(logits[:, self._perm].astype(np.float32) / self._temperature)
         return out
 
 
@@ -253,7 +242,7 @@ class TransformersNLI(ReloadsAfterPickle):
                     logits = self._model(**enc).logits.float().cpu().numpy()
                 except Exception as exc:
                     raise ModelError(f"NLI inference failed for {self.model_id}: {exc}") from exc
-                out[idx] = _softmax(logits[:, self._perm])
+                out[idx] = softmax(logits[:, self._perm])
         return out
 
 
