@@ -93,11 +93,7 @@ def strategy_table(
         y = a.labels(label)
         rows.append(
             {
-                "key": cell.key,
-                "dataset": cell.dataset,
-                "strategy": cell.strategy,
-                "k": cell.k,
-                "repeat": cell.repeat,
+                **cell.columns,
                 "label": label,
                 "n_failed": cell.n_failed,
                 **_metrics_row(y, a.T, ~a.trusted, bootstrap, seed),

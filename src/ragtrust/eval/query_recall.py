@@ -141,11 +141,7 @@ def query_recall_at_fpr(
         for detector in names:
             pos, neg = query_scores(positives, detector), query_scores(negatives, detector)
             row: dict[str, Any] = {
-                "key": cell.key,
-                "dataset": cell.dataset,
-                "strategy": cell.strategy,
-                "k": cell.k,
-                "repeat": cell.repeat,
+                **cell.columns,
                 "label": label,
                 "fpr_budget": fpr,
                 "detector": detector,

@@ -95,6 +95,11 @@ class Cell:
         return f"{self.dataset}/{self.strategy}/k{self.k}/r{self.repeat}"
 
     @property
+    def columns(self) -> dict[str, Any]:
+        """The cell's identity as the first columns of a report row: key, dataset, strategy, k, repeat."""
+        return {"key": self.key, "dataset": self.dataset, "strategy": self.strategy, "k": self.k, "repeat": self.repeat}
+
+    @property
     def samples(self) -> tuple[Mapping[str, Any], ...]:
         """Every sample, failed ones included."""
         return self.clean + self.poisoned
