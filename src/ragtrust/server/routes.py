@@ -80,8 +80,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
             raise ApiError(422, "invalid_input", "the question is empty: send a non-empty 'question'")
         rt.require_store()
         gate = rt.require_gate()
-        verdict = await rt.call(lambda: gate.ask(body.question))
-        return rt.verdict_out(verdict)
+        return await rt.verdict_of(lambda: gate.ask(body.question))
 
     @app.post(
         "/v1/screen",
@@ -95,8 +94,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
         rt = runtime_of(request)
         gate = rt.require_gate()
         docs = S.to_retrieved(body.documents)
-        verdict = await rt.call(lambda: gate.screen(docs, query=body.query))
-        return rt.verdict_out(verdict)
+        return await rt.verdict_of(lambda: gate.screen(docs, query=body.query))
 
     @app.post(
         "/v1/verify",
@@ -110,8 +108,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
         rt = runtime_of(request)
         gate = rt.require_gate()
         docs = S.to_retrieved(body.documents)
-        verdict = await rt.call(lambda: gate.verify(body.answer, docs, query=body.query))
-        return rt.verdict_out(verdict)
+        return await rt.verdict_of(lambda: gate.verify(body.answer, docs, query=body.query))
 
     @app.post(
         "/v1/align",

@@ -209,6 +209,10 @@ class Runtime:
             {"Retry-After": "5"},
         )
 
+    async def verdict_of(self, fn: Callable[[], Verdict]) -> S.VerdictOut:
+        """Run a gate call with :meth:`call`; its verdict as the response (metrics recorded)."""
+        return self.verdict_out(await self.call(fn))
+
     def verdict_out(self, verdict: Verdict) -> S.VerdictOut:
         """Response model of a verdict; records the verdict metrics."""
         self.metrics.verdicts.inc(stage=verdict.stage, level=verdict.trust_level, decision=verdict.decision)
