@@ -18,6 +18,7 @@ from ragtrust.cli.common import (
     verdict_exit,
 )
 from ragtrust.cli.render import print_verdict
+from ragtrust.documents import Verdict
 from ragtrust.errors import InputError
 
 
@@ -28,6 +29,15 @@ def _policy_overrides(policy: str | None, top_k: int | None) -> dict[str, object
     if top_k:
         overrides["retrieval"] = {"top_k": top_k}
     return overrides
+
+
+def _shown(verdict: Verdict, as_json: bool, *, spans: bool = False, title: str | None = None) -> typer.Exit:
+    """Print the verdict (JSON, or the panel); the exit to raise: 0 trusted, 3 flagged."""
+    if as_json:
+        print_json(verdict.to_dict())
+    else:
+        print_verdict(console, verdict, spans=spans, title=title)
+    return verdict_exit(verdict.trusted)
 
 
 @handle_errors
@@ -58,12 +68,7 @@ def ask(
         raise fail("no store given: pass --store DIR (build one with `ragtrust ingest PATHS --store DIR`)", 2)
     opened = Store.open(store_dir, default_embedder(settings), settings=settings)
     gate = TrustGate.from_settings(settings, store=opened, calibration=calibration)
-    verdict = gate.ask(question)
-    if as_json:
-        print_json(verdict.to_dict())
-    else:
-        print_verdict(console, verdict, spans=spans)
-    raise verdict_exit(verdict.trusted)
+    raise _shown(gate.ask(question), as_json, spans=spans)
 
 
 def _docs(path: Path) -> list:  # type: ignore[type-arg]
@@ -82,13 +87,8 @@ def screen(
     """Stage 1 alone: screen documents for poisoning before generation."""
     from ragtrust.pipeline import TrustGate
 
-    settings = settings_from(config)
-    verdict = TrustGate.from_settings(settings).screen(_docs(docs), query)
-    if as_json:
-        print_json(verdict.to_dict())
-    else:
-        print_verdict(console, verdict, title="Stage 1 screening")
-    raise verdict_exit(verdict.trusted)
+    verdict = TrustGate.from_settings(settings_from(config)).screen(_docs(docs), query)
+    raise _shown(verdict, as_json, title="Stage 1 screening")
 
 
 @handle_errors
@@ -107,13 +107,8 @@ def verify(
     """Stage 2: verify an answer against documents with NLI (fused with Stage 1's C and P)."""
     from ragtrust.pipeline import TrustGate
 
-    settings = settings_from(config)
-    verdict = TrustGate.from_settings(settings).verify(answer, _docs(docs), query)
-    if as_json:
-        print_json(verdict.to_dict())
-    else:
-        print_verdict(console, verdict, title="Stage 2 verification")
-    raise verdict_exit(verdict.trusted)
+    verdict = TrustGate.from_settings(settings_from(config)).verify(answer, _docs(docs), query)
+    raise _shown(verdict, as_json, title="Stage 2 verification")
 
 
 @handle_errors
