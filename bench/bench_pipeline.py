@@ -36,7 +36,6 @@ import platform
 import statistics
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from ragtrust.config import Settings, load_settings
 from ragtrust.data.kb import load_knowledge_base, load_rules
 from ragtrust.errors import MissingDependencyError, ModelError
 from ragtrust.pipeline import TrustGate
+from ragtrust.record import versions
 
 GENERATION_STAGES = ("extract", "align", "generate", "postprocess")
 
@@ -163,13 +163,7 @@ def _machine() -> dict[str, Any]:
 
 
 def _versions() -> dict[str, str]:
-    out = {}
-    for dist in ("ragtrust", "onnxruntime", "tokenizers", "numpy", "faiss-cpu"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
+    return versions("ragtrust", "onnxruntime", "tokenizers", "numpy", "faiss-cpu")
 
 
 def main(argv: list[str] | None = None) -> int:

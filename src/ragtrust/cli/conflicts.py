@@ -6,8 +6,6 @@ after that one in ``COMMAND_MODULES``).
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from rich.table import Table
 
 from ragtrust.cli.common import console, handle_errors, print_json, settings_from
 from ragtrust.errors import InputError
+from ragtrust.record import cli_command
 
 
 @handle_errors
@@ -62,7 +61,7 @@ def conflicts(
         calibrate_fpr=calibrate,
         progress=lambda message: console.print(message, highlight=False),
     )
-    report = {"command": "ragtrust " + " ".join(shlex.quote(a) for a in sys.argv[1:]), **report}
+    report = {"command": cli_command(), **report}
     write_report(report, out)
     if write_manifest:
         write_manifest_entry(report, str(out))

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from pathlib import Path
 from typing import Literal
 
@@ -13,14 +11,14 @@ from rich.table import Table
 
 from ragtrust.cli.common import ConfigOption, console, err_console, handle_errors, print_json, settings_from
 from ragtrust.errors import ConfigError
+from ragtrust.record import cli_command
 
 DataDirOption = typer.Option(
     None, "--data-dir", help="Folder with truthfulqa/ and fever/ (default: RAGTRUST_DATA_DIR, then ../shared/data)."
 )
 
 
-def _command_line() -> str:
-    return "ragtrust " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+_command_line = cli_command  # the old name
 
 
 @handle_errors

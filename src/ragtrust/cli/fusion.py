@@ -7,8 +7,6 @@ in ``COMMAND_MODULES``).
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,6 +14,7 @@ import typer
 from rich.table import Table
 
 from ragtrust.cli.common import console, err_console, handle_errors, print_json
+from ragtrust.record import cli_command
 
 
 @handle_errors
@@ -40,7 +39,7 @@ def fusion(
     """Learned, calibrated fusion vs the noisy-OR P_i vs each signal: AUC, recall at <= 2% FPR, ECE."""
     from ragtrust.eval.fusion import fusion_report, write_fusion_report
 
-    command = "ragtrust " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = cli_command()
     report, model = fusion_report(
         train,
         heldout,

@@ -20,6 +20,7 @@ from ragtrust.cli.common import (
     train_extra,
 )
 from ragtrust.errors import InputError
+from ragtrust.record import cli_command
 
 _PredictByDefault = PredictByDefault  # the old name
 
@@ -205,8 +206,6 @@ def calibrate_cmd(
     """
     import json
     import platform
-    import shlex
-    import sys
 
     import numpy as np
     import onnxruntime
@@ -239,7 +238,7 @@ def calibrate_cmd(
         k=k,
     )
     report = {
-        "command": "ragtrust " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "command": cli_command(),
         "nli_sha256": read_manifest(manifest_file)["sha256"] if manifest_file else None,
         **core,
         "versions": {

@@ -7,8 +7,6 @@ this module after that one in ``COMMAND_MODULES``).
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from ragtrust.cli.common import ConfigOption, console, default_store, fail, handle_errors, print_json, settings_from
+from ragtrust.record import cli_command
 
 
 @handle_errors
@@ -45,7 +44,7 @@ def relevance(
         write_relevance_report,
     )
 
-    command = "ragtrust " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = cli_command()
     if combine:
         report = combine_reports([_read_report(p) for p in combine], command=command)
         _print(report, write_relevance_report(report, out), as_json)

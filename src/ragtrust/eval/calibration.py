@@ -49,7 +49,6 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +58,7 @@ from ragtrust.documents import Document, RetrievedDoc
 from ragtrust.errors import InputError
 from ragtrust.eval.metrics import roc_auc
 from ragtrust.models.base import Embedder, NLIModel
+from ragtrust.record import utc_iso
 from ragtrust.screening.ramp import DEFAULT_RAMP
 
 #: a cheaper intra direction rule is chosen when its true-positive rate is this close to the best
@@ -295,7 +295,7 @@ def calibrate_model(
         "witness": {"low": witness["low"], "high": witness["high"]},
     }
     return {
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created": utc_iso(),
         "elapsed_s": round(time.perf_counter() - started, 1),
         "nli_model_id": getattr(nli, "model_id", type(nli).__name__),
         "embedder": getattr(embedder, "model_id", type(embedder).__name__),

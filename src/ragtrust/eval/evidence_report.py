@@ -51,7 +51,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import hashlib
 import json
 import platform
@@ -59,7 +58,6 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -103,14 +101,8 @@ from ragtrust.evidence.align import NGramAligner, resolve_source
 from ragtrust.evidence.extract_llm import extract_or_report
 from ragtrust.generation.base import GeneratedAnswer
 from ragtrust.models.base import Embedder, NLIModel
+from ragtrust.record import utc_stamp, versions
 from ragtrust.text import split_sentences, word_tokens
-
-
-def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "not installed"
 
 
 def run_evidence_report(
@@ -337,7 +329,7 @@ def run_evidence_report(
     t_end = time.perf_counter()
     provenance = {
         "command": command,
-        "date_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date_utc": utc_stamp(),
         "seed": settings.seed,
         "data_dir": str(Path(data_dir)),
         "corpus_sha256": corpus_hash(documents),
@@ -360,15 +352,7 @@ def run_evidence_report(
         "stages": "retrieve -> extract -> align -> generate -> citation guard -> post-process "
         "(Stage-1 screening and Stage-2 NLI verification not run)",
         "config": settings.to_dict(),
-        "versions": {
-            "ragtrust": _version("ragtrust"),
-            "python": platform.python_version(),
-            "numpy": _version("numpy"),
-            "onnxruntime": _version("onnxruntime"),
-            "tokenizers": _version("tokenizers"),
-            "faiss-cpu": _version("faiss-cpu"),
-            "bm25s": _version("bm25s"),
-        },
+        "versions": versions("ragtrust", "python", "numpy", "onnxruntime", "tokenizers", "faiss-cpu", "bm25s"),
         "index_cache": {"path": str(index_cache) if index_cache else None, "hit": cache_hit},
         "platform": platform.platform(),
         "timings_s": {

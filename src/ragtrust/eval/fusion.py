@@ -55,7 +55,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +81,7 @@ from ragtrust.eval.fusion_model import (
 from ragtrust.eval.metrics import roc_auc, wilson_interval
 from ragtrust.eval.query_recall import QUERY_FPR, fpr_threshold
 from ragtrust.io import atomic_write_text
+from ragtrust.record import utc_iso
 
 REPORT_FORMAT = "ragtrust-fusion-report/1"
 #: Bins of the expected calibration error (equal width on [0, 1]; Guo et al. 2017 use 15,
@@ -289,7 +289,7 @@ def fusion_report(
     result = evaluate(model, heldout, train, fpr=fpr)
     report: dict[str, Any] = {
         "format": REPORT_FORMAT,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created": utc_iso(),
         "command": command,
         "skipped_flags": skipped_flags,
         "exclude_shared": exclude_shared,

@@ -37,13 +37,10 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import json
-import platform
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +48,7 @@ from ragtrust.config import Settings
 from ragtrust.errors import InputError
 from ragtrust.eval.relevance_fit import Row, auc, calibrate, decide, figures, fit, fit_threshold
 from ragtrust.io import atomic_write_text, read_question_rows
+from ragtrust.record import utc_stamp, versions
 
 #: the off-topic question set shipped with ragtrust (written by the project)
 OFFTOPIC_FILE = "offtopic_questions.jsonl"
@@ -170,14 +168,10 @@ def run_relevance_eval(
     elapsed = time.perf_counter() - started
     return {
         "command": command,
-        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": utc_stamp(),
         "store": str(store_dir),
         "models": dict(gate.model_ids()),
-        "versions": {
-            "ragtrust": _version("ragtrust"),
-            "onnxruntime": _version("onnxruntime"),
-            "python": platform.python_version(),
-        },
+        "versions": versions("ragtrust", "onnxruntime", "python"),
         "config": settings.to_dict(),
         "procedure": (
             "each question asked once through TrustGate.ask with relevance thresholds 0 (measured, not deciding); "
@@ -237,7 +231,7 @@ def combine_reports(reports: Sequence[Mapping[str, Any]], command: str = "") -> 
         }
     return {
         "command": command,
-        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": utc_stamp(),
         "combined": [
             {k: r.get(k) for k in ("command", "date", "store", "models", "versions", "questions")} for r in reports
         ],
@@ -262,13 +256,6 @@ def _latency_ms(values: Sequence[float]) -> dict[str, float]:
     if not ordered:
         return {}
     return {"median": round(1000 * ordered[len(ordered) // 2], 2), "max": round(1000 * ordered[-1], 2)}
-
-
-def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "not installed"
 
 
 __all__ = [

