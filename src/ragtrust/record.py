@@ -1,8 +1,8 @@
 """What a run that produces numbers records next to them (STYLE.md section 4).
 
 The command that started it, the UTC time, the versions of the packages it ran on and the
-platform; :func:`run_record` puts them in one block, the other helpers give each piece for a
-report that lays its keys out its own way.
+platform, each piece on its own: every report lays its keys out its own way (and keeps that
+order), so there is no one block to share.
 
 Example:
     >>> cli_command(["ragtrust", "eval", "run", "--out", "a b"])
@@ -11,8 +11,6 @@ Example:
     ['python', 'no-such-package-xyz']
     >>> versions("no-such-package-xyz", missing=None)
     {}
-    >>> sorted(run_record("python", command="ragtrust demo"))
-    ['command', 'date', 'platform', 'versions']
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata
-from typing import Any
 
 #: the version recorded for a distribution that is not installed
 NOT_INSTALLED = "not installed"
@@ -75,24 +72,10 @@ def versions(*names: str, missing: str | None = NOT_INSTALLED) -> dict[str, str]
     return out
 
 
-def run_record(*names: str, command: str | None = None) -> dict[str, Any]:
-    """The provenance block: ``command``, ``date`` (UTC), ``versions`` of ``names``, ``platform``.
-
-    ``command`` defaults to this process's :func:`cli_command`.
-    """
-    return {
-        "command": cli_command() if command is None else command,
-        "date": utc_stamp(),
-        "versions": versions(*names),
-        "platform": platform.platform(),
-    }
-
-
 __all__ = [
     "NOT_INSTALLED",
     "cli_command",
     "package_version",
-    "run_record",
     "utc_iso",
     "utc_stamp",
     "versions",
