@@ -135,6 +135,26 @@ def open_manifest_model(
     )
 
 
+def load_hf_classifier(model: str, owner: str, kind: str) -> tuple[Any, Any]:
+    """``(tokenizer, sequence classifier)`` of a Hugging Face checkpoint (id or local path).
+
+    Raises:
+        MissingDependencyError: transformers is not installed (``owner`` names the caller).
+        ModelError: the checkpoint cannot be loaded (``kind`` names the model, e.g. ``"NLI"``).
+    """
+    try:
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    except ImportError as exc:
+        raise MissingDependencyError(owner, 'pip install "ragtrust[train]"') from exc
+    try:
+        return AutoTokenizer.from_pretrained(model), AutoModelForSequenceClassification.from_pretrained(model)
+    except Exception as exc:
+        raise ModelError(
+            f"cannot load {kind} model {model!r}: {exc}. Offline machines need a local path "
+            "or a model already in the Hugging Face cache"
+        ) from exc
+
+
 def softmax(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """Row-wise softmax, as float32."""
     e = np.exp(x - x.max(axis=1, keepdims=True))
@@ -444,6 +464,7 @@ __all__ = [
     "TransformersEmbedder",
     "default_embedder",
     "embedder_spec",
+    "load_hf_classifier",
     "load_tokenizer",
     "onnx_logits",
     "open_manifest_model",

@@ -27,13 +27,14 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from ragtrust.errors import MissingDependencyError, ModelError
+from ragtrust.errors import ModelError
 from ragtrust.models.base import ReloadsAfterPickle
 from ragtrust.models.embedder import (
     ASSETS,
     SLOW_FUSIONS,
     _pad,  # noqa: F401 - the old import path
     _session,
+    load_hf_classifier,
     load_tokenizer,
     onnx_logits,
     open_manifest_model,
@@ -188,20 +189,7 @@ class TransformersInjection(ReloadsAfterPickle):
         """Load the checkpoint and find its injection label by name."""
         if self._model is not None:
             return
-        try:
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
-        except ImportError as exc:
-            raise MissingDependencyError(
-                f"TransformersInjection({self.model!r})", 'pip install "ragtrust[train]"'
-            ) from exc
-        try:
-            tok = AutoTokenizer.from_pretrained(self.model)
-            model = AutoModelForSequenceClassification.from_pretrained(self.model)
-        except Exception as exc:
-            raise ModelError(
-                f"cannot load injection model {self.model!r}: {exc}. Offline machines need a local path "
-                "or a model already in the Hugging Face cache"
-            ) from exc
+        tok, model = load_hf_classifier(self.model, f"TransformersInjection({self.model!r})", "injection")
         self._positive = injection_label_index(model.config.id2label)
         self._tok = tok
         self._model = model.to(self.device).eval()

@@ -33,12 +33,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtrust import registry
-from ragtrust.errors import MissingDependencyError, ModelError
+from ragtrust.errors import ModelError
 from ragtrust.models.base import NLI_LABELS, NLIModel, ReloadsAfterPickle
 from ragtrust.models.embedder import (
     ASSETS,
     SLOW_FUSIONS,
     _session,
+    load_hf_classifier,
     load_tokenizer,
     onnx_logits,
     open_manifest_model,
@@ -200,18 +201,7 @@ class TransformersNLI(ReloadsAfterPickle):
         """Import torch/transformers, load the checkpoint and map its labels by name."""
         if self._model is not None:
             return
-        try:
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
-        except ImportError as exc:
-            raise MissingDependencyError(f"TransformersNLI({self.model!r})", 'pip install "ragtrust[train]"') from exc
-        try:
-            self._tok = AutoTokenizer.from_pretrained(self.model)
-            model = AutoModelForSequenceClassification.from_pretrained(self.model)
-        except Exception as exc:
-            raise ModelError(
-                f"cannot load NLI model {self.model!r}: {exc}. Offline machines need a local path "
-                "or a model already in the Hugging Face cache"
-            ) from exc
+        self._tok, model = load_hf_classifier(self.model, f"TransformersNLI({self.model!r})", "NLI")
         self._perm = label_permutation(model.config.id2label)
         self._model = model.to(self.device).eval()
 
