@@ -55,6 +55,7 @@ import hashlib
 import json
 import platform
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -215,7 +216,7 @@ def run_evidence_report(
         t3 = time.perf_counter()
         stage_s.append({"extract": t1 - t0, "align": t2 - t1, "generate": t3 - t2})
         for note in (*notes, *generated.warnings):
-            llm_warnings[note.split(":")[0]] += 1
+            llm_warnings[re.split(r"[:(]", note, maxsplit=1)[0].strip()] += 1  # the kind, not the details
         grounded = guard.apply(generated, passages, docs)
         answers = evidence_answers_question(item.question, passages, docs)
         grounded = postprocess(grounded, settings.evidence, answers_question=answers)
