@@ -143,16 +143,10 @@ def train(  # noqa: C901 - one loop, as in training.nli
         now = time.monotonic()
         state["elapsed_s"] = now - start
         if cfg.time_budget_min and state["step"] % 100 == 0:
-            rate = 100 / max(1e-6, now - window_start)
-            remaining = cfg.time_budget_min * 60 * 0.94 - state["elapsed_s"]
-            fit = state["step"] + max(1, int(rate * remaining))
-            state["total_steps"] = max(state["step"] + 1, min(planned, fit))
+            run.fit_budget(cfg.time_budget_min, planned, rate=100 / max(1e-6, now - window_start))
             window_start = now
         if state["step"] % cfg.log_every == 0:
-            log(
-                f"step {state['step']}/{state['total_steps']} loss {running / max(1, seen):.4f} "
-                f"lr {run.lr_at(state['step']):.2e} elapsed {state['elapsed_s'] / 60:.1f} min"
-            )
+            log(run.progress(running / max(1, seen)))
             running, seen = 0.0, 0
         if now - last_ckpt > cfg.checkpoint_every_min * 60:
             run.save()

@@ -104,6 +104,24 @@ class _ResumableRun:
         self.state["step"] += 1
         return float(loss.detach())
 
+    def fit_budget(self, budget_min: float, planned: int, rate: float) -> None:
+        """Re-fit ``total_steps`` to a wall-clock budget from the recent step rate (steps per second).
+
+        The machine is shared, so the rate drifts; 6% of the budget is kept for validation
+        and saving, and the count never exceeds ``planned``.
+        """
+        remaining = budget_min * 60 * 0.94 - self.state["elapsed_s"]
+        fit = self.state["step"] + max(1, int(rate * remaining))
+        self.state["total_steps"] = max(self.state["step"] + 1, min(planned, fit))
+
+    def progress(self, mean_loss: float) -> str:
+        """The progress line: step of total, mean loss since the last line, learning rate, minutes."""
+        step = self.state["step"]
+        return (
+            f"step {step}/{self.state['total_steps']} loss {mean_loss:.4f} "
+            f"lr {self.lr_at(step):.2e} elapsed {self.state['elapsed_s'] / 60:.1f} min"
+        )
+
     def save(self) -> None:
         """Write the checkpoint atomically."""
         import torch

@@ -115,23 +115,15 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         now = time.monotonic()
         state["elapsed_s"] = now - start
         if cfg.time_budget_min and state["step"] % 100 == 0:
-            # Re-fit the schedule to the wall-clock budget from the recent step rate (the
-            # machine is shared, so the rate drifts); 6% of the budget is kept for
-            # validation and saving. The final count is logged for --max-steps reruns.
+            # planned is already capped by --max-steps; the final count is logged for
+            # --max-steps reruns
             rate = 100 / max(1e-6, now - window_start)
-            remaining = cfg.time_budget_min * 60 * 0.94 - state["elapsed_s"]
-            fit = state["step"] + max(1, int(rate * remaining))
-            if cfg.max_steps:
-                fit = min(fit, cfg.max_steps)
-            state["total_steps"] = max(state["step"] + 1, min(planned, fit))
+            run.fit_budget(cfg.time_budget_min, planned, rate)
             log(f"{rate:.2f} steps/s -> total_steps {state['total_steps']}")
         if state["step"] % 100 == 0:
             window_start = now
         if state["step"] % cfg.log_every == 0:
-            log(
-                f"step {state['step']}/{state['total_steps']} loss {running / seen:.4f} "
-                f"lr {run.lr_at(state['step']):.2e} elapsed {state['elapsed_s'] / 60:.1f} min"
-            )
+            log(run.progress(running / seen))
             running, seen = 0.0, 0
         if now - last_ckpt > cfg.checkpoint_every_min * 60:
             run.save()
