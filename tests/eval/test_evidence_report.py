@@ -225,3 +225,5 @@ def test_written_reports_name_the_data_folder_as_given_not_the_machine_path(
     assert rewrite(text) == "cited data/sheets/A.md#chunk-1 and data/sheets/B.md"
     assert str(tmp_path) not in rewrite(text)
     assert _portable_paths(str(absolute))(text) == text  # given absolute: nothing to hide
+    cut_short = f"an LLM wrote ({(tmp_path / 'data').resolve().as_uri()}/she"
+    assert rewrite(cut_short) == "an LLM wrote (data/she"

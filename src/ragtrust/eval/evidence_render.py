@@ -193,12 +193,17 @@ def _portable_paths(data_dir: str | None) -> Callable[[str], str]:
     """Rewrite the data folder's absolute path (and its file URL) as the path given on the command line.
 
     Document URLs of a folder ingest are absolute ``file://`` URLs; a committed report must
-    not name the machine it ran on.
+    not name the machine it ran on. The folders above the data folder named in the given
+    path are rewritten too (longest first), so that a URL an LLM copied into its answer and
+    cut short (``file:///…/shared/data/owasp-cheats``) is rewritten as well.
     """
     if not data_dir or Path(data_dir).is_absolute():
         return lambda text: text
-    absolute = Path(data_dir).resolve()
-    pairs = [(absolute.as_uri(), data_dir), (str(absolute), data_dir)]
+    relative, absolute = Path(data_dir), Path(data_dir).resolve()
+    pairs: list[tuple[str, str]] = []
+    while relative.name not in ("", "..", "."):
+        pairs += [(absolute.as_uri(), relative.as_posix()), (str(absolute), relative.as_posix())]
+        relative, absolute = relative.parent, absolute.parent
 
     def rewrite(text: str) -> str:
         for old, new in pairs:
