@@ -108,7 +108,8 @@ def _die_with_parent() -> None:
         import signal
 
         pr_set_pdeathsig = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+        # SIGKILL, not SIGTERM: uvicorn catches SIGTERM and waits for the generation in flight
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 @dataclass
