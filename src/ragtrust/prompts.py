@@ -25,7 +25,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ragtrust.documents import Passage, RetrievedDoc
@@ -114,6 +114,23 @@ class ContextBudget:
             return None
         tokens = self.context_tokens - self.reply_tokens - TEMPLATE_MARGIN_TOKENS
         return max(0, int(tokens * self.chars_per_token))
+
+    def after_rejection(self, messages: Sequence[Mapping[str, str]]) -> ContextBudget:
+        """The budget to retry with after a server rejected ``messages`` as too long.
+
+        Half of this one, or half of the rejected prompt's estimated size when no window is known.
+
+        Example:
+            >>> ContextBudget(0, 100).after_rejection([{"role": "user", "content": "x" * 3000}]).chars
+            1500
+        """
+        budget = self
+        if budget.context_tokens <= 0:
+            tokens = int(sum(len(m["content"]) for m in messages) / self.chars_per_token)
+            budget = ContextBudget(
+                tokens + self.reply_tokens + TEMPLATE_MARGIN_TOKENS, self.reply_tokens, self.chars_per_token
+            )
+        return budget.halved()
 
     def halved(self) -> ContextBudget:
         """A budget half as large (after a server said the prompt did not fit)."""

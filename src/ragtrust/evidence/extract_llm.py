@@ -20,7 +20,6 @@ from ragtrust.documents import Passage, RetrievedDoc
 from ragtrust.errors import BackendError, ContextLengthError
 from ragtrust.evidence.passages_json import to_passages
 from ragtrust.prompts import (
-    CHARS_PER_TOKEN,
     EXTRACTION_REPAIR_PROMPT,
     PROMPT_VERSIONS,
     ContextBudget,
@@ -151,10 +150,8 @@ class LLMExtractor:
         try:
             reply = self._chat(messages)
         except ContextLengthError:
-            if budget.context_tokens <= 0:
-                estimate = int(sum(len(m["content"]) for m in messages) / CHARS_PER_TOKEN)
-                budget = ContextBudget(estimate + self.reply_tokens, self.reply_tokens)
-            messages, notes = build_extraction_messages(query, docs, self.max_doc_chars, budget.halved())
+            retry = budget.after_rejection(messages)
+            messages, notes = build_extraction_messages(query, docs, self.max_doc_chars, retry)
             retried = (
                 "The model's server said the extraction prompt exceeds its context window: it was sent again shorter."
             )

@@ -44,7 +44,7 @@ from ragtrust.documents import Passage
 from ragtrust.errors import BackendError, ContextLengthError
 from ragtrust.generation.base import GeneratedAnswer
 from ragtrust.http import bearer_client
-from ragtrust.prompts import CHARS_PER_TOKEN, PROMPT_VERSIONS, ContextBudget, build_answer_messages
+from ragtrust.prompts import PROMPT_VERSIONS, ContextBudget, build_answer_messages
 from ragtrust.registry import register
 from ragtrust.text import split_sentences
 
@@ -336,9 +336,8 @@ class OpenAICompatibleGenerator:
         try:
             reply = self.client.complete(messages)
         except ContextLengthError:
-            if budget.context_tokens <= 0:
-                budget = ContextBudget(_window_estimate(messages) + self.client.max_tokens, self.client.max_tokens)
-            messages, notes = build_answer_messages(query, passages, self.max_sentences, budget.halved())
+            retry = budget.after_rejection(messages)
+            messages, notes = build_answer_messages(query, passages, self.max_sentences, retry)
             retried = "The model's server said the answer prompt exceeds its context window: it was sent again shorter."
             notes = (retried, *notes)
             reply = self.client.complete(messages)
@@ -363,11 +362,6 @@ def openai_generator(
     return OpenAICompatibleGenerator(
         ChatClient(base_url, model, **client), max_sentences=max_sentences, context_tokens=context_tokens
     )
-
-
-def _window_estimate(messages: Sequence[Mapping[str, str]]) -> int:
-    """Tokens of the rejected prompt, estimated (when no window is configured, halve this)."""
-    return int(sum(len(m["content"]) for m in messages) / CHARS_PER_TOKEN)
 
 
 __all__ = [
