@@ -3,10 +3,10 @@
 The layers (STYLE.md section 1), lowest first; a name is the part after ``ragtrust.``
 (a package or a top-level module):
 
-0. ``errors``, ``documents``, ``config``, ``text``, ``io``, ``http``, ``record``,
+0. ``errors``, ``deadline``, ``documents``, ``config``, ``text``, ``io``, ``http``, ``record``,
    ``registry``, ``prompts``, ``data`` - the vocabulary every layer speaks (``data`` is the
    packaged knowledge base, ``prompts`` the prompt texts, ``http`` the bearer HTTP client,
-   ``record`` a run's provenance block);
+   ``record`` a run's provenance block, ``deadline`` a request's time budget);
 1. ``models``, ``retrieval``, ``screening``, ``evidence``, ``verification``, ``generation``,
    ``ingest`` - the components, one stage each - and ``testing``, the shipped fakes of their
    protocols;
@@ -39,7 +39,7 @@ ROOT = Path(ragtrust.__file__).parent
 PACKAGE = "ragtrust"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "documents", "config", "text", "io", "http", "record", "registry", "prompts", "data"),
+    ("errors", "deadline", "documents", "config", "text", "io", "http", "record", "registry", "prompts", "data"),
     ("models", "retrieval", "screening", "evidence", "verification", "generation", "ingest", "testing"),
     ("trust",),
     ("pipeline", "scan", "__init__"),

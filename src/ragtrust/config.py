@@ -31,6 +31,8 @@ from ragtrust.registry import canonical_spec
 
 #: environment variables with the RAGTRUST_ prefix that are read at the edges, not config
 NON_CONFIG_ENV = frozenset({"DATA_DIR", "API_KEYS", "LLM_API_KEY", "STORE", "HOST", "PORT", "CONFIG"})
+#: short environment variables for a config key (``RAGTRUST_OTEL=1`` turns telemetry on)
+ENV_ALIASES = {"OTEL": "TELEMETRY__ENABLED"}
 
 
 class _Section(BaseModel):
@@ -235,12 +237,31 @@ class GeneratorConfig(_Section):
     max_retries: int = Field(2, ge=0)
     temperature: float = Field(0.0, ge=0)
     max_tokens: int = Field(512, ge=1)
+    max_concurrency: int = Field(2, ge=1, description="requests in flight to the LLM at once (per backend)")
+    breaker_failures: int = Field(
+        5, ge=1, description="consecutive timeouts / refused connections / 5xx that open the circuit breaker"
+    )
+    breaker_cooldown_s: float = Field(
+        30.0, gt=0, description="seconds an open breaker fails LLM calls at once before one trial call"
+    )
     context_tokens: int = Field(
         0,
         ge=0,
         description="the model's context window in tokens (a llama.cpp server's n_ctx); prompts are fitted "
         "into it with a warning; 0 = unknown (a prompt the server rejects as too long is retried shorter)",
     )
+
+
+class TelemetryConfig(_Section):
+    """OpenTelemetry spans per operation and stage (see :mod:`ragtrust.pipeline.telemetry`).
+
+    Off by default; ``RAGTRUST_OTEL=1`` is a short form of ``RAGTRUST_TELEMETRY__ENABLED=1``.
+    Needs ``pip install 'ragtrust[otel]'``; the application's OpenTelemetry SDK decides where
+    the spans go.
+    """
+
+    enabled: bool = Field(False, description="emit OpenTelemetry spans (needs the otel extra)")
+    capture_content: bool = Field(False, description="record the query and answer texts on the spans")
 
 
 class EvalConfig(_Section):
@@ -265,6 +286,7 @@ class Settings(_Section):
     models: ModelsConfig = ModelsConfig()
     generator: GeneratorConfig = GeneratorConfig()
     eval: EvalConfig = EvalConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form that :func:`load_settings` accepts back as overrides."""
@@ -319,6 +341,7 @@ def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
         key = name[len("RAGTRUST_") :]
         if key in NON_CONFIG_ENV:
             continue
+        key = ENV_ALIASES.get(key, key)
         parts = [p.lower() for p in key.split("__")]
         if len(parts) == 1 and parts[0] not in Settings.model_fields:
             raise ConfigError(
@@ -379,6 +402,7 @@ __all__ = [
     "RetrievalConfig",
     "ScreeningConfig",
     "Settings",
+    "TelemetryConfig",
     "TrustConfig",
     "load_settings",
 ]

@@ -65,8 +65,13 @@ class ModelError(RagTrustError):
     """A model could not be loaded, failed its checksum, or failed during inference."""
 
 
+class DeadlineExceeded(RagTrustError):
+    """A request's work stopped between stages: past its time budget, or its client left."""
+
+
 __all__ = [
     "ContextLengthError",
+    "DeadlineExceeded",
     "BackendError",
     "ConfigError",
     "InputError",

@@ -1,8 +1,11 @@
 """OpenAI-compatible chat completions over httpx: Ollama, vLLM, llama.cpp server, OpenAI.
 
 :class:`ChatClient` sends ``POST {base_url}/chat/completions`` and returns the reply text.
-It retries with exponential backoff (``backoff_s * 2**attempt``) on timeouts, HTTP 429 and
-5xx, and turns every other failure into a :class:`~ragtrust.errors.BackendError` whose
+It retries (tenacity: exponential backoff with jitter, the server's ``Retry-After``
+honoured, never past the request's deadline) on timeouts, HTTP 429 and 5xx, goes through
+the backend's :class:`~ragtrust.generation.backend.BackendGuard` (a concurrency limit and a
+circuit breaker, so a hung backend fails fast instead of holding workers), and turns every
+other failure into a :class:`~ragtrust.errors.BackendError` whose
 message says how to fix it (server not running, wrong key, wrong model, bad reply).
 :class:`OpenAICompatibleGenerator` holds a :class:`ChatClient` and writes answers with the
 prompt of :mod:`ragtrust.prompts`, fitted into the model's context window: when the
@@ -32,16 +35,25 @@ import json
 import os
 import re
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import tenacity
 
+from ragtrust import deadline
 from ragtrust.config import GeneratorConfig
 from ragtrust.documents import Passage
 from ragtrust.errors import BackendError, ContextLengthError
+from ragtrust.generation.backend import (
+    BackendGuard,
+    PastDeadline,
+    RetryAfterWait,
+    TransientError,
+    UnreachableError,
+    retry_after_s,
+)
 from ragtrust.generation.base import GeneratedAnswer
 from ragtrust.http import bearer_client
 from ragtrust.prompts import PROMPT_VERSIONS, ContextBudget, build_answer_messages
@@ -74,10 +86,15 @@ class ChatClient:
         model: model name sent with each request.
         api_key: bearer token, if the server needs one.
         timeout_s: per-request timeout.
-        max_retries: retries after the first attempt on timeouts, 429 and 5xx.
+        max_retries: retries after the first attempt on timeouts, 429 and 5xx (the
+            server's ``Retry-After`` honoured, exponential backoff with jitter, never past
+            the request's deadline).
         temperature / max_tokens: sampling parameters sent with each request.
         backoff_s: first retry delay; doubles on each retry.
         transport: an httpx transport (tests pass ``httpx.MockTransport``).
+        max_concurrency / breaker_failures / breaker_cooldown_s: the backend's
+            :class:`~ragtrust.generation.backend.BackendGuard` (requests in flight,
+            consecutive failures that open the breaker, seconds it stays open).
     """
 
     base_url: str
@@ -89,10 +106,23 @@ class ChatClient:
     max_tokens: int = 512
     backoff_s: float = 0.5
     transport: httpx.BaseTransport | None = None
+    max_concurrency: int = 2
+    breaker_failures: int = 5
+    breaker_cooldown_s: float = 30.0
+    guard: BackendGuard = field(init=False, repr=False)
     _client: httpx.Client | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     #: the response_format forms the server rejected ("json_schema", "json_object")
     _rejected_formats: set[str] = field(default_factory=set, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        """Create the backend's guard (concurrency limit and circuit breaker)."""
+        self.guard = BackendGuard(
+            self.base_url,
+            max_concurrency=self.max_concurrency,
+            failure_threshold=self.breaker_failures,
+            cooldown_s=self.breaker_cooldown_s,
+        )
 
     @property
     def endpoint(self) -> str:
@@ -134,6 +164,9 @@ class ChatClient:
             max_retries=cfg.max_retries,
             temperature=cfg.temperature,
             max_tokens=cfg.max_tokens,
+            max_concurrency=cfg.max_concurrency,
+            breaker_failures=cfg.breaker_failures,
+            breaker_cooldown_s=cfg.breaker_cooldown_s,
         )
 
     def chat(
@@ -145,7 +178,7 @@ class ChatClient:
     def complete(
         self, messages: Sequence[Mapping[str, str]], *, response_format: Mapping[str, object] | None = None
     ) -> ChatReply:
-        """Send one chat completion request, with retries.
+        """Send one chat completion request, with retries, through the backend's guard.
 
         Args:
             messages: the chat, in OpenAI's role/content form.
@@ -155,7 +188,9 @@ class ChatClient:
         Raises:
             ContextLengthError: the server says the prompt exceeds the model's window.
             BackendError: unreachable server, authentication failure, other HTTP errors
-                after the retries, or a reply that is not chat-completions JSON.
+                after the retries, a reply that is not chat-completions JSON, a busy
+                backend (no slot within the deadline) or an open circuit breaker.
+            DeadlineExceeded: the request's deadline (:mod:`ragtrust.deadline`) ran out.
         """
         payload: dict[str, object] = {
             "model": self.model,
@@ -163,39 +198,70 @@ class ChatClient:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
-        fmt = _response_format(response_format, self._rejected_formats)
-        if fmt is not None:
-            payload["response_format"] = fmt
-        last: str = ""
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+        deadline.check("the LLM call")
+        with self.guard.call(wait_s=deadline.remaining(self.timeout_s)):
             try:
-                response = self._http().post(self.endpoint, json=payload)
-            except httpx.TimeoutException as exc:
-                last = f"timed out after {self.timeout_s:g} s"
-                if attempt == self.max_retries:
-                    raise BackendError(f"LLM at {self.endpoint} {last} ({self.max_retries + 1} attempts)") from exc
-                continue
-            except httpx.TransportError as exc:  # connection refused, DNS, TLS ...
-                raise BackendError(
-                    f"cannot reach {self.endpoint}: is the server running? {_BASE_URL_HINT} ({exc})"
-                ) from exc
+                reply = self._send(payload, response_format)
+            except (TransientError, UnreachableError) as exc:
+                self.guard.record_failure()
+                raise BackendError(str(exc)) from exc.__cause__
+            self.guard.record_success()
+            return reply
+
+    def _send(self, payload: dict[str, object], response_format: Mapping[str, object] | None) -> ChatReply:
+        """Post ``payload`` with retries, stepping down the ``response_format`` forms the server rejects."""
+        while True:
+            fmt = _response_format(response_format, self._rejected_formats)
+            body = {**payload, "response_format": fmt} if fmt is not None else payload
+            response = self._retrying(body)
             if fmt is not None and response.status_code >= 400 and "response_format" in response.text:
                 # the server does not take this form of constrained reply: try the next one
                 self._rejected_formats.add(str(fmt.get("type")))
-                return self.complete(messages, response_format=response_format)
-            if response.status_code >= 400 and response.status_code != 429 and _CONTEXT_ERROR.search(response.text):
+                continue
+            if response.status_code >= 400 and _CONTEXT_ERROR.search(response.text):
                 raise ContextLengthError(
                     f"LLM at {self.endpoint}: the prompt exceeds the model's context window ({_snippet(response)})"
                 )
-            if response.status_code == 429 or response.status_code >= 500:
-                last = f"HTTP {response.status_code}: {_snippet(response)}"
-                if attempt == self.max_retries:
-                    raise BackendError(f"LLM at {self.endpoint} failed: {last} ({self.max_retries + 1} attempts)")
-                continue
             return self._parse(response)
-        raise BackendError(f"LLM at {self.endpoint} failed: {last}")  # pragma: no cover - loop always returns
+
+    def _retrying(self, body: Mapping[str, object]) -> httpx.Response:
+        """One request with tenacity's retries on timeouts, 429 and 5xx, within the deadline."""
+        attempts = self.max_retries + 1
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(TransientError),
+            stop=tenacity.stop_after_attempt(attempts) | PastDeadline(),
+            wait=RetryAfterWait(tenacity.wait_exponential_jitter(self.backoff_s, 30.0, 2, self.backoff_s)),
+            reraise=True,
+        )
+        try:
+            return retrying(self._attempt, body)
+        except TransientError as exc:
+            tried = retrying.statistics.get("attempt_number", attempts)
+            raise TransientError(f"{exc} ({tried} attempt{'s' if tried != 1 else ''})") from exc.__cause__
+
+    def _attempt(self, body: Mapping[str, object]) -> httpx.Response:
+        """One POST; a timeout, 429 or 5xx raises :class:`TransientError` (retried)."""
+        deadline.check("the LLM call")
+        timeout_s = deadline.remaining(self.timeout_s)
+        try:
+            response = self._http().post(self.endpoint, json=body, timeout=timeout_s)
+        except httpx.TimeoutException as exc:
+            raise TransientError(f"LLM at {self.endpoint} timed out after {timeout_s:.3g} s") from exc
+        except httpx.TransportError as exc:  # connection refused, DNS, TLS ...
+            raise UnreachableError(
+                f"cannot reach {self.endpoint}: is the server running? {_BASE_URL_HINT} ({exc})"
+            ) from exc
+        rejected_format = (
+            "response_format" in body and response.status_code >= 400 and "response_format" in response.text
+        )
+        if rejected_format or (response.status_code != 429 and _CONTEXT_ERROR.search(response.text)):
+            return response  # an answer about the request, not a failing server
+        if response.status_code == 429 or response.status_code >= 500:
+            raise TransientError(
+                f"LLM at {self.endpoint} failed: HTTP {response.status_code}: {_snippet(response)}",
+                retry_after=retry_after_s(response),
+            )
+        return response
 
     def _parse(self, response: httpx.Response) -> ChatReply:
         if response.status_code in (401, 403):

@@ -1,4 +1,8 @@
-"""The stopwatch behind ``Verdict.timings_s``: seconds per stage, summed when a stage repeats."""
+"""The stopwatch behind ``Verdict.timings_s``: seconds per stage, summed when a stage repeats.
+
+Each stage starts with :func:`ragtrust.deadline.check`: work whose request is overdue or
+whose client has gone stops there (a no-op outside the server).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from ragtrust import deadline
+from ragtrust.pipeline.telemetry import stage_span
 
 
 @dataclass
@@ -24,10 +31,12 @@ class Stopwatch:
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        """Time the block and add it to ``name``'s total."""
+        """Time the block and add it to ``name``'s total (after the deadline check)."""
+        deadline.check(name)
         start = time.perf_counter()
         try:
-            yield
+            with stage_span(name):  # an OpenTelemetry span when telemetry is on, else nothing
+                yield
         finally:
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
 

@@ -260,6 +260,12 @@ class ServerMetrics:
         )
         self.documents_ingested = reg.counter("ragtrust_documents_ingested_total", "Documents ingested via the API.")
         self.timeouts = reg.counter("ragtrust_request_timeouts_total", "Requests past the per-request timeout.")
+        self.shed = reg.counter(
+            "ragtrust_requests_shed_total", "Requests refused at once (503, Retry-After): queue full.", ("lane",)
+        )
+        self.cancelled = reg.counter(
+            "ragtrust_requests_cancelled_total", "Requests whose client disconnected; their work was stopped."
+        )
         self.models_ready = reg.gauge("ragtrust_models_ready", "1 when the models are warm, else 0.")
 
 

@@ -1,9 +1,12 @@
-"""The server's per-process state: the gate, its worker pool, warm-up and the store lock.
+"""The server's per-process state: the gate, its lanes of workers, warm-up and the store lock.
 
-The lifespan hook creates one :class:`Runtime`; it warms the models in the pool (off the
-event loop), and every endpoint runs its CPU-bound gate call through :meth:`Runtime.call`:
-at most ``workers`` at once, within the request timeout, asks sharing the store's
-:class:`ReadWriteLock` and ingestion holding it alone.
+The lifespan hook creates one :class:`Runtime`; it warms the models in a worker (off the
+event loop), and every endpoint runs its CPU-bound gate call through :meth:`Runtime.call`
+in one of the lanes of :mod:`~ragtrust.server.admission` (``ask``, ``model``, ``light``):
+at most ``workers`` at once per lane, a bounded queue behind them (a full queue is a 503
+with ``Retry-After`` at once), the request's deadline carried into the pipeline, work
+stopped when its client disconnects; asks share the store's :class:`ReadWriteLock` and
+ingestion holds it alone.
 
 Example:
     >>> lock = ReadWriteLock()
@@ -15,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import dataclasses
 import logging
@@ -27,17 +29,23 @@ from typing import Any, TypeVar
 
 from fastapi import Request
 
+from ragtrust import deadline
 from ragtrust.config import Settings
+from ragtrust.deadline import Deadline
 from ragtrust.documents import Verdict
-from ragtrust.errors import StoreDamagedError
+from ragtrust.errors import DeadlineExceeded, StoreDamagedError
 from ragtrust.pipeline.parts import Gate
 from ragtrust.server import schemas as S
+from ragtrust.server.admission import Lane
 from ragtrust.server.errors import ApiError, map_exception
 from ragtrust.server.metrics import ServerMetrics
 
 logger = logging.getLogger("ragtrust.server")
 
 T = TypeVar("T")
+
+#: how often a running call checks that its client is still connected (seconds)
+DISCONNECT_POLL_S = 0.25
 
 
 GateFactory = Callable[[Settings, "str | Path | None"], Gate | None]
@@ -90,16 +98,17 @@ class Runtime:
 
     Attributes:
         gate: the trust gate (``None`` when the app was built without one).
-        workers: threads in the pool; also the most gate calls running at once.
+        workers: threads of the ``ask`` and ``model`` lanes: the most calls running at once in each.
         request_timeout_s: budget of one request, waiting for a worker included.
+        max_queue: calls allowed to wait per lane (``None``: ``4 * workers``).
     """
 
     gate: Gate | None
     metrics: ServerMetrics
     workers: int
     request_timeout_s: float
-    pool: concurrent.futures.ThreadPoolExecutor = dataclasses.field(init=False)
-    slots: asyncio.Semaphore = dataclasses.field(init=False)
+    max_queue: int | None = None
+    lanes: dict[str, Lane] = dataclasses.field(init=False)
     ready: asyncio.Event = dataclasses.field(init=False)
     lock: ReadWriteLock = dataclasses.field(default_factory=ReadWriteLock, init=False)
     warm_error: str | None = dataclasses.field(default=None, init=False)
@@ -107,9 +116,13 @@ class Runtime:
     _warm_task: asyncio.Task[None] | None = dataclasses.field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        """Create the pool and the asyncio primitives (inside the running loop)."""
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ragtrust")
-        self.slots = asyncio.Semaphore(self.workers)
+        """Create the lanes and the asyncio primitives (inside the running loop)."""
+        queue = 4 * self.workers if self.max_queue is None else self.max_queue
+        self.lanes = {
+            "ask": Lane("ask", self.workers, queue),
+            "model": Lane("model", self.workers, queue),
+            "light": Lane("light", 2, max(queue, 32)),
+        }
         self.ready = asyncio.Event()
 
     def start_warm_up(self) -> None:
@@ -123,7 +136,7 @@ class Runtime:
             return
         started = time.perf_counter()
         try:
-            await asyncio.get_running_loop().run_in_executor(self.pool, gate.warm_up)
+            await asyncio.get_running_loop().run_in_executor(self.lanes["model"].pool, gate.warm_up)
         except StoreDamagedError as exc:  # reported by /readyz and every endpoint, as 503 store_damaged
             self.warm_error, self.warm_error_type = str(exc), "store_damaged"
             logger.error("%s", exc)
@@ -144,12 +157,13 @@ class Runtime:
         return self.ready.is_set()
 
     async def close(self) -> None:
-        """Stop warm-up and the pool (running calls finish in their threads)."""
+        """Stop warm-up and the lanes (running calls finish in their threads)."""
         if self._warm_task is not None and not self._warm_task.done():
             self._warm_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._warm_task
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        for lane in self.lanes.values():
+            lane.close()
 
     def require_gate(self, *, warm: bool = True) -> Gate:
         """Return the gate, or raise a 503 when there is none or its models are not warm."""
@@ -169,35 +183,86 @@ class Runtime:
             raise ApiError(503, "no_store", message)
         return store
 
-    async def call(self, fn: Callable[[], T], *, write: bool = False) -> T:
-        """Run ``fn`` in the pool, at most ``workers`` at once, within the request timeout.
+    async def call(
+        self, fn: Callable[[], T], *, lane: str = "model", write: bool = False, request: Request | None = None
+    ) -> T:
+        """Run ``fn`` in ``lane``'s pool under the request's deadline; see :mod:`~ragtrust.server.admission`.
 
-        A call that times out keeps its worker until it finishes (threads cannot be
-        killed), so the pool never runs more than ``workers`` calls at once.
+        Refused at once (503 ``overloaded`` with ``Retry-After``) when the lane's queue is
+        full; 503 ``timeout`` when the budget runs out waiting or working. Past the budget,
+        or when ``request``'s client disconnects, the work is cancelled: the pipeline stops
+        at its next stage, and the worker stays counted until it has.
         """
+        ln = self.lanes[lane]
+        if ln.full():
+            self.metrics.shed.inc(lane=ln.name)
+            wait = ln.retry_after_s()
+            raise ApiError(
+                503,
+                "overloaded",
+                f"the server is at capacity ({ln.workers} running, {ln.waiting} waiting in the {ln.name} queue); "
+                f"retry in {wait} s",
+                {"Retry-After": str(wait)},
+            )
+        budget = Deadline.after(self.request_timeout_s)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.request_timeout_s
+        ln.waiting += 1
         try:
-            await asyncio.wait_for(self.slots.acquire(), self.request_timeout_s)
+            await asyncio.wait_for(ln.slots.acquire(), budget.remaining())
         except TimeoutError:
             raise self._timeout("waiting for a free worker") from None
+        finally:
+            ln.waiting -= 1
+        if request is not None and await request.is_disconnected():
+            ln.slots.release()
+            raise self._client_gone()
 
-        def locked() -> T:
-            with self.lock.write() if write else self.lock.read():
+        def run() -> T:
+            with deadline.bound(budget), self.lock.write() if write else self.lock.read():
                 return fn()
 
+        started = loop.time()
         try:
-            future = loop.run_in_executor(self.pool, locked)
+            future = loop.run_in_executor(ln.pool, run)
         except BaseException:
-            self.slots.release()
+            ln.slots.release()
             raise
-        future.add_done_callback(lambda _: self.slots.release())
+
+        def finished(done: asyncio.Future[T]) -> None:
+            ln.slots.release()
+            ln.observe(loop.time() - started)
+            if not done.cancelled():
+                done.exception()  # retrieved here, so an abandoned call never logs "never retrieved"
+
+        future.add_done_callback(finished)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), max(0.0, deadline - loop.time()))
+            return await self._outcome(future, budget, request)
+        except asyncio.CancelledError:
+            budget.cancel("the request was cancelled")
+            raise
         except TimeoutError:
+            budget.cancel("past the request's budget")
+            raise self._timeout("processing") from None
+        except DeadlineExceeded:
             raise self._timeout("processing") from None
         except Exception as exc:
             raise map_exception(exc) from None
+
+    async def _outcome(self, future: asyncio.Future[T], budget: Deadline, request: Request | None) -> T:
+        """Wait for ``future`` until the deadline, checking whether the client is still there."""
+        while True:
+            done, _ = await asyncio.wait({future}, timeout=min(DISCONNECT_POLL_S, budget.remaining()))
+            if done:
+                return future.result()
+            if budget.remaining() <= 0:
+                raise TimeoutError
+            if request is not None and await request.is_disconnected():
+                budget.cancel("the client disconnected")
+                self.metrics.cancelled.inc()
+                raise self._client_gone()
+
+    def _client_gone(self) -> ApiError:
+        return ApiError(499, "client_closed_request", "the client closed the connection; the work was stopped")
 
     def _timeout(self, phase: str) -> ApiError:
         self.metrics.timeouts.inc()
@@ -209,9 +274,11 @@ class Runtime:
             {"Retry-After": "5"},
         )
 
-    async def verdict_of(self, fn: Callable[[], Verdict]) -> S.VerdictOut:
+    async def verdict_of(
+        self, fn: Callable[[], Verdict], *, lane: str = "model", request: Request | None = None
+    ) -> S.VerdictOut:
         """Run a gate call with :meth:`call`; its verdict as the response (metrics recorded)."""
-        return self.verdict_out(await self.call(fn))
+        return self.verdict_out(await self.call(fn, lane=lane, request=request))
 
     def verdict_out(self, verdict: Verdict) -> S.VerdictOut:
         """Response model of a verdict; records the verdict metrics."""

@@ -1,0 +1,82 @@
+"""Admission control: a bounded queue in front of each thread pool, and the deadline of a call.
+
+The pipeline is CPU-bound, so accepting more requests than the workers can finish only makes
+every request late. Each :class:`Lane` runs at most ``workers`` calls at once and lets at
+most ``max_queue`` more wait; a request that finds the queue full is answered ``503`` with a
+``Retry-After`` at once (an estimate from the lane's recent service time), instead of
+waiting out a timeout. A call that is admitted runs under a
+:class:`~ragtrust.deadline.Deadline`: when the budget runs out or the client disconnects, the
+deadline is cancelled and the pipeline stops at its next stage, so abandoned work frees its
+worker early.
+
+The server has three lanes: ``ask`` (the full pipeline, which may wait on an LLM backend),
+``model`` (screen / verify / align / ingest: model work without an LLM) and ``light``
+(reading a stored document), so a hung LLM endpoint can fill the ``ask`` lane without
+delaying ``/v1/screen``, and a long queue of asks never delays the span viewer.
+
+Example:
+    >>> lane = Lane("model", workers=2, max_queue=4)
+    >>> lane.full(), lane.retry_after_s()
+    (False, 1)
+    >>> lane.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import math
+import threading
+from dataclasses import dataclass, field
+
+#: lanes of the server and what runs in each
+LANES = ("ask", "model", "light")
+
+
+@dataclass
+class Lane:
+    """A thread pool with a bounded wait queue (create it inside the running event loop).
+
+    Attributes:
+        name: the lane's name (metrics, messages).
+        workers: calls running at once (the pool's threads).
+        max_queue: calls allowed to wait for a worker; one more is refused at once.
+        service_s: moving average of a call's duration (for ``Retry-After``).
+    """
+
+    name: str
+    workers: int
+    max_queue: int
+    service_s: float = 1.0
+    waiting: int = field(default=0, init=False)
+    pool: concurrent.futures.ThreadPoolExecutor = field(init=False, repr=False)
+    slots: asyncio.Semaphore = field(init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        """Create the pool and the slots."""
+        if self.workers < 1 or self.max_queue < 0:
+            raise ValueError(f"lane {self.name}: workers must be >= 1 and max_queue >= 0")
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix=self.name)
+        self.slots = asyncio.Semaphore(self.workers)
+
+    def full(self) -> bool:
+        """Every worker busy and the queue at its bound: the next call is refused."""
+        return self.slots.locked() and self.waiting >= self.max_queue
+
+    def retry_after_s(self) -> int:
+        """Whole seconds until a worker is likely free for a new call (at least 1)."""
+        backlog = (self.waiting + self.workers) / self.workers
+        return max(1, math.ceil(self.service_s * backlog))
+
+    def observe(self, seconds: float) -> None:
+        """Fold one call's duration into :attr:`service_s` (exponential moving average)."""
+        with self._lock:
+            self.service_s = 0.8 * self.service_s + 0.2 * max(0.0, seconds)
+
+    def close(self) -> None:
+        """Stop the pool; running calls finish in their threads, queued ones are dropped."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+__all__ = ["LANES", "Lane"]
