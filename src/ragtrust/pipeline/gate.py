@@ -28,6 +28,7 @@ from ragtrust.pipeline.decision import Outcome, decide, empty_verdict
 from ragtrust.pipeline.gating import Gated, gate_documents
 from ragtrust.pipeline.parts import Aligns, Extracts, GateStore, Grounds, JudgesRelevance, Screens, Verifies
 from ragtrust.pipeline.stopwatch import Stopwatch
+from ragtrust.pipeline.telemetry import traced
 from ragtrust.retrieval.base import Retriever
 
 if TYPE_CHECKING:
@@ -218,6 +219,7 @@ class TrustGate:
             report = dataclasses.replace(report, errors=(*report.errors, *errors))
         return report
 
+    @traced("ask")
     def ask(self, question: str) -> Verdict:
         """Answer ``question`` from the store with a full trust verdict."""
         query = Query(question)
@@ -227,12 +229,14 @@ class TrustGate:
             docs, warnings = self.retrieve(query.text)
         return self._answer(query.text, docs, watch, list(warnings))
 
+    @traced("answer_from")
     def answer_from(self, question: str, docs: Sequence[RetrievedDoc]) -> Verdict:
         """The full pipeline on already-retrieved documents (no retrieval step)."""
         query = Query(question)
         self.warm_up()
         return self._answer(query.text, list(docs), Stopwatch(), [])
 
+    @traced("screen")
     def screen(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
         """Stage 1 alone: a pre-generation verdict on ``docs`` (F = 0.5, nothing to verify)."""
         docs = self._check_docs(docs)
@@ -250,6 +254,7 @@ class TrustGate:
             out.refusal = "every document would be withheld (suspicious or quarantined): no answer could be given"
         return self._verdict(out, watch)
 
+    @traced("verify")
     def verify(self, answer: str, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
         """Stage 2 on a given answer: NLI factuality vs ``docs``, fused with Stage 1's C and P.
 
