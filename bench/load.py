@@ -1,5 +1,17 @@
 """Load test of the ragtrust HTTP service: N concurrent clients for T seconds, loopback only.
 
+Phases: warm-up (one client, ``--baseline`` seconds: the single-client throughput), then
+``--clients`` clients for ``--duration`` seconds. Clients behave as well-written clients do: a
+``503`` with ``Retry-After`` (the server's admission control shedding load) is counted as
+*shed*, not as an error, and the client waits as told before its next request. Reported:
+accepted throughput and latency, shed count and how fast sheds were answered, every other
+response as an error, and the server's RSS after warm-up, at the end and at its peak.
+
+``--endpoint screen`` loads ``/v1/screen`` with the knowledge base's documents instead of
+``/v1/ask``; ``--hung-llm`` points the server's generator at a local port that accepts
+connections and never answers, and ``--ask-clients N`` adds N clients asking through it
+beside the measured ones (issue 19: a hung LLM must leave ``/v1/screen`` p95 unchanged).
+
 Either starts ``ragtrust serve`` itself on a store (and measures the server's peak RSS from
 /proc), or drives a server already running on 127.0.0.1 (pass ``--server-pid`` for RSS).
 
@@ -56,8 +68,14 @@ class Result:
     throughput_rps: float = 0.0
     latency_ms: dict[str, float] = field(default_factory=dict)
     levels: dict[str, int] = field(default_factory=dict)
+    shed: int = 0
+    shed_latency_ms: dict[str, float] = field(default_factory=dict)
+    single_client_rps: float | None = None
     server_peak_rss_mib: float | None = None
     server_rss_samples_max_mib: float | None = None
+    server_rss_after_warmup_mib: float | None = None
+    server_rss_end_mib: float | None = None
+    side_load: dict[str, int] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
 
 
@@ -122,20 +140,35 @@ from ragtrust.pipeline import TrustGate
 from ragtrust.server.app import create_app
 from ragtrust.testing import LexicalNLI
 store_path, port, workers, timeout_s = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-settings = load_settings(env={})
+max_queue = int(sys.argv[5]) if sys.argv[5] != "default" else None
+settings = load_settings()
 embedder = default_embedder(settings)
 store = Store.open(store_path, embedder, create=False, settings=settings)
 gate = TrustGate.from_settings(settings, store=store, nli=LexicalNLI(), embedder=embedder)
-app = create_app(settings, gate=gate, workers=workers, request_timeout_s=timeout_s)
+app = create_app(settings, gate=gate, workers=workers, request_timeout_s=timeout_s, max_queue=max_queue)
 uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 """
 
 
-def start_server(store: Path, port: int, workers: int, timeout_s: float, nli: str) -> subprocess.Popen[bytes]:
-    """Serve ``store`` on 127.0.0.1 in a child process (``ragtrust serve``, or LexicalNLI)."""
+def start_server(
+    store: Path,
+    port: int,
+    workers: int,
+    timeout_s: float,
+    nli: str,
+    max_queue: int | None = None,
+    llm_url: str | None = None,
+) -> subprocess.Popen[bytes]:
+    """Serve ``store`` on 127.0.0.1 in a child process (``ragtrust serve``, or LexicalNLI).
+
+    ``llm_url``: answer with the ``openai`` generator at this base URL (the hung-LLM scenario).
+    """
     env = {k: v for k, v in os.environ.items() if k != "RAGTRUST_API_KEYS"}
+    if llm_url is not None:
+        env.update(RAGTRUST_GENERATOR__TYPE="openai", RAGTRUST_GENERATOR__BASE_URL=llm_url)
     if nli == "lexical":
-        argv = [str(store), str(port), str(workers), str(timeout_s)]
+        queue = "default" if max_queue is None else str(max_queue)
+        argv = [str(store), str(port), str(workers), str(timeout_s), queue]
         return subprocess.Popen([sys.executable, "-c", _LEXICAL_SERVER, *argv], env=env)
     cmd = [
         sys.executable,
@@ -155,6 +188,8 @@ def start_server(store: Path, port: int, workers: int, timeout_s: float, nli: st
         "--log-level",
         "warning",
     ]
+    if max_queue is not None:
+        cmd += ["--max-queue", str(max_queue)]
     return subprocess.Popen(cmd, env=env)
 
 
@@ -177,28 +212,63 @@ async def wait_ready(url: str, deadline_s: float, proc: subprocess.Popen[bytes] 
     raise SystemExit(f"the server at {url} was not ready within {deadline_s:.0f} s")
 
 
+Request = tuple[str, dict[str, Any]]
+
+
+def build_requests(endpoint: str) -> list[Request]:
+    """The request bodies the clients cycle through: KB questions, or 5 KB documents to screen."""
+    questions = load_questions()
+    if endpoint == "ask":
+        return [("/v1/ask", {"question": q}) for q in questions]
+    from ragtrust.data.kb import load_knowledge_base
+
+    docs = [{"id": d.id, "text": d.text, "url": d.url} for d in load_knowledge_base()]
+    return [
+        ("/v1/screen", {"documents": [docs[(i + j) % len(docs)] for j in range(5)], "query": q})
+        for i, q in enumerate(questions)
+    ]
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return float(response.headers["retry-after"])
+    except (KeyError, ValueError):
+        return None
+
+
 async def run_load(
-    url: str, clients: int, duration_s: float, questions: list[str], api_key: str | None, pid: int | None
+    url: str,
+    clients: int,
+    duration_s: float,
+    requests: list[Request],
+    api_key: str | None,
+    pid: int | None,
+    *,
+    side: list[Request] | None = None,
+    side_clients: int = 0,
 ) -> Result:
-    """Run the clients and collect the numbers."""
+    """Run the clients (and any side clients, not measured) and collect the numbers."""
     latencies: list[float] = []
+    shed_latencies: list[float] = []
     errors: Counter[str] = Counter()
+    side_statuses: Counter[str] = Counter()
     levels: Counter[str] = Counter()
     rss_max = 0
     stop = time.monotonic() + duration_s
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    total_clients = clients + side_clients
+    limits = httpx.Limits(max_connections=total_clients, max_keepalive_connections=total_clients)
 
     async with httpx.AsyncClient(base_url=url, timeout=120, headers=headers, limits=limits) as client:
 
         async def worker(index: int) -> None:
             i = index
             while time.monotonic() < stop:
-                question = questions[i % len(questions)]
+                path, body = requests[i % len(requests)]
                 i += clients
                 started = time.perf_counter()
                 try:
-                    response = await client.post("/v1/ask", json={"question": question})
+                    response = await client.post(path, json=body)
                 except httpx.HTTPError as exc:
                     errors[type(exc).__name__] += 1
                     continue
@@ -206,12 +276,29 @@ async def run_load(
                 if response.status_code == 200:
                     latencies.append(elapsed)
                     levels[response.json().get("trust_level", "?")] += 1
-                else:
-                    try:
-                        kind = response.json()["error"]["type"]
-                    except (ValueError, KeyError, TypeError):
-                        kind = "unknown"
-                    errors[f"{response.status_code} {kind}"] += 1
+                    continue
+                wait = _retry_after(response)
+                if response.status_code == 503 and wait is not None and _kind(response) == "overloaded":
+                    shed_latencies.append(elapsed)  # admission control: wait as told, then retry
+                    await asyncio.sleep(max(0.0, min(wait, stop - time.monotonic())))
+                    continue
+                errors[f"{response.status_code} {_kind(response)}"] += 1
+
+        async def side_worker(index: int) -> None:
+            assert side is not None
+            i = index
+            while time.monotonic() < stop:
+                path, body = side[i % len(side)]
+                i += side_clients
+                try:
+                    response = await client.post(path, json=body)
+                except httpx.HTTPError as exc:
+                    side_statuses[type(exc).__name__] += 1
+                    continue
+                side_statuses[f"{response.status_code} {_kind(response)}"] += 1
+                wait = _retry_after(response)
+                if wait is not None:
+                    await asyncio.sleep(max(0.0, min(wait, stop - time.monotonic())))
 
         async def sampler() -> None:
             nonlocal rss_max
@@ -220,28 +307,84 @@ async def run_load(
                 await asyncio.sleep(0.5)
 
         started = time.monotonic()
+        sides = [asyncio.create_task(side_worker(i)) for i in range(side_clients)] if side else []
         await asyncio.gather(sampler(), *(worker(i) for i in range(clients)))
         wall = time.monotonic() - started
+        for task in sides:  # side requests still hanging are abandoned, not waited for
+            task.cancel()
+        await asyncio.gather(*sides, return_exceptions=True)
 
-    total = len(latencies) + sum(errors.values())
+    total = len(latencies) + len(shed_latencies) + sum(errors.values())
     result = Result(url=url, clients=clients, duration_s=round(wall, 2), requests=total, ok=len(latencies))
     result.errors = dict(errors)
     result.levels = dict(levels)
+    result.shed = len(shed_latencies)
+    result.side_load = dict(side_statuses)
     result.throughput_rps = round(len(latencies) / wall, 3) if wall > 0 else 0.0
-    if latencies:
-        ms = [x * 1000 for x in latencies]
-        result.latency_ms = {
-            "p50": round(percentile(ms, 50), 1),
-            "p95": round(percentile(ms, 95), 1),
-            "p99": round(percentile(ms, 99), 1),
-            "max": round(max(ms), 1),
-            "mean": round(sum(ms) / len(ms), 1),
-        }
+    result.latency_ms = _summary(latencies)
+    result.shed_latency_ms = _summary(shed_latencies)
     if pid is not None:
         hwm = _rss_kib(pid, "VmHWM")
         result.server_peak_rss_mib = round(hwm / 1024, 1) if hwm else None
         result.server_rss_samples_max_mib = round(rss_max / 1024, 1) if rss_max else None
+        now = _rss_kib(pid, "VmRSS")
+        result.server_rss_end_mib = round(now / 1024, 1) if now else None
     return result
+
+
+def _kind(response: httpx.Response) -> str:
+    try:
+        return str(response.json()["error"]["type"])
+    except (ValueError, KeyError, TypeError):
+        return "unknown"
+
+
+def _summary(seconds: list[float]) -> dict[str, float]:
+    if not seconds:
+        return {}
+    ms = [x * 1000 for x in seconds]
+    return {
+        "p50": round(percentile(ms, 50), 1),
+        "p95": round(percentile(ms, 95), 1),
+        "p99": round(percentile(ms, 99), 1),
+        "max": round(max(ms), 1),
+        "mean": round(sum(ms) / len(ms), 1),
+    }
+
+
+class HungServer:
+    """A port on 127.0.0.1 that accepts connections and never answers (a hung LLM endpoint)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.held: list[socket.socket] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(2)
+        for conn in self.held:
+            conn.close()
+        self.sock.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -262,6 +405,11 @@ def main(argv: list[str] | None = None) -> int:
         default="builtin",
         help="NLI of a server started here: the shipped model, or ragtrust.testing.LexicalNLI (server-path only)",
     )
+    parser.add_argument("--max-queue", type=int, help="server queue bound per lane (when started here)")
+    parser.add_argument("--endpoint", choices=("ask", "screen"), default="ask", help="what the clients call")
+    parser.add_argument("--baseline", type=float, default=20.0, help="seconds of single-client warm-up first")
+    parser.add_argument("--hung-llm", action="store_true", help="answer through an LLM endpoint that never answers")
+    parser.add_argument("--ask-clients", type=int, default=0, help="side clients asking (with --hung-llm)")
     parser.add_argument("--json", type=Path, help="also write the result as JSON here")
     args = parser.parse_args(argv)
 
@@ -269,8 +417,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--clients must be in 1..{MAX_CLIENTS}")
     if not 0 < args.duration <= MAX_DURATION_S:
         parser.error(f"--duration must be in (0, {MAX_DURATION_S:g}] seconds")
+    if args.hung_llm and args.url:
+        parser.error("--hung-llm needs a server started here (--store or --build-kb)")
 
     proc = None
+    hung = HungServer() if args.hung_llm else None
     pid = args.server_pid
     if args.url:
         url = args.url.rstrip("/")
@@ -283,12 +434,20 @@ def main(argv: list[str] | None = None) -> int:
             build_kb_store(store)
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
-        proc = start_server(store, port, args.workers, args.timeout, args.nli)
+        llm_url = hung.url if hung is not None else None
+        proc = start_server(store, port, args.workers, args.timeout, args.nli, args.max_queue, llm_url)
         pid = proc.pid
+    requests = build_requests(args.endpoint)
+    side = build_requests("ask") if args.ask_clients else None
+    key = os.environ.get("RAGTRUST_API_KEY")
     try:
         asyncio.run(wait_ready(url, 180, proc))
+        single = None
+        if args.baseline > 0:
+            single = asyncio.run(run_load(url, 1, args.baseline, requests, key, pid))
+        rss_warm = _rss_kib(pid, "VmRSS") if pid is not None else None
         result = asyncio.run(
-            run_load(url, args.clients, args.duration, load_questions(), os.environ.get("RAGTRUST_API_KEY"), pid)
+            run_load(url, args.clients, args.duration, requests, key, pid, side=side, side_clients=args.ask_clients)
         )
     finally:
         if proc is not None:
@@ -297,12 +456,23 @@ def main(argv: list[str] | None = None) -> int:
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        if hung is not None:
+            hung.close()
+    if single is not None:
+        result.single_client_rps = single.throughput_rps
+    result.server_rss_after_warmup_mib = round(rss_warm / 1024, 1) if rss_warm else None
     result.environment = {
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
+        "endpoint": args.endpoint,
         "server_workers": args.workers if proc is not None else None,
+        "server_max_queue": args.max_queue if proc is not None else None,
         "nli": args.nli if proc is not None else None,
+        "hung_llm": args.hung_llm,
+        "ask_clients": args.ask_clients,
+        "baseline_s": args.baseline,
+        "load_1min": round(os.getloadavg()[0], 2),
     }
     text = json.dumps(asdict(result), indent=2)
     print(text)
