@@ -14,7 +14,8 @@ The layers (STYLE.md section 1), lowest first; a name is the part after ``ragtru
 3. ``pipeline`` (a query through the stages), ``scan`` (a corpus through Stage 1) and the
    package itself (``ragtrust/__init__.py``, the curated public API);
 4. ``eval``, ``training`` (offline procedures: benchmarks, calibration, model training),
-   ``demo`` and ``server`` (applications over the public API);
+   ``demo``, ``server`` (applications over the public API) and ``integrations`` (the
+   LangChain / LlamaIndex adapters over :class:`~ragtrust.pipeline.TrustGate`);
 5. ``cli`` - the outermost shell: it may import everything, nothing imports it.
 
 Every import counts: at module level, inside functions (the lazy imports that hid the old
@@ -43,7 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("models", "retrieval", "screening", "evidence", "verification", "generation", "ingest", "testing"),
     ("trust",),
     ("pipeline", "scan", "__init__"),
-    ("eval", "training", "demo", "server"),
+    ("eval", "training", "demo", "server", "integrations"),
     ("cli",),
 )
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
