@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +32,7 @@ import numpy.typing as npt
 from ragtrust import registry
 from ragtrust.errors import ConfigError, MissingDependencyError, ModelError
 from ragtrust.models.base import ReloadsAfterPickle
+from ragtrust.models.cache import ByteLRU, MiB
 from ragtrust.registry import register
 
 ASSETS = Path(__file__).parent / "assets"
@@ -247,6 +246,8 @@ class OnnxEmbedder(ReloadsAfterPickle):
             ``max_length`` tokens overlapping by ``window_stride``; its embedding pools the
             tokens of every window, so the end of a chunk is searchable too. 1 = truncate.
         window_stride: tokens shared by consecutive windows.
+        cache_size / cache_bytes: embeddings kept by text hash, bounded by entries and by
+            bytes (:class:`~ragtrust.models.cache.ByteLRU`); 0 disables the cache.
     """
 
     model_path: str | None = None
@@ -257,17 +258,16 @@ class OnnxEmbedder(ReloadsAfterPickle):
     max_windows: int = 4
     window_stride: int = 32
     cache_size: int = 20_000
+    cache_bytes: int = 32 * MiB
     model_id: str = ""
     dim: int = 384
     _session: Any = field(default=None, init=False, repr=False)
     _tokenizer: Any = field(default=None, init=False, repr=False)
-    _cache: OrderedDict[str, npt.NDArray[np.float32]] = field(default_factory=OrderedDict, init=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _cache: ByteLRU[npt.NDArray[np.float32]] = field(default_factory=lambda: ByteLRU(0, 0), init=False, repr=False)
     _transient: ClassVar[dict[str, Callable[[], Any]]] = {
         "_session": lambda: None,
         "_tokenizer": lambda: None,
-        "_cache": OrderedDict,
-        "_lock": threading.Lock,
+        "_cache": lambda: ByteLRU(0, 0),
     }
 
     def __post_init__(self) -> None:
@@ -325,23 +325,16 @@ class OnnxEmbedder(ReloadsAfterPickle):
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).hexdigest() for t in texts]
         missing: dict[str, str] = {}
-        with self._lock:
-            for i, key in enumerate(keys):
-                hit = self._cache.get(key)
-                if hit is None:
-                    missing.setdefault(key, texts[i])
-                else:
-                    out[i] = hit
+        for i, (key, hit) in enumerate(zip(keys, self._cache.get_many(keys), strict=True)):
+            if hit is None:
+                missing.setdefault(key, texts[i])
+            else:
+                out[i] = hit
         if missing:
             fresh = self._embed_uncached(list(missing.values()))
             computed = dict(zip(missing, fresh, strict=True))
-            with self._lock:
-                for key, vec in computed.items():
-                    if self.cache_size > 0:
-                        self._cache[key] = vec
-                        self._cache.move_to_end(key)
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
+            self._cache.limit(self.cache_size, self.cache_bytes)
+            self._cache.put_many(computed.items())
             for i, key in enumerate(keys):
                 if key in computed:
                     out[i] = computed[key]

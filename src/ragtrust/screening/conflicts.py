@@ -63,8 +63,6 @@ Example:
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -75,6 +73,7 @@ import numpy.typing as npt
 from ragtrust.documents import ClaimRef, Conflict, Document, RetrievedDoc, SignalResult
 from ragtrust.errors import ModelError
 from ragtrust.models.base import CONTRADICTION, ENTAILMENT, Embedder, NLIModel
+from ragtrust.models.cache import ByteLRU, MiB
 from ragtrust.registry import register, warm_up
 from ragtrust.screening.attribution import (
     RETRIEVED,
@@ -136,7 +135,7 @@ class ClaimConflictSignal(Signal):
         agree_cosine / agree_entailment: a pair *agrees* (testifies for a side) when no check
             fires, its cosine reaches ``agree_cosine`` and NLI entailment reaches
             ``agree_entailment`` in one direction (or the two sentences are the same).
-        cache_size: claim embeddings kept (entries).
+        cache_size / cache_bytes: claim embeddings kept, bounded by entries and by bytes.
     """
 
     nli: NLIModel
@@ -156,12 +155,12 @@ class ClaimConflictSignal(Signal):
     agree_cosine: float = 0.8
     agree_entailment: float = 0.6
     cache_size: int = 50_000
+    cache_bytes: int = 32 * MiB
 
     name: ClassVar[str] = CLAIM_CONFLICT
     document_level: ClassVar[bool] = False
     uses_witnesses: ClassVar[bool] = True
-    _cache: OrderedDict[str, npt.NDArray[np.float32]] = field(default_factory=OrderedDict, init=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _cache: ByteLRU[npt.NDArray[np.float32]] = field(default_factory=lambda: ByteLRU(0, 0), init=False, repr=False)
 
     def warm_up(self) -> None:
         """Warm the NLI model and the embedder."""
@@ -206,27 +205,25 @@ class ClaimConflictSignal(Signal):
         return Document(id=f"{record.doc_id}@vetted", text=text, url=doc.url, source="provenance ledger")
 
     def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        self._cache.limit(self.cache_size, self.cache_bytes)
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if missing:
             vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[0] != len(missing):
                 raise ModelError(f"embedder returned shape {vectors.shape}, expected ({len(missing)}, dim)")
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-            with self._lock:
-                for text, vec in zip(missing, vectors, strict=True):
-                    self._cache[text] = vec
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
-        with self._lock:
-            rows = []
-            for t in texts:
-                vec = self._cache.get(t)
-                if vec is None:  # evicted by a concurrent batch: embed again
-                    vec = np.asarray(self.embedder.embed([t]), dtype=np.float32)[0]
-                    vec = vec / max(float(np.linalg.norm(vec)), 1e-12)
-                rows.append(vec)
+            fresh = dict(zip(missing, vectors, strict=True))
+            self._cache.put_many(fresh.items())
+        else:
+            fresh = {}
+        rows = []
+        for t, cached in zip(texts, self._cache.get_many(texts), strict=True):
+            vec = fresh.get(t) if cached is None else cached
+            if vec is None:  # evicted by a concurrent batch: embed again
+                vec = np.asarray(self.embedder.embed([t]), dtype=np.float32)[0]
+                vec = vec / max(float(np.linalg.norm(vec)), 1e-12)
+            rows.append(vec)
         return np.vstack(rows) if rows else np.zeros((0, 1), np.float32)
 
     # ------------------------------------------------------------------ scoring

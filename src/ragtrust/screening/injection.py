@@ -35,15 +35,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
 import unicodedata
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ragtrust.documents import RetrievedDoc, SignalResult, Span
 from ragtrust.errors import InputError
+from ragtrust.models.cache import ByteLRU, MiB
 from ragtrust.models.injection import InjectionModel, load_injection_model
 from ragtrust.models.windows import sentence_windows
 from ragtrust.registry import register, warm_up
@@ -99,7 +98,8 @@ class InjectionSignal(Signal):
         window_overlap: consecutive windows share their boundary sentence (about twice the
             windows of a long document; see ``docs/benchmarks.md`` for the cost).
         max_windows: documents with more windows are refused (split them into chunks).
-        cache_size: window results kept (LRU by content hash).
+        cache_size / cache_bytes: window results kept by content hash, bounded by entries
+            and by bytes (:class:`~ragtrust.models.cache.ByteLRU`).
     """
 
     model: InjectionModel | None = None
@@ -109,8 +109,8 @@ class InjectionSignal(Signal):
     window_overlap: bool = True
     max_windows: int = 2000
     cache_size: int = 50_000
-    _cache: OrderedDict[str, float] = field(default_factory=OrderedDict, init=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    cache_bytes: int = 8 * MiB
+    _cache: ByteLRU[float] = field(default_factory=lambda: ByteLRU(0, 0), init=False, repr=False)
 
     name: ClassVar[str] = "injection"
 
@@ -120,18 +120,6 @@ class InjectionSignal(Signal):
             raise InputError(f"injection threshold must be in (0, 1), got {self.threshold}")
         if self.max_words < 8:
             raise InputError(f"injection max_words must be >= 8, got {self.max_words}")
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickle without the lock and cache (Ray / multiprocessing)."""
-        state = dict(self.__dict__)
-        state.pop("_lock", None)
-        state["_cache"] = OrderedDict()
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """Restore with a fresh lock."""
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     def _model(self) -> InjectionModel:
         if self.model is None:
@@ -164,25 +152,15 @@ class InjectionSignal(Signal):
         model = self._model()
         prefix = str(getattr(model, "fingerprint", "") or model.model_id)
         keys = [hashlib.sha256(f"{prefix}\x00{t}".encode("utf-8", "surrogatepass")).hexdigest() for t in texts]
-        out: list[float | None] = []
-        with self._lock:
-            for key in keys:
-                value = self._cache.get(key)
-                if value is not None:
-                    self._cache.move_to_end(key)
-                out.append(value)
+        out: list[float | None] = self._cache.get_many(keys)
         missing = sorted({i for i, v in enumerate(out) if v is None}, key=lambda i: keys[i])
         unique: dict[str, int] = {}
         for i in missing:
             unique.setdefault(keys[i], i)
         if unique:
             probs = model.predict([texts[i] for i in unique.values()])
-            with self._lock:
-                for key, p in zip(unique, probs, strict=True):
-                    self._cache[key] = float(p)
-                    self._cache.move_to_end(key)
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
+            self._cache.limit(self.cache_size, self.cache_bytes)
+            self._cache.put_many((key, float(p)) for key, p in zip(unique, probs, strict=True))
             found = dict(zip(unique, (float(p) for p in probs), strict=True))
             out = [found[keys[i]] if v is None else v for i, v in enumerate(out)]
         return [float(v) for v in out if v is not None]
