@@ -138,6 +138,9 @@ class Ledger:
     def get(self, parent_id: str) -> Record | None:
         return self.records.get(parent_id)
 
+    def get_many(self, parent_ids: Sequence[str]) -> dict[str, Record]:
+        return {i: self.records[i] for i in parent_ids if i in self.records}
+
 
 @dataclass
 class IngestReport:
@@ -155,7 +158,7 @@ class MemoryStore:
     docs: dict[str, Document] = field(default_factory=dict)
     ledger: Ledger = field(default_factory=Ledger)
 
-    def add(self, documents: Sequence[Document], tier: str | None = None) -> IngestReport:
+    def add(self, documents: Sequence[Document], tier: str | None = None, actor: str = "unknown") -> IngestReport:
         for doc in documents:  # validate everything first: all or nothing
             if doc.id in self.docs:
                 raise InputError(f"document {doc.id!r} is already in the store")

@@ -104,11 +104,12 @@ async def test_verify_and_align(gate: InstrumentedGate, make_client: Any) -> Non
 
 async def test_ingest_then_get_document_with_provenance(gate: InstrumentedGate, make_client: Any) -> None:
     new = {"id": "csrf", "text": "Use anti-CSRF tokens on state-changing requests.", "url": "https://kb.example/csrf"}
-    async with make_client(create_app(gate=gate)) as client:
-        r = await client.post("/v1/documents", json={"documents": [new], "tier": "vetted"})
+    async with make_client(create_app(gate=gate, api_keys=["editor=k:read+write+vet"])) as client:
+        auth = {"X-API-Key": "k"}  # vetting at ingest needs the 'vet' scope
+        r = await client.post("/v1/documents", json={"documents": [new], "tier": "vetted"}, headers=auth)
         assert r.status_code == 200, r.text
         assert r.json()["ids"] == ["csrf"]
-        got = await client.get("/v1/documents/csrf")
+        got = await client.get("/v1/documents/csrf", headers=auth)
     assert got.status_code == 200
     body = got.json()
     assert body["text"] == new["text"] and body["url"] == new["url"]
@@ -439,7 +440,8 @@ async def test_request_timeout_returns_503_and_frees_the_worker(make_client: Any
 
 async def test_concurrent_requests_are_bounded_by_the_pool(make_client: Any) -> None:
     gate = InstrumentedGate(store=memory_store())
-    async with make_client(create_app(gate=gate, workers=3)) as client:
+    # a queue long enough for all of them: every request waits its turn (a full queue is test_admission's)
+    async with make_client(create_app(gate=gate, workers=3, max_queue=24)) as client:
         questions = [f"question {i} about SQL injection" for i in range(24)]
         responses = await asyncio.gather(*(client.post("/v1/ask", json={"question": q}) for q in questions))
     assert [r.status_code for r in responses] == [200] * 24
@@ -499,7 +501,7 @@ async def test_real_trust_gate_end_to_end(tmp_path: Path, make_client: Any) -> N
             assert doc["text"][span["start"] : span["end"]] == span["text"]
         screen = await client.post("/v1/screen", json={"documents": DOCS})
         new = {"id": "csrf", "text": "Protect state-changing requests with anti-CSRF tokens.", "url": "https://x/csrf"}
-        ingest = await client.post("/v1/documents", json={"documents": [new], "tier": "vetted"})
+        ingest = await client.post("/v1/documents", json={"documents": [new], "tier": "unvetted"})
         assert ingest.status_code == 200, ingest.text
         assert ingest.json()["ids"] == ["csrf"]
         stored = await client.get("/v1/documents/csrf")

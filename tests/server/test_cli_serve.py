@@ -66,7 +66,7 @@ def test_serve_refuses_remote_bind_without_keys(
     monkeypatch.setenv("RAGTRUST_API_KEYS", "alpha, beta,")
     keyed = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--host", "0.0.0.0"])
     assert keyed.exit_code == 0, keyed.output
-    assert calls[-2]["create_app"]["api_keys"] == ["alpha", "beta"]
+    assert [k.secret for k in calls[-2]["create_app"]["api_keys"]] == ["alpha", "beta"]
 
 
 def test_serve_needs_an_existing_store(cli: typer.Typer, calls: list[dict[str, Any]], tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_serve_reads_config_file(cli: typer.Typer, calls: list[dict[str, Any]], 
 
 
 def test_api_keys_from_env() -> None:
-    assert serve_cli.api_keys_from_env({"RAGTRUST_API_KEYS": " a ,b,, "}) == ["a", "b"]
+    assert [k.secret for k in serve_cli.api_keys_from_env({"RAGTRUST_API_KEYS": " a ,b,, "})] == ["a", "b"]
     assert serve_cli.api_keys_from_env({}) == []
 
 
@@ -118,3 +118,56 @@ def test_a_uvicorn_startup_failure_exits_2_not_3(
     result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--port", "0"])
     assert result.exit_code == 2, result.output
     assert "could not start on 127.0.0.1:0" in result.output
+
+
+def test_serve_on_loopback_answers_only_loopback_hosts_unless_told(
+    cli: typer.Typer, calls: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    default = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--port", "0"])
+    assert default.exit_code == 0, default.output
+    assert calls[-2]["create_app"]["allowed_hosts"] == ["127.0.0.1", "localhost", "[::1]"]
+    named = [
+        "serve",
+        "--store",
+        str(tmp_path),
+        "--port",
+        "0",
+        "--allowed-host",
+        "kb.lan",
+        "--allowed-host",
+        "localhost",
+    ]
+    assert CliRunner().invoke(cli, named).exit_code == 0
+    assert calls[-2]["create_app"]["allowed_hosts"] == ["kb.lan", "localhost"]
+    assert (
+        CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--port", "0", "--allowed-host", "*"]).exit_code
+        == 0
+    )
+    assert calls[-2]["create_app"]["allowed_hosts"] == ["*"]
+    monkeypatch.setenv("RAGTRUST_API_KEYS", "ops=k:read+write+vet")
+    remote = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--host", "0.0.0.0", "--port", "0"])
+    assert remote.exit_code == 0, remote.output
+    assert calls[-2]["create_app"]["allowed_hosts"] is None  # a remote bind names its hosts itself
+    assert [(k.name, sorted(k.scopes)) for k in calls[-2]["create_app"]["api_keys"]] == [
+        ("ops", ["read", "vet", "write"])
+    ]
+
+
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [("k:admin", "unknown scope 'admin'"), ("a,a", "the same key is given twice"), ("ops=", "is empty")],
+)
+def test_serve_with_a_bad_key_list_exits_2_with_one_line(
+    cli: typer.Typer,
+    calls: list[dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    keys: str,
+    message: str,
+) -> None:
+    monkeypatch.setenv("RAGTRUST_API_KEYS", keys)
+    result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--port", "0"])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: RAGTRUST_API_KEYS entry") and message in lines[0]
+    assert calls == []

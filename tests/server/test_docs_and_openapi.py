@@ -59,8 +59,10 @@ async def test_openapi_declares_only_the_errors_each_route_can_return(gate: Inst
     async with make_client(create_app(gate=gate)) as client:
         spec = (await client.get("/openapi.json")).json()
     assert _responses(spec, "/v1/ask", "post") == {"200", "400", "413", "422", "502", "503"}
-    for path in ("/v1/screen", "/v1/verify", "/v1/align", "/v1/documents"):
+    for path in ("/v1/screen", "/v1/verify", "/v1/align"):
         assert _responses(spec, path, "post") == {"200", "400", "413", "422", "503"}, path
+    assert _responses(spec, "/v1/documents", "post") == {"200", "400", "403", "413", "422", "503"}  # tier needs vet
+    assert _responses(spec, "/v1/documents/{doc_id}/tier", "post") == {"200", "400", "403", "404", "413", "422", "503"}
     assert _responses(spec, "/v1/documents/{doc_id}", "get") == {"200", "404", "503"}
     assert _responses(spec, "/healthz", "get") == {"200"}
     assert _responses(spec, "/readyz", "get") == {"200", "503"}

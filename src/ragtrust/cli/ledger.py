@@ -2,6 +2,8 @@
 
 They read and write the store's provenance ledger only: no model is loaded. They are
 registered by :func:`ragtrust.cli.store.register`, beside the other store commands.
+Each tier change is recorded with who made it: ``--by NAME``, else the OS user
+(``getpass.getuser()``, ``unknown`` when there is none); ``ragtrust ledger`` shows it.
 Exit codes (see :mod:`ragtrust.cli.common`): 0 success; 2 unknown ids, a missing store or
 a damaged ledger.
 """
@@ -18,6 +20,26 @@ from ragtrust.cli.common import StoreOption, console, handle_errors, print_json,
 
 _VET_IDS = typer.Argument(..., help="document ids (a chunk id vets its document)")
 _QUARANTINE_IDS = typer.Argument(..., help="document ids (a chunk id quarantines its document)")
+ByOption = typer.Option(
+    None, "--by", help="who makes the change, recorded in the ledger (default: the OS user)", show_default=False
+)
+
+
+def cli_actor(by: str | None) -> str:
+    """Who a CLI change is recorded as: ``--by NAME``, else the OS user, else ``unknown``.
+
+    Example:
+        >>> cli_actor("alice")
+        'alice'
+    """
+    if by is not None:
+        return by  # the ledger refuses an empty or multi-line name with a one-line error
+    import getpass
+
+    try:
+        return getpass.getuser() or "unknown"
+    except (KeyError, OSError):  # no user name in the environment nor the password database
+        return "unknown"
 
 
 @handle_errors
@@ -25,9 +47,10 @@ def vet(
     ids: list[str] = _VET_IDS,
     store: Path | None = StoreOption,
     reason: str = typer.Option("", "--reason", help="why (recorded in the ledger)"),
+    by: str | None = ByOption,
 ) -> None:
     """Mark documents as vetted: their current content becomes the trusted version."""
-    _set_tier(store_path(store), ids, "vetted", reason)
+    _set_tier(store_path(store), ids, "vetted", reason, cli_actor(by))
 
 
 @handle_errors
@@ -35,9 +58,10 @@ def quarantine(
     ids: list[str] = _QUARANTINE_IDS,
     store: Path | None = StoreOption,
     reason: str = typer.Option("", "--reason", help="why (recorded in the ledger)"),
+    by: str | None = ByOption,
 ) -> None:
     """Quarantine documents: the provenance signal then scores them as near-certain poison."""
-    _set_tier(store_path(store), ids, "quarantined", reason)
+    _set_tier(store_path(store), ids, "quarantined", reason, cli_actor(by))
 
 
 @handle_errors
@@ -74,6 +98,7 @@ def ledger_command(
     for name, value in (
         ("source", record.source),
         ("tier", record.tier or "(none)"),
+        ("tier set", f"{record.tier_changed_at} by {record.tier_changed_by or 'unknown'}" if record.tier else "-"),
         ("content hash", record.content_hash[:16]),
         ("vetted hash", (record.vetted_hash or "")[:16] or "(never vetted)"),
         ("changed since vetted", "YES" if record.changed_since_vetted else "no"),
@@ -90,10 +115,10 @@ def ledger_command(
         versions.add_row(str(v.version), v.content_hash[:16], v.recorded_at, v.source)
     console.print(versions)
     log = Table(title="Events", title_justify="left")
-    for col in ("at", "event", "detail"):
+    for col in ("at", "event", "by", "detail"):
         log.add_column(col)
     for e in events:
-        log.add_row(e.at, e.kind, e.detail)
+        log.add_row(e.at, e.kind, e.actor, e.detail)
     console.print(log)
 
 
@@ -120,7 +145,7 @@ def _did_you_mean(db: Any, unknown: list[tuple[str, str]], *, include_deleted: b
     return f"; did you mean {', '.join(parts)}?" if parts else ""
 
 
-def _set_tier(root: Path, ids: list[str], tier: str, reason: str) -> None:
+def _set_tier(root: Path, ids: list[str], tier: str, reason: str, actor: str) -> None:
     from ragtrust.errors import InputError
     from ragtrust.ingest.store import open_ledger
 
@@ -132,8 +157,8 @@ def _set_tier(root: Path, ids: list[str], tier: str, reason: str) -> None:
             hint = _did_you_mean(db, unknown) or " (see `ragtrust ingest`)"
             raise InputError(f"not in the ledger of store {root}: {names}{hint}")
         for key in dict.fromkeys(keys):
-            db.set_tier(key, tier, reason)
-    console.print(f"{tier}: {', '.join(dict.fromkeys(keys))}")
+            db.set_tier(key, tier, reason, actor=actor)
+    console.print(f"{tier} by {actor}: {', '.join(dict.fromkeys(keys))}")
 
 
-__all__ = ["ledger_command", "quarantine", "vet"]
+__all__ = ["ByOption", "cli_actor", "ledger_command", "quarantine", "vet"]

@@ -1,7 +1,10 @@
 """``ragtrust serve``: run the HTTP service and web UI with uvicorn.
 
-API keys come from ``RAGTRUST_API_KEYS`` (comma-separated), read here at the edge. Without
-keys the server binds to loopback only, unless ``--allow-remote`` says otherwise.
+API keys come from ``RAGTRUST_API_KEYS`` (comma-separated ``[name=]key[:scope+scope]``, see
+:mod:`ragtrust.server.auth`), read here at the edge. Without keys the server binds to
+loopback only, unless ``--allow-remote`` says otherwise. Bound to loopback, it answers only
+requests for ``127.0.0.1``, ``localhost`` or ``[::1]`` (any port; a DNS-rebinding page
+sends its own name), unless ``--allowed-host`` names others (``*``: no check).
 """
 
 from __future__ import annotations
@@ -14,12 +17,39 @@ from pathlib import Path
 import typer
 
 from ragtrust.cli.common import EXIT_USAGE, ConfigOption, default_store, err_console, fail, handle_errors, settings_from
+from ragtrust.server.auth import ApiKey, parse_api_keys
 
 
-def api_keys_from_env(env: dict[str, str] | None = None) -> list[str]:
-    """Keys from ``RAGTRUST_API_KEYS`` (comma-separated, blanks ignored)."""
-    raw = (os.environ if env is None else env).get("RAGTRUST_API_KEYS", "")
-    return [k.strip() for k in raw.split(",") if k.strip()]
+def api_keys_from_env(env: dict[str, str] | None = None) -> list[ApiKey]:
+    """Keys from ``RAGTRUST_API_KEYS`` (comma-separated ``[name=]key[:scope+scope]``, blanks ignored).
+
+    Raises:
+        ConfigError: an unknown scope, an empty key, or a key given twice (one line).
+    """
+    return parse_api_keys((os.environ if env is None else env).get("RAGTRUST_API_KEYS", ""))
+
+
+def allowed_hosts_for(host: str, allowed: list[str]) -> list[str] | None:
+    """The Host allow-list to serve with (``None``: no check).
+
+    That is ``allowed`` as given; else, bound to loopback, the loopback names and the bound
+    address; else no check (a remote bind has API keys or ``--allow-remote``).
+
+    Example:
+        >>> allowed_hosts_for("127.0.0.1", [])
+        ['127.0.0.1', 'localhost', '[::1]']
+        >>> allowed_hosts_for("0.0.0.0", []) is None, allowed_hosts_for("::1", ["*"])
+        (True, ['*'])
+    """
+    from ragtrust.server.app import is_loopback_host
+    from ragtrust.server.middleware import LOOPBACK_HOSTS
+
+    if allowed:
+        return list(allowed)
+    if not is_loopback_host(host):
+        return None
+    bound = f"[{host.strip('[]')}]" if ":" in host else host.lower()
+    return list(dict.fromkeys([*LOOPBACK_HOSTS, bound]))
 
 
 StoreOption = typer.Option(
@@ -34,6 +64,12 @@ AllowRemoteOption = typer.Option(
     False, "--allow-remote", help="bind a non-loopback address without API keys (anyone can call it)"
 )
 LogLevelOption = typer.Option("info", "--log-level", help="uvicorn log level")
+AllowedHostOption = typer.Option(
+    [],
+    "--allowed-host",
+    help="answer only requests for this Host (repeatable; default on loopback: 127.0.0.1, localhost, [::1]; '*': any)",
+    show_default=False,
+)
 
 
 def bind_problem(host: str, port: int) -> str | None:
@@ -70,6 +106,7 @@ def register(app: typer.Typer) -> None:
         max_body_bytes: int = MaxBodyOption,
         allow_remote: bool = AllowRemoteOption,
         log_level: str = LogLevelOption,
+        allowed_host: list[str] = AllowedHostOption,
     ) -> None:
         """Serve the JSON API (/v1/...) and the web UI (/) for a document store."""
         import uvicorn
@@ -97,11 +134,12 @@ def register(app: typer.Typer) -> None:
             settings,
             store_path=store,
             api_keys=keys,
+            allowed_hosts=allowed_hosts_for(host, allowed_host),
             max_body_bytes=max_body_bytes,
             request_timeout_s=timeout_s,
             workers=workers,
         )
-        auth = f"{len(keys)} API key(s)" if keys else "no API keys"
+        auth = f"{len(keys)} API key(s)" if keys else "no API keys: anyone local may read and write, nobody vets"
         err_console.print(f"ragtrust serving {store} on http://{host}:{port}/ ({auth})", highlight=False)
         try:
             uvicorn.run(api, host=host, port=port, log_level=log_level)
@@ -111,4 +149,4 @@ def register(app: typer.Typer) -> None:
             raise
 
 
-__all__ = ["api_keys_from_env", "bind_problem", "register"]
+__all__ = ["allowed_hosts_for", "api_keys_from_env", "bind_problem", "register"]

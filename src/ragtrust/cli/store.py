@@ -33,7 +33,7 @@ from ragtrust.cli.common import (
     settings_from,
     store_path,
 )
-from ragtrust.cli.ledger import ledger_command, quarantine, vet
+from ragtrust.cli.ledger import ByOption, cli_actor, ledger_command, quarantine, vet
 from ragtrust.config import Settings
 
 _INGEST_PATHS = typer.Argument(..., help="files or folders (.txt .md .html .jsonl .csv)")
@@ -109,6 +109,7 @@ def ingest(
     exclude: list[str] = _EXCLUDE,
     json_out: bool = typer.Option(False, "--json", help="print the ingest report as JSON"),
     config: Path | None = ConfigOption,
+    by: str | None = ByOption,
 ) -> None:
     """Load, chunk, embed and index documents into a store (incremental, atomic)."""
     from ragtrust.ingest.loaders import load_paths
@@ -124,7 +125,7 @@ def ingest(
         raise fail("nothing could be ingested: no readable documents in the given paths", EXIT_USAGE)
     st = Store.open(root, _embedder(settings), create=True, settings=settings)
     with _progress(not json_out) as progress:
-        report = st.add(loaded.documents, tier=tier, progress=progress)
+        report = st.add(loaded.documents, tier=tier, progress=progress, actor=cli_actor(by))
     if json_out:
         print_json({**report.to_dict(), "skipped": [list(s) for s in loaded.skipped], "store": str(root)})
         return
@@ -217,7 +218,8 @@ def scan(
             parent = row.parent_id or row.id
             if parent in quarantined or ledger.get(parent) is None:
                 continue
-            ledger.set_tier(parent, "quarantined", f"scan: P={row.poison_probability:.2f} on {row.id}")
+            reason = f"scan: P={row.poison_probability:.2f} on {row.id}"
+            ledger.set_tier(parent, "quarantined", reason, actor=cli_actor(None))
             quarantined.append(parent)
     if report is not None:
         result.write_jsonl(report)

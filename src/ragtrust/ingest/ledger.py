@@ -11,6 +11,11 @@ directory. It is keyed by the *parent* document id (chunks map to it through
 - a trust tier, ``vetted`` / ``unvetted`` / ``quarantined`` (``None`` until set), with the
   hash and time of the last vetting, and an event log of tier changes and deletions.
 
+Every event and the current tier record *who* made the change (``actor``: an API key's
+name, an OS user, ``unknown`` when the caller did not say): the audit trail. Ledgers
+written before the column existed are migrated in place when opened (their past events
+read ``unknown``).
+
 Re-recording a document whose content hash changed appends a version and keeps the tier:
 a document vetted at version 1 and edited in place is still marked vetted, but its
 ``vetted_hash`` no longer matches, which is what the provenance signal
@@ -60,6 +65,7 @@ CREATE TABLE IF NOT EXISTS documents (
     tier TEXT,
     tier_reason TEXT NOT NULL DEFAULT '',
     tier_changed_at TEXT,
+    tier_changed_by TEXT,
     vetted_hash TEXT,
     vetted_at TEXT,
     deleted_at TEXT
@@ -78,10 +84,18 @@ CREATE TABLE IF NOT EXISTS events (
     doc_id TEXT NOT NULL,
     at TEXT NOT NULL,
     kind TEXT NOT NULL,
-    detail TEXT NOT NULL DEFAULT ''
+    detail TEXT NOT NULL DEFAULT '',
+    actor TEXT NOT NULL DEFAULT 'unknown'
 );
 CREATE INDEX IF NOT EXISTS events_doc ON events(doc_id);
 """
+#: columns added since the first ledger format: (table, column, definition, fill for existing rows)
+_MIGRATIONS = (
+    ("events", "actor", "TEXT NOT NULL DEFAULT 'unknown'", None),
+    ("documents", "tier_changed_by", "TEXT", "UPDATE documents SET tier_changed_by = 'unknown' WHERE tier IS NOT NULL"),
+)
+#: who changed a tier when the caller did not say
+UNKNOWN_ACTOR = "unknown"
 
 
 def utc_now() -> str:
@@ -108,6 +122,7 @@ class LedgerEntry(_JsonMixin):
     at: str
     kind: str
     detail: str = ""
+    actor: str = UNKNOWN_ACTOR
 
 
 @dataclass(frozen=True)
@@ -116,6 +131,7 @@ class ProvenanceRecord(_JsonMixin):
 
     Attributes:
         tier: ``vetted`` / ``unvetted`` / ``quarantined``, or ``None`` when never set.
+        tier_changed_at / tier_changed_by: when and by whom the tier was last set.
         vetted_hash / vetted_at: hash and time of the content that was last vetted.
         versions: how many versions were recorded.
         deleted_at: when the document was deleted from the store (``None`` if live).
@@ -133,6 +149,7 @@ class ProvenanceRecord(_JsonMixin):
     tier_reason: str = ""
     tier_changed_at: str | None = None
     deleted_at: str | None = None
+    tier_changed_by: str | None = None
 
     @property
     def changed_since_vetted(self) -> bool:
@@ -161,8 +178,30 @@ class Ledger:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
+            self._migrate()
         except sqlite3.DatabaseError as exc:
             raise InputError(f"{self.path}: not a ragtrust provenance ledger ({exc})") from exc
+
+    def _missing_columns(self) -> list[tuple[str, str, str, str | None]]:
+        have = {t: {row[1] for row in self._conn.execute(f"PRAGMA table_info({t})")} for t in ("events", "documents")}
+        return [m for m in _MIGRATIONS if m[1] not in have[m[0]]]
+
+    def _migrate(self) -> None:
+        """Add the columns a ledger of an older format lacks (in one transaction, idempotent)."""
+        self._by_sql, self._actor_sql = "tier_changed_by", "actor"
+        if not self._missing_columns():
+            return
+        try:
+            with self._write() as db:  # BEGIN IMMEDIATE, then look again: two processes migrate it once
+                for table, column, definition, fill in self._missing_columns():
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+                    if fill:
+                        db.execute(fill)
+        except sqlite3.OperationalError as exc:  # e.g. a read-only file: say what to do, not "not a ledger"
+            raise InputError(
+                f"{self.path}: this ledger predates the audit trail (who changed a tier) and could not be "
+                f"upgraded ({exc}); open the store once with write access to upgrade it"
+            ) from exc
 
     def close(self) -> None:
         """Close the database connection."""
@@ -187,19 +226,20 @@ class Ledger:
             self._conn.execute("COMMIT")
 
     # -- writing -------------------------------------------------------------------------
-    def record(self, doc: Document, source: str, tier: str | None = None) -> LedgerEvent:
+    def record(self, doc: Document, source: str, tier: str | None = None, *, actor: str = UNKNOWN_ACTOR) -> LedgerEvent:
         """Record (a version of) a parent document.
 
         Args:
             doc: the parent document (its ``content_hash`` and text are stored).
             source: where it came from (path or URL).
             tier: set the trust tier too (``vetted`` also vets this exact content).
+            actor: who recorded it (an API key's name, an OS user), kept with the events.
 
         Returns:
             ``"added"`` (new, or re-added after a delete), ``"changed"`` (new version) or
             ``"unchanged"``.
         """
-        return self.record_many([doc], source, tier)[0]
+        return self.record_many([doc], source, tier, actor=actor)[0]
 
     def record_many(
         self,
@@ -208,22 +248,26 @@ class Ledger:
         tier: str | None = None,
         *,
         reason: str = "set at ingestion",
+        actor: str = UNKNOWN_ACTOR,
     ) -> list[LedgerEvent]:
         """:meth:`record` for many documents in one transaction.
 
         ``source`` applies to all; when empty each document's ``source`` (or ``url``, or
-        id) is used. ``reason`` is recorded with the tier (when ``tier`` is given).
+        id) is used. ``reason`` is recorded with the tier (when ``tier`` is given), ``actor``
+        with every event.
         """
         if tier is not None:
             _check_tier(tier)
+        actor = _check_actor(actor)
         events: list[LedgerEvent] = []
         with self._write() as db:
             for doc in docs:
-                events.append(self._record_one(db, doc, source or doc.source or doc.url or doc.id, tier, reason))
+                where = source or doc.source or doc.url or doc.id
+                events.append(self._record_one(db, doc, where, tier, reason, actor))
         return events
 
     def _record_one(
-        self, db: sqlite3.Connection, doc: Document, source: str, tier: str | None, reason: str
+        self, db: sqlite3.Connection, doc: Document, source: str, tier: str | None, reason: str, actor: str
     ) -> LedgerEvent:
         now = self.clock()
         row = db.execute(
@@ -251,11 +295,11 @@ class Ledger:
             db.execute("UPDATE documents SET source = ?, deleted_at = NULL WHERE doc_id = ?", (source, doc.id))
         if event != "unchanged":
             db.execute(
-                "INSERT INTO events (doc_id, at, kind, detail) VALUES (?, ?, ?, ?)",
-                (doc.id, now, event, doc.content_hash[:12]),
+                "INSERT INTO events (doc_id, at, kind, detail, actor) VALUES (?, ?, ?, ?, ?)",
+                (doc.id, now, event, doc.content_hash[:12], actor),
             )
         if tier is not None:
-            self._set_tier(db, doc.id, tier, reason, now)
+            self._set_tier(db, doc.id, tier, reason, now, actor)
         return event
 
     @staticmethod
@@ -266,42 +310,44 @@ class Ledger:
             (doc.id, version, doc.content_hash, source, now, zlib.compress(doc.text.encode("utf-8"))),
         )
 
-    def set_tier(self, doc_id: str, tier: Tier | str, reason: str = "") -> None:
+    def set_tier(self, doc_id: str, tier: Tier | str, reason: str = "", *, actor: str = UNKNOWN_ACTOR) -> None:
         """Set a document's trust tier; ``vetted`` vets its current content.
 
+        ``actor`` (who) is recorded with the tier and in the event log.
+
         Raises:
-            InputError: unknown tier or a document the ledger does not know.
+            InputError: unknown tier, an empty actor, or a document the ledger does not know.
         """
         _check_tier(tier)
+        actor = _check_actor(actor)
         with self._write() as db:
-            self._set_tier(db, doc_id, tier, reason, self.clock())
+            self._set_tier(db, doc_id, tier, reason, self.clock(), actor)
 
-    def _set_tier(self, db: sqlite3.Connection, doc_id: str, tier: str, reason: str, now: str) -> None:
+    def _set_tier(self, db: sqlite3.Connection, doc_id: str, tier: str, reason: str, now: str, actor: str) -> None:
         row = db.execute("SELECT content_hash FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
         if row is None:
             raise InputError(f"document {doc_id!r} is not in the provenance ledger: ingest it first")
-        if tier == "vetted":
-            db.execute(
-                "UPDATE documents SET tier = ?, tier_reason = ?, tier_changed_at = ?, vetted_hash = ?, vetted_at = ? "
-                "WHERE doc_id = ?",
-                (tier, reason, now, row[0], now, doc_id),
-            )
-        else:
-            db.execute(
-                "UPDATE documents SET tier = ?, tier_reason = ?, tier_changed_at = ? WHERE doc_id = ?",
-                (tier, reason, now, doc_id),
-            )
+        vetting = ", vetted_hash = content_hash, vetted_at = ?" if tier == "vetted" else ""
         db.execute(
-            "INSERT INTO events (doc_id, at, kind, detail) VALUES (?, ?, ?, ?)",
-            (doc_id, now, tier, reason or row[0][:12]),
+            f"UPDATE documents SET tier = ?, tier_reason = ?, tier_changed_at = ?, tier_changed_by = ?{vetting} "
+            "WHERE doc_id = ?",
+            (tier, reason, now, actor, *((now,) if vetting else ()), doc_id),
+        )
+        db.execute(
+            "INSERT INTO events (doc_id, at, kind, detail, actor) VALUES (?, ?, ?, ?, ?)",
+            (doc_id, now, tier, reason or row[0][:12], actor),
         )
 
-    def delete(self, doc_id: str) -> None:
+    def delete(self, doc_id: str, *, actor: str = UNKNOWN_ACTOR) -> None:
         """Mark a document deleted (its history, tier and vetting are kept for audit)."""
+        actor = _check_actor(actor)
         with self._write() as db:
             now = self.clock()
             db.execute("UPDATE documents SET deleted_at = ? WHERE doc_id = ?", (now, doc_id))
-            db.execute("INSERT INTO events (doc_id, at, kind, detail) VALUES (?, ?, 'deleted', '')", (doc_id, now))
+            db.execute(
+                "INSERT INTO events (doc_id, at, kind, detail, actor) VALUES (?, ?, 'deleted', '', ?)",
+                (doc_id, now, actor),
+            )
 
     # -- reading -------------------------------------------------------------------------
     def get(self, doc_id: str, *, include_deleted: bool = False) -> ProvenanceRecord | None:
@@ -309,7 +355,7 @@ class Ledger:
         with self._lock:
             row = self._conn.execute(
                 "SELECT doc_id, source, content_hash, first_seen, last_changed, tier, vetted_hash, vetted_at, "
-                "version, tier_reason, tier_changed_at, deleted_at FROM documents WHERE doc_id = ?",
+                f"version, tier_reason, tier_changed_at, deleted_at, {self._by_sql} FROM documents WHERE doc_id = ?",
                 (doc_id,),
             ).fetchone()
         if row is None or (row[11] and not include_deleted):
@@ -339,7 +385,8 @@ class Ledger:
         """Return the document's event log (added, changed, vetted, quarantined, deleted), oldest first."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT doc_id, at, kind, detail FROM events WHERE doc_id = ? ORDER BY seq", (doc_id,)
+                f"SELECT doc_id, at, kind, detail, {self._actor_sql} FROM events WHERE doc_id = ? ORDER BY seq",
+                (doc_id,),
             ).fetchall()
         return [LedgerEntry(*r) for r in rows]
 
@@ -388,6 +435,13 @@ def _check_tier(tier: str) -> None:
         raise InputError(f"unknown trust tier {tier!r}; expected one of {', '.join(TIERS)}")
 
 
+def _check_actor(actor: str) -> str:
+    name = actor.strip()
+    if not name or any(ch in name for ch in "\r\n\x00"):
+        raise InputError(f"the actor recorded with a ledger change must be a non-empty one-line name, got {actor!r}")
+    return name
+
+
 def as_tier(value: str) -> Tier:
     """Validate and narrow a tier name."""
     _check_tier(value)
@@ -396,6 +450,7 @@ def as_tier(value: str) -> Tier:
 
 __all__ = [
     "TIERS",
+    "UNKNOWN_ACTOR",
     "Ledger",
     "LedgerEntry",
     "LedgerEvent",

@@ -315,6 +315,7 @@ class Store:
         tier: str | None = None,
         source: str = "",
         progress: Progress | None = None,
+        actor: str = "unknown",
     ) -> IngestReport:
         """Add or update parent documents; unchanged ones are left as they are.
 
@@ -324,6 +325,7 @@ class Store:
                 (``vetted`` / ``unvetted`` / ``quarantined``; ``None`` keeps the current one).
             source: provenance source for all documents (default: each one's ``source``).
             progress: ``progress(stage, done, total)`` callback.
+            actor: who ingests (an API key's name, an OS user): the ledger's audit trail.
 
         Raises:
             InputError: duplicate ids in the batch, an unknown tier, or a chunk-style id.
@@ -373,7 +375,7 @@ class Store:
                     parents=parents,
                 )
                 report_chunks = len(chunks)
-            self._ledger_record(docs, source, tier)
+            self._ledger_record(docs, source, tier, actor)
             total = len(self._load().chunks)
             self._collect_garbage()
         return IngestReport(
@@ -388,9 +390,9 @@ class Store:
             updated_ids=tuple(d.id for d in changed),
         )
 
-    def _ledger_record(self, docs: Sequence[Document], source: str, tier: str | None) -> None:
+    def _ledger_record(self, docs: Sequence[Document], source: str, tier: str | None, actor: str) -> None:
         if docs:
-            self.ledger.record_many(docs, source, tier)
+            self.ledger.record_many(docs, source, tier, actor=actor)
 
     def delete(self, doc_ids: Sequence[str]) -> int:
         """Delete parent documents (all their chunks); returns how many were deleted.

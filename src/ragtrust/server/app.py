@@ -4,8 +4,9 @@
 warms the models in the worker pool (off the event loop) while ``/healthz`` already
 answers and ``/readyz`` reports 503 until the models are warm.
 
-Request path, outermost first: metrics (counts and latency per route template) -> API key
-check (``/v1/*`` and ``/metrics`` when keys are configured, constant-time comparison) ->
+Request path, outermost first: metrics (counts and latency per route template) -> Host
+allow-list (400 ``bad_host``, when given) -> API key and scope check (``/v1/*`` and
+``/metrics``: read / write / vet, see :mod:`~ragtrust.server.auth`) ->
 body size limit (413 before the body reaches the app) -> FastAPI routing and validation ->
 the endpoint, which runs the CPU-bound gate call in a bounded thread pool under a
 per-request timeout. Every error is ``{"error": {"type", "message"}}``; no stack traces.
@@ -39,13 +40,16 @@ from fastapi_offline import FastAPIOffline
 from ragtrust import __version__
 from ragtrust.config import Settings, load_settings
 from ragtrust.errors import ConfigError
+from ragtrust.server.auth import ApiKey, parse_api_keys
 from ragtrust.server.errors import ApiError, error_response, error_responses, install_error_handlers, map_exception
 from ragtrust.server.metrics import ServerMetrics
 from ragtrust.server.middleware import (
     PROTECTED_PREFIXES,
     ApiKeyMiddleware,
     BodyLimitMiddleware,
+    HostAllowListMiddleware,
     MetricsMiddleware,
+    parse_allowed_hosts,
 )
 from ragtrust.server.routes import STATIC_DIR, add_routes
 from ragtrust.server.runtime import Gate, GateFactory, ReadWriteLock, Runtime
@@ -125,10 +129,12 @@ def create_app(
     *,
     gate: Gate | None = None,
     store_path: str | Path | None = None,
-    api_keys: Sequence[str] | None = None,
+    api_keys: Sequence[str | ApiKey] | None = None,
+    allowed_hosts: Sequence[str] | None = None,
     max_body_bytes: int = 1_000_000,
     request_timeout_s: float = 30,
     workers: int = 2,
+    max_queue: int | None = None,
     build_gate: GateFactory | None = None,
 ) -> FastAPI:
     """Build the ragtrust HTTP service.
@@ -139,11 +145,19 @@ def create_app(
             When ``None``, one is built from ``settings`` on the store at ``store_path``.
         store_path: the store folder for ``/v1/ask`` and ``/v1/documents``.
         api_keys: when non-empty, ``/v1/*`` and ``/metrics`` need one of these keys
-            (``Authorization: Bearer`` or ``X-API-Key``). Read ``RAGTRUST_API_KEYS`` at the
-            edge (the CLI does) and pass the keys here.
+            (``Authorization: Bearer`` or ``X-API-Key``): :class:`~ragtrust.server.auth.ApiKey`
+            objects or ``[name=]key[:scope+scope]`` strings (a plain key may read and write,
+            not vet). Read ``RAGTRUST_API_KEYS`` at the edge (the CLI does) and pass them
+            here. Without keys every caller may read and write, and nobody may vet.
+        allowed_hosts: answer only requests whose ``Host`` header is one of these
+            (``localhost``, ``127.0.0.1:8000``, ``*.example.org``); ``None`` or ``"*"`` in
+            the list: no check.
         max_body_bytes: larger request bodies get 413.
         request_timeout_s: per-request budget (waiting for a worker included); past it, 503.
-        workers: threads for model work; at most this many gate calls run at once.
+        workers: threads for model work; at most this many gate calls run at once per lane
+            (``ask``, and ``model`` for screen / verify / align / ingest).
+        max_queue: calls allowed to wait for a worker per lane (``None``: ``4 * workers``);
+            past it a request gets 503 with ``Retry-After`` at once.
         build_gate: ``(settings, store_path) -> gate`` used when ``gate`` is ``None``
             (default :func:`build_default_gate`).
 
@@ -159,7 +173,10 @@ def create_app(
         raise ConfigError(f"request_timeout_s must be > 0, got {request_timeout_s}")
     if workers < 1:
         raise ConfigError(f"workers must be >= 1, got {workers}")
-    keys = [k for k in (api_keys or ()) if k]
+    if max_queue is not None and max_queue < 0:
+        raise ConfigError(f"max_queue must be >= 0, got {max_queue}")
+    keys = parse_api_keys(api_keys or (), source="api_keys")
+    parse_allowed_hosts(allowed_hosts or ())  # a bad entry fails here, not on the first request
     if gate is None:
         settings = settings if settings is not None else load_settings()
         gate = (build_gate or build_default_gate)(settings, store_path)
@@ -167,7 +184,9 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        runtime = Runtime(gate=gate, metrics=metrics, workers=workers, request_timeout_s=request_timeout_s)
+        runtime = Runtime(
+            gate=gate, metrics=metrics, workers=workers, request_timeout_s=request_timeout_s, max_queue=max_queue
+        )
         app.state.ragtrust = runtime
         runtime.start_warm_up()
         try:
@@ -195,8 +214,9 @@ def create_app(
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.openapi = _openapi(app, secured=bool(keys))  # type: ignore[method-assign]
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=max_body_bytes)
-    if keys:
-        app.add_middleware(ApiKeyMiddleware, keys=keys)
+    app.add_middleware(ApiKeyMiddleware, keys=keys)  # without keys: everyone is anonymous (read+write)
+    if allowed_hosts is not None and "*" not in allowed_hosts:
+        app.add_middleware(HostAllowListMiddleware, allowed_hosts=allowed_hosts)
     app.add_middleware(MetricsMiddleware, fastapi_app=app, metrics=metrics)
     return app
 

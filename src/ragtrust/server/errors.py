@@ -87,8 +87,9 @@ _STATUS_TYPES = {
 }
 
 _ERROR_DESCRIPTIONS = {
-    400: "malformed JSON, a bad Content-Length, or a configuration error",
+    400: "malformed JSON, a bad Content-Length, a Host not on the allow-list, or a configuration error",
     401: "missing or wrong API key",
+    403: "the API key lacks the scope this request needs (read, write or vet)",
     404: "no document with this id",
     413: "request body too large",
     422: "request failed validation",

@@ -1,9 +1,12 @@
-"""The server's ASGI middlewares, outermost first: metrics, API key check, body size limit.
+"""The server's ASGI middlewares, outermost first: metrics, Host check, API keys, body size limit.
 
 :class:`MetricsMiddleware` counts every request under its route template (requests answered
-before routing too); :class:`ApiKeyMiddleware` guards :data:`PROTECTED_PREFIXES` with a
-constant-time comparison before the body is read; :class:`BodyLimitMiddleware` answers 413
-before an oversized body reaches the app.
+before routing too); :class:`HostAllowListMiddleware` answers 400 ``bad_host`` to a request
+whose ``Host`` header is not allowed (a DNS-rebinding page talking to a loopback server);
+:class:`ApiKeyMiddleware` identifies the caller of :data:`PROTECTED_PREFIXES` (constant-time
+comparison), leaves its :class:`~ragtrust.server.auth.Principal` in the ASGI scope and
+answers 401 / 403 before the body is read; :class:`BodyLimitMiddleware` answers 413 before
+an oversized body reaches the app.
 
 Example:
     >>> "/v1/" in PROTECTED_PREFIXES and "/healthz" not in PROTECTED_PREFIXES
@@ -21,6 +24,8 @@ from fastapi.responses import JSONResponse
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ragtrust.errors import ConfigError
+from ragtrust.server.auth import ANONYMOUS_PRINCIPAL, PRINCIPAL_KEY, ApiKey, Principal, required_scope
 from ragtrust.server.errors import error_response
 from ragtrust.server.metrics import ServerMetrics
 
@@ -76,36 +81,130 @@ class MetricsMiddleware:
 
 
 class ApiKeyMiddleware:
-    """Requires ``Authorization: Bearer <key>`` or ``X-API-Key: <key>`` on protected paths."""
+    """Identifies the caller of a protected path and checks the scope its method and path need.
 
-    def __init__(self, app: ASGIApp, *, keys: Sequence[str]) -> None:
+    With ``keys``, a protected request needs ``Authorization: Bearer <key>`` or
+    ``X-API-Key: <key>`` (401 otherwise) and acts as that key's principal; without keys
+    every caller is :data:`~ragtrust.server.auth.ANONYMOUS_PRINCIPAL` (``read+write``). The
+    principal is left in ``scope["ragtrust.principal"]`` for the routes (an ingest with a
+    ``tier`` checks ``vet`` there); a missing scope is 403 ``forbidden``.
+    """
+
+    def __init__(self, app: ASGIApp, *, keys: Sequence[ApiKey]) -> None:
         self.app = app
-        self.keys = [k.encode("utf-8") for k in keys]
+        self.keys = [(k.secret.encode("utf-8"), k.principal()) for k in keys]
 
-    def _valid(self, presented: bytes) -> bool:
-        ok = False
-        for key in self.keys:  # compare with every key: time does not reveal which matched
-            ok |= hmac.compare_digest(presented, key)
-        return ok
+    def _identify(self, presented: bytes) -> Principal | None:
+        found: Principal | None = None
+        for secret, principal in self.keys:  # compare with every key: time does not reveal which matched
+            if hmac.compare_digest(presented, secret) and found is None:
+                found = principal
+        return found
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Reject protected requests without a valid key (before the body is read)."""
-        if scope["type"] != "http" or not str(scope.get("path", "")).startswith(PROTECTED_PREFIXES):
-            await self.app(scope, receive, send)
-            return
+    def _principal(self, scope: Scope) -> Principal | str:
+        """The caller's principal, or why it has none (the 401 message)."""
+        if not self.keys:
+            return ANONYMOUS_PRINCIPAL
         headers = dict(scope.get("headers", ()))
         presented = headers.get(b"x-api-key")
         auth = headers.get(b"authorization", b"")
         if presented is None and auth[:7].lower() == b"bearer ":
             presented = auth[7:].strip()
-        if presented and self._valid(presented):
+        if not presented:
+            return "an API key is required: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
+        return self._identify(presented) or "the API key is not valid"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Reject protected requests without a valid key or scope (before the body is read)."""
+        path = str(scope.get("path", ""))
+        if scope["type"] != "http" or not path.startswith(PROTECTED_PREFIXES):
             await self.app(scope, receive, send)
             return
-        message = "an API key is required: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
-        if presented:
-            message = "the API key is not valid"
-        response = error_response(401, "unauthorized", message, {"WWW-Authenticate": "Bearer"})
-        await response(scope, receive, send)
+        principal = self._principal(scope)
+        if isinstance(principal, str):
+            response = error_response(401, "unauthorized", principal, {"WWW-Authenticate": "Bearer"})
+            await response(scope, receive, send)
+            return
+        method = str(scope.get("method", "GET"))
+        needed = required_scope(method, path)
+        if not principal.can(needed):
+            message = principal.refusal(needed, f"{method} {path}")
+            await error_response(403, "forbidden", message)(scope, receive, send)
+            return
+        scope[PRINCIPAL_KEY] = principal
+        await self.app(scope, receive, send)
+
+
+#: the Host allow-list of a server bound to loopback (any port)
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _split_host(value: str) -> tuple[str, str | None]:
+    """``"[::1]:8000"`` -> ``("[::1]", "8000")``, ``"Example.org"`` -> ``("example.org", None)``."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        host, _, rest = value.partition("]")
+        return host + "]", (rest[1:] if rest.startswith(":") else None)
+    host, sep, port = value.rpartition(":")
+    if sep and port.isdigit() and ":" not in host:
+        return host, port
+    return value, None
+
+
+def parse_allowed_hosts(allowed_hosts: Sequence[str]) -> list[tuple[str, str | None]]:
+    """Check Host allow-list entries and split each into ``(host, port or None)``.
+
+    Raises:
+        ConfigError: an entry that is not a host (empty, a URL, a list).
+    """
+    out: list[tuple[str, str | None]] = []
+    for entry in allowed_hosts:
+        if not entry.strip() or any(ch in entry for ch in " /,"):
+            raise ConfigError(f"allowed host {entry!r} is not a host: expected e.g. localhost or api.example.org")
+        out.append(_split_host(entry))
+    return out
+
+
+class HostAllowListMiddleware:
+    """Answers 400 ``bad_host`` to a request whose ``Host`` header is not on the allow-list.
+
+    An entry is a host (``localhost``, ``127.0.0.1``, ``[::1]``, ``api.example.org``: any
+    port), a host with a port (``localhost:8000``: that port only) or ``*.example.org`` (any
+    subdomain). A request without a Host header is refused: it cannot be told apart from a
+    rebinding page. Checked before anything else, on every path.
+    """
+
+    def __init__(self, app: ASGIApp, *, allowed_hosts: Sequence[str]) -> None:
+        self.app = app
+        self.allowed = parse_allowed_hosts(allowed_hosts)
+
+    def allows(self, host_header: str) -> bool:
+        """Tell whether a request with this ``Host`` header may pass."""
+        host, port = _split_host(host_header)
+        for allowed, allowed_port in self.allowed:
+            if allowed_port is not None and allowed_port != port:
+                continue
+            if host == allowed or (allowed.startswith("*.") and host.endswith(allowed[1:])):
+                return True
+        return False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse a request for a host this server does not answer to."""
+        if scope["type"] != "http":  # lifespan; the app has no websockets
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers", ()))
+        raw = headers.get(b"host")
+        host = raw.decode("latin-1") if raw is not None else ""
+        if host and self.allows(host):
+            await self.app(scope, receive, send)
+            return
+        message = (
+            f"this server does not answer to host {host[:100]!r}; start it with --allowed-host HOST to add a name"
+            if host
+            else "the request has no Host header; this server answers only to the hosts on its allow-list"
+        )
+        await error_response(400, "bad_host", message)(scope, receive, send)
 
 
 class BodyLimitMiddleware:
@@ -166,4 +265,12 @@ class BodyLimitMiddleware:
         await self.app(scope, replay, send)
 
 
-__all__ = ["PROTECTED_PREFIXES", "ApiKeyMiddleware", "BodyLimitMiddleware", "MetricsMiddleware"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "PROTECTED_PREFIXES",
+    "ApiKeyMiddleware",
+    "BodyLimitMiddleware",
+    "HostAllowListMiddleware",
+    "MetricsMiddleware",
+    "parse_allowed_hosts",
+]

@@ -23,6 +23,7 @@ from ragtrust import __version__
 from ragtrust.documents import Document
 from ragtrust.errors import InputError
 from ragtrust.server import schemas as S
+from ragtrust.server.auth import principal_of
 from ragtrust.server.errors import ERROR_RESPONSES, ApiError, error_responses
 from ragtrust.server.metrics import CONTENT_TYPE
 from ragtrust.server.runtime import runtime_of
@@ -80,7 +81,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
             raise ApiError(422, "invalid_input", "the question is empty: send a non-empty 'question'")
         rt.require_store()
         gate = rt.require_gate()
-        return await rt.verdict_of(lambda: gate.ask(body.question))
+        return await rt.verdict_of(lambda: gate.ask(body.question), lane="ask", request=request)
 
     @app.post(
         "/v1/screen",
@@ -94,7 +95,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
         rt = runtime_of(request)
         gate = rt.require_gate()
         docs = S.to_retrieved(body.documents)
-        return await rt.verdict_of(lambda: gate.screen(docs, query=body.query))
+        return await rt.verdict_of(lambda: gate.screen(docs, query=body.query), request=request)
 
     @app.post(
         "/v1/verify",
@@ -108,7 +109,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
         rt = runtime_of(request)
         gate = rt.require_gate()
         docs = S.to_retrieved(body.documents)
-        return await rt.verdict_of(lambda: gate.verify(body.answer, docs, query=body.query))
+        return await rt.verdict_of(lambda: gate.verify(body.answer, docs, query=body.query), request=request)
 
     @app.post(
         "/v1/align",
@@ -123,7 +124,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
         gate = rt.require_gate()
         docs = S.to_retrieved(body.documents)
         passages = S.to_passages(body.passages)
-        result = await rt.call(lambda: gate.align(passages, docs))
+        result = await rt.call(lambda: gate.align(passages, docs), request=request)
         return S.AlignResponse(
             passages=[S.PassageOut.model_validate(p.to_dict()) for p in result.passages],
             dropped=[S.PassageOut.model_validate(p.to_dict()) for p in result.dropped],
@@ -132,19 +133,70 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
 
     @app.post(
         "/v1/documents",
-        responses=ERROR_RESPONSES,
+        responses=error_responses(400, 403, 413, 422, 503),
         response_model=S.IngestResponse,
         tags=["store"],
         summary="Ingest documents",
     )
     async def ingest(body: S.IngestRequest, request: Request) -> S.IngestResponse:
-        """Add documents to the store, all or nothing; returns their ids."""
+        """Add documents to the store, all or nothing; returns their ids.
+
+        Needs ``write``; a ``tier`` other than ``unvetted`` needs ``vet`` too, and so does
+        ``unvetted`` over a document that has another tier (it would lift a quarantine).
+        New content over a vetted document keeps the old vetting, which no longer matches:
+        the provenance signal reports the edit ("content changed since vetted").
+        """
         rt = runtime_of(request)
         store = rt.require_store()
         documents = S.to_documents(body.documents)
-        report = await rt.call(lambda: store.add(documents, tier=body.tier), write=True)
+        who = principal_of(request)
+        if body.tier not in (None, "unvetted") and not who.can("vet"):
+            raise ApiError(403, "forbidden", who.refusal("vet", f"ingesting with tier {body.tier!r}"))
+
+        def add() -> Any:
+            if body.tier is not None and not who.can("vet"):  # "unvetted": checked under the write lock
+                records = store.ledger.get_many([d.id for d in documents])
+                tiered = [i for i, rec in records.items() if rec.tier not in (None, body.tier)]
+                if tiered:
+                    raise ApiError(403, "forbidden", who.refusal("vet", f"changing the tier of {tiered[0]!r}"))
+            return store.add(documents, tier=body.tier, actor=who.name)
+
+        report = await rt.call(add, write=True)
         rt.metrics.documents_ingested.inc(len(documents))
         return S.IngestResponse(ids=[d.id for d in documents], report=_as_dict(report) or {})
+
+    @app.post(
+        "/v1/documents/{doc_id:path}/tier",
+        responses=error_responses(400, 403, 404, 413, 422, 503),
+        response_model=S.ProvenanceOut,
+        tags=["store"],
+        summary="Set a document's trust tier",
+    )
+    async def set_tier(doc_id: str, body: S.TierRequest, request: Request) -> S.ProvenanceOut:
+        """Vet, unvet or quarantine a stored document (needs ``vet``); the ledger records who and when.
+
+        ``vetted`` makes the document's current content the trusted version. A chunk id
+        (``<id>#<n>``) sets the tier of its document.
+        """
+        rt = runtime_of(request)
+        store = rt.require_store(warm=False)
+        who = principal_of(request)
+        if not who.can("vet"):  # the middleware checked already; a route never trusts that alone
+            raise ApiError(403, "forbidden", who.refusal("vet", "changing a trust tier"))
+
+        def change() -> Any:
+            ledger = store.ledger
+            key = doc_id
+            head, sep, tail = doc_id.rpartition("#")
+            if ledger.get(doc_id) is None and sep and tail.isdigit():
+                key = head
+            if ledger.get(key) is None:
+                raise ApiError(404, "not_found", f"document {doc_id!r} is not in the store's provenance ledger")
+            ledger.set_tier(key, body.tier, body.reason, actor=who.name)
+            return ledger.get(key)
+
+        record = await rt.call(change, write=True)
+        return S.ProvenanceOut(**record.to_dict(), changed_since_vetted=record.changed_since_vetted)
 
     @app.get(
         "/v1/documents/{doc_id:path}",
@@ -167,7 +219,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
             parent = str(doc.metadata.get("parent_id") or doc.id.split("#", 1)[0])
             return doc, ledger.get(parent) if ledger is not None else None
 
-        doc, record = await rt.call(load)
+        doc, record = await rt.call(load, lane="light")
         return S.DocumentOut(
             id=doc.id,
             text=doc.text,

@@ -100,6 +100,15 @@ class IngestRequest(_Request):
     tier: str | None = Field(None, max_length=64, description="source trust tier recorded in the provenance ledger")
 
 
+class TierRequest(_Request):
+    """A trust tier to set on a stored document (needs the ``vet`` scope)."""
+
+    tier: Literal["vetted", "unvetted", "quarantined"] = Field(
+        description="vetted (its current content becomes the trusted version), unvetted or quarantined"
+    )
+    reason: str = Field("", max_length=1_000, description="why; recorded in the provenance ledger")
+
+
 # --------------------------------------------------------------------------- conversion
 
 
@@ -307,6 +316,25 @@ class DocumentOut(_Response):
     provenance: dict[str, Any] | None = None
 
 
+class ProvenanceOut(_Response):
+    """A document's provenance record: its tier, and who set it when (the audit trail)."""
+
+    doc_id: str
+    source: str
+    content_hash: str
+    first_seen: str
+    last_changed: str
+    tier: str | None
+    vetted_hash: str | None
+    vetted_at: str | None
+    versions: int
+    tier_reason: str = ""
+    tier_changed_at: str | None = None
+    deleted_at: str | None = None
+    tier_changed_by: str | None = None
+    changed_since_vetted: bool = False
+
+
 class HealthOut(_Response):
     """Liveness."""
 
@@ -354,10 +382,12 @@ __all__ = [
     "IngestResponse",
     "PassageIn",
     "PassageOut",
+    "ProvenanceOut",
     "ReadyOut",
     "ScreenRequest",
     "SignalOut",
     "SpanOut",
+    "TierRequest",
     "VerdictOut",
     "VerifyRequest",
     "to_documents",
