@@ -212,6 +212,8 @@ async def test_only_a_vet_key_revets_and_the_ledger_says_who(tmp_path: Path, mak
         lift = await client.post(
             "/v1/documents", json={"documents": [POISON], "tier": "unvetted"}, headers=WRITE
         )  # "unvetted" over a quarantine would lift it
+        edit = {"documents": [{**POISON, "text": POISON["text"] + " Really."}]}
+        rewrite = await client.post("/v1/documents", json=edit, headers=WRITE)  # new content keeps the quarantine
         unknown = await client.post("/v1/documents/nope/tier", json={"tier": "vetted"}, headers=VET)
         bad_tier = await client.post("/v1/documents/sql/tier", json={"tier": "trusted"}, headers=VET)
         doc = (await client.get("/v1/documents/password-storage", headers=READ)).json()
@@ -222,6 +224,7 @@ async def test_only_a_vet_key_revets_and_the_ledger_says_who(tmp_path: Path, mak
     assert after["decision"] == "trusted"  # a person with 'vet' vouched for the new text: their call, recorded
     assert quarantined.json()["tier"] == "quarantined"
     assert "changing the tier of 'password-storage'" in error_of(lift, 403, "forbidden")
+    assert rewrite.status_code == 200, rewrite.text
     assert "not in the store's provenance ledger" in error_of(unknown, 404, "not_found")
     error_of(bad_tier, 422, "validation_error")
     assert doc["provenance"]["tier"] == "quarantined" and doc["provenance"]["tier_changed_by"] == "vetter"

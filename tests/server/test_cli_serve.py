@@ -147,6 +147,7 @@ def test_serve_on_loopback_answers_only_loopback_hosts_unless_told(
     monkeypatch.setenv("RAGTRUST_API_KEYS", "ops=k:read+write+vet")
     remote = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--host", "0.0.0.0", "--port", "0"])
     assert remote.exit_code == 0, remote.output
+    assert "API keys ops (read+write+vet)" in remote.output and "k:read" not in remote.output
     assert calls[-2]["create_app"]["allowed_hosts"] is None  # a remote bind names its hosts itself
     assert [(k.name, sorted(k.scopes)) for k in calls[-2]["create_app"]["api_keys"]] == [
         ("ops", ["read", "vet", "write"])

@@ -17,7 +17,7 @@ from pathlib import Path
 import typer
 
 from ragtrust.cli.common import EXIT_USAGE, ConfigOption, default_store, err_console, fail, handle_errors, settings_from
-from ragtrust.server.auth import ApiKey, parse_api_keys
+from ragtrust.server.auth import SCOPES, ApiKey, parse_api_keys
 
 
 def api_keys_from_env(env: dict[str, str] | None = None) -> list[ApiKey]:
@@ -139,7 +139,9 @@ def register(app: typer.Typer) -> None:
             request_timeout_s=timeout_s,
             workers=workers,
         )
-        auth = f"{len(keys)} API key(s)" if keys else "no API keys: anyone local may read and write, nobody vets"
+        auth = "no API keys: anyone local may read and write, nobody vets"
+        if keys:  # names and scopes, never the keys: the log says who may vet
+            auth = "API keys " + ", ".join(f"{k.actor} ({'+'.join(s for s in SCOPES if s in k.scopes)})" for k in keys)
         err_console.print(f"ragtrust serving {store} on http://{host}:{port}/ ({auth})", highlight=False)
         try:
             uvicorn.run(api, host=host, port=port, log_level=log_level)
