@@ -197,6 +197,23 @@ class ChunkConfig(_Section):
         return self
 
 
+class IngestConfig(_Section):
+    """Bounds on what ingestion reads (issue 19 item 5).
+
+    Each violation skips that file, record, folder or document with a one-line reason naming
+    the setting; the rest of the batch is still ingested.
+    """
+
+    max_file_bytes: int = Field(20_000_000, ge=1, description="largest file read (bytes); larger files are skipped")
+    max_line_bytes: int = Field(
+        2_000_000, ge=1, description="largest JSONL line or CSV record (bytes, UTF-8); larger records are skipped"
+    )
+    max_depth: int = Field(32, ge=0, description="deepest folder walked below a given folder; deeper ones are skipped")
+    max_chunks_per_document: int = Field(
+        2_000, ge=1, description="most chunks one document may become; a longer document is skipped"
+    )
+
+
 class RetrievalConfig(_Section):
     """Retrieval (SPEC section 8: cosine top-K, K = 5)."""
 
@@ -282,6 +299,7 @@ class Settings(_Section):
     evidence: EvidenceConfig = EvidenceConfig()
     relevance: RelevanceConfig = RelevanceConfig()
     chunking: ChunkConfig = ChunkConfig()
+    ingest: IngestConfig = IngestConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
     models: ModelsConfig = ModelsConfig()
     generator: GeneratorConfig = GeneratorConfig()
@@ -397,6 +415,7 @@ __all__ = [
     "EvalConfig",
     "EvidenceConfig",
     "GeneratorConfig",
+    "IngestConfig",
     "ModelsConfig",
     "RelevanceConfig",
     "RetrievalConfig",

@@ -5,7 +5,8 @@
     RagTrustError
     ├── ConfigError (ValueError)        the user's mistake: bad name, value, file
     ├── InputError (ValueError)         bad document / query / request payload
-    │   └── StoreDamagedError           a store file (ledger, manifest, segment) is missing or unreadable
+    │   ├── StoreDamagedError           a store file (ledger, manifest, segment) is missing or unreadable
+    │   └── StoreReadOnlyError          a write (ingest, delete, vet) to a store without write access
     ├── MissingDependencyError          names the install command
     ├── BackendError                    retriever / LLM / HTTP failure, raised ``from`` the cause
     └── ModelError                      model load or inference failure
@@ -15,6 +16,8 @@ text (they return ``skipped=True``); whether a failure is fatal is pipeline poli
 """
 
 from __future__ import annotations
+
+import re
 
 
 class RagTrustError(Exception):
@@ -43,6 +46,20 @@ class StoreDamagedError(InputError):
         self.detail = detail
 
 
+class StoreReadOnlyError(InputError):
+    """A write (ingest, delete, vet, quarantine, repair) to a store opened read-only.
+
+    A store folder without write permission (or on a read-only mount) still answers
+    queries; only writes are refused: ``the store at kb is read-only: ...``. The store is
+    named by its folder's name, never by its absolute path.
+    """
+
+    def __init__(self, store: str, detail: str) -> None:
+        """Build the one-line message from the store's name and what was refused."""
+        super().__init__(f"the store at {store} is read-only: {detail}")
+        self.store = store
+
+
 class MissingDependencyError(RagTrustError, ImportError):
     """An optional backend is not installed; the message names the install command."""
 
@@ -69,6 +86,34 @@ class DeadlineExceeded(RagTrustError):
     """A request's work stopped between stages: past its time budget, or its client left."""
 
 
+#: an absolute path: a ``file://`` URI, a Windows drive path, or a POSIX path of two parts or
+#: more not inside a URL (``http://host/a/b``) and not an API route (``/v1/ask``)
+_ABSOLUTE_PATH = re.compile(
+    r"file://(?:localhost)?/[^\s'\"`<>|]+"
+    r"|\b[A-Za-z]:\\(?:[^\s'\"`<>|\\]+\\)*[^\s'\"`<>|\\]+"
+    r"|(?<![\w.~:/-])/(?!v\d+/)(?:[^\s'\"`<>|/:;,()]+/)+[^\s'\"`<>|/:;,()]*"
+)
+
+
+def redact_paths(message: str) -> str:
+    r"""Replace each absolute file path in ``message`` by its last part (the file or folder name).
+
+    For messages that leave the machine (HTTP error bodies): they name ``ledger.sqlite`` or
+    ``kb``, never ``/srv/data/kb/ledger.sqlite``. URLs and API routes are kept.
+
+    Example:
+        >>> redact_paths("store damaged: /srv/kb/ledger.sqlite: missing (see http://x.test/a/b, /v1/ask)")
+        'store damaged: ledger.sqlite: missing (see http://x.test/a/b, /v1/ask)'
+        >>> redact_paths("cannot read file:///home/me/kb/a.md or C:\\data\\kb\\b.md")
+        'cannot read a.md or b.md'
+    """
+
+    def last_part(match: re.Match[str]) -> str:
+        return re.split(r"[/\\]", match.group(0).rstrip("/\\"))[-1]
+
+    return _ABSOLUTE_PATH.sub(last_part, message)
+
+
 __all__ = [
     "ContextLengthError",
     "DeadlineExceeded",
@@ -79,4 +124,6 @@ __all__ = [
     "ModelError",
     "RagTrustError",
     "StoreDamagedError",
+    "StoreReadOnlyError",
+    "redact_paths",
 ]

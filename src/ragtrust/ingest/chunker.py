@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ragtrust.documents import Document
-from ragtrust.errors import ConfigError
+from ragtrust.errors import ConfigError, InputError
 from ragtrust.text import split_sentences
 
 TOKENIZER_PATH = Path(__file__).resolve().parent.parent / "models" / "assets" / "minilm_tokenizer.json"
@@ -181,6 +181,8 @@ def chunk_document(
     chunk_tokens: int = 512,
     overlap_tokens: int = 50,
     tokenizer: TokenizerLike | None = None,
+    *,
+    max_chunks: int | None = None,
 ) -> list[Document]:
     """Split a document into overlapping token windows aligned to its structure.
 
@@ -190,12 +192,16 @@ def chunk_document(
         overlap_tokens: maximum tokens shared by consecutive chunks (SPEC: 50).
         tokenizer: a ``tokenizers.Tokenizer`` (or anything with ``encode(text)`` whose result
             has character ``offsets``); the packaged MiniLM tokenizer when ``None``.
+        max_chunks: the most chunks the document may become (``ingest.max_chunks_per_document``);
+            ``None``: no bound.
 
     Returns:
         The chunks in document order; an empty list for a text without tokens.
 
     Raises:
         ConfigError: when the sizes are not ``0 <= overlap_tokens < chunk_tokens``.
+        InputError: the document needs more than ``max_chunks`` chunks (raised before the
+            structure scan when the token count alone shows it).
 
     Example:
         >>> from ragtrust.documents import Document
@@ -212,6 +218,8 @@ def chunk_document(
     offsets = token_offsets(doc.text, tokenizer)
     if not offsets:
         return []
+    if max_chunks is not None and -(-len(offsets) // chunk_tokens) > max_chunks:
+        raise _too_many_chunks(doc, max_chunks, len(offsets), chunk_tokens)
     bounds = _bounds(doc, offsets)
     priority = bounds.priority + [_PRIORITY_HEADING]  # the text end is the best boundary
     parent_meta = {k: v for k, v in doc.metadata.items() if k != "headings"}
@@ -242,8 +250,17 @@ def chunk_document(
         )
         if end >= n:
             break
+        if max_chunks is not None and len(chunks) >= max_chunks:
+            raise _too_many_chunks(doc, max_chunks, n, chunk_tokens)
         start = _next_start(priority, start, end, overlap_tokens)
     return chunks
+
+
+def _too_many_chunks(doc: Document, max_chunks: int, tokens: int, chunk_tokens: int) -> InputError:
+    return InputError(
+        f"document {doc.id!r} needs more than ingest.max_chunks_per_document ({max_chunks}) chunks "
+        f"({tokens} tokens, {chunk_tokens} a chunk); split it or raise the limit"
+    )
 
 
 def chunk_documents(

@@ -48,7 +48,8 @@ from pathlib import Path
 from typing import Literal, cast, get_args
 
 from ragtrust.documents import Document, _JsonMixin
-from ragtrust.errors import InputError
+from ragtrust.errors import InputError, StoreReadOnlyError
+from ragtrust.ingest.sqlite_ro import connect_read_only
 
 Tier = Literal["vetted", "unvetted", "quarantined"]
 LedgerEvent = Literal["added", "unchanged", "changed"]
@@ -168,16 +169,23 @@ class Ledger:
     SQLite's own locking (WAL mode, 30 s busy timeout).
     """
 
-    def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now) -> None:
+    def __init__(self, path: str | Path, *, clock: Callable[[], str] = utc_now, read_only: bool = False) -> None:
         self.path = Path(path)
         self.clock = clock
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        #: opened with SQLite's ``mode=ro`` (a store without write access): every write raises
+        #: :class:`~ragtrust.errors.StoreReadOnlyError`
+        self.read_only = read_only
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         try:
-            self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
+            if read_only:
+                self._conn = connect_read_only(self.path)
+            else:
+                self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._conn.executescript(_SCHEMA)
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise InputError(f"{self.path}: not a ragtrust provenance ledger ({exc})") from exc
@@ -187,9 +195,17 @@ class Ledger:
         return [m for m in _MIGRATIONS if m[1] not in have[m[0]]]
 
     def _migrate(self) -> None:
-        """Add the columns a ledger of an older format lacks (in one transaction, idempotent)."""
+        """Add the columns a ledger of an older format lacks (in one transaction, idempotent).
+
+        A read-only ledger of the older format is read as it is: its tier changes read
+        ``unknown`` (the columns are added the next time it is opened with write access).
+        """
         self._by_sql, self._actor_sql = "tier_changed_by", "actor"
         if not self._missing_columns():
+            return
+        if self.read_only:
+            self._by_sql = "CASE WHEN tier IS NULL THEN NULL ELSE 'unknown' END"
+            self._actor_sql = "'unknown'"
             return
         try:
             with self._write() as db:  # BEGIN IMMEDIATE, then look again: two processes migrate it once
@@ -216,6 +232,11 @@ class Ledger:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise StoreReadOnlyError(
+                self.path.parent.name,
+                "cannot change its provenance ledger: no write access to its folder or files (queries still work)",
+            )
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:

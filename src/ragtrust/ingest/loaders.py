@@ -31,6 +31,13 @@ Licence files found under a folder (``LICENSE``, ``LICENCE.md``, ``LICENSE-MIT``
 reason: they are legal boilerplate, not knowledge, and would otherwise be retrieved as
 evidence. A licence file named directly is read like any other file.
 
+Bounds (:class:`~ragtrust.config.IngestConfig`, the ``ingest`` settings): a file larger
+than ``max_file_bytes`` (20 MB), a JSONL line or CSV record larger than ``max_line_bytes``
+(2 MB) and a folder more than ``max_depth`` (32) levels below a given folder are skipped with
+a one-line reason naming the setting; the rest is still loaded. Folders are walked with an
+explicit stack (no recursion limit); links to folders are not followed (no link loops),
+links to files are read.
+
 Encodings: UTF-8 (with or without BOM) and UTF-16/32 with a BOM are read directly. Other
 files are read as Windows-1252 (Western European; a superset of Latin-1's printable
 characters) when charset-normalizer finds that decoding clean, else as charset-normalizer's
@@ -54,14 +61,16 @@ import csv
 import fnmatch
 import io
 import json
-import re
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ragtrust.config import IngestConfig
 from ragtrust.documents import Document
 from ragtrust.errors import InputError
+from ragtrust.ingest.markup import html_to_text, markdown_metadata
 
 #: extensions that :func:`load_paths` reads
 SUPPORTED_EXTENSIONS = (".txt", ".md", ".markdown", ".html", ".htm", ".jsonl", ".csv")
@@ -77,36 +86,6 @@ _BINARY_SNIFF_BYTES = 8192
 #: cp1252 to be used: real text in a recognised language scored >= 0.3 on the samples of
 #: tests/ingest/test_loaders.py, short Western text decoded as Big5 or UTF-16 scored 0.0
 _MIN_COHERENCE = 0.2
-_ATX_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
-_FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
-_HTML_DROP = ("script", "style", "noscript", "template", "svg", "head")
-_HTML_BLOCKS = (
-    "p",
-    "div",
-    "section",
-    "article",
-    "li",
-    "tr",
-    "br",
-    "pre",
-    "blockquote",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "table",
-    "ul",
-    "ol",
-    "dt",
-    "dd",
-    "header",
-    "footer",
-    "main",
-    "nav",
-    "aside",
-)
 
 
 @dataclass
@@ -128,6 +107,8 @@ def load_paths(
     paths: Sequence[str | Path],
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    *,
+    limits: IngestConfig | None = None,
 ) -> LoadReport:
     r"""Load documents from files and folders (recursively).
 
@@ -139,6 +120,7 @@ def load_paths(
             folder whose relative path or name matches one are read. Files named directly
             are always read.
         exclude: glob patterns of files to leave out (matched like ``include``).
+        limits: the size and depth bounds (``settings.ingest``; the defaults when ``None``).
 
     Returns:
         A :class:`LoadReport`; unreadable files and bad records are in ``skipped``.
@@ -153,6 +135,7 @@ def load_paths(
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    limits = limits or IngestConfig()
     report = LoadReport()
     seen: dict[str, str] = {}
     for raw in paths:
@@ -161,7 +144,7 @@ def load_paths(
             report.skipped.append((str(raw), "no such file or directory"))
             continue
         if path.is_dir():
-            files = list(_walk(path, include, exclude))
+            files = _walk(path, include, exclude, limits.max_depth, report)
             if not files:
                 report.skipped.append((str(raw), "no matching files in this folder"))
             for file, rel in files:
@@ -169,10 +152,27 @@ def load_paths(
                     report.files += 1
                     report.skipped.append((str(file), "licence file, not a document (name the file to ingest it)"))
                     continue
-                _load_one(file, f"{path.resolve().name}/{rel}", report, seen)
+                _load_one(file, f"{path.resolve().name}/{rel}", report, seen, limits)
         else:
-            _load_one(path, path.name, report, seen)
+            _load_one(path, path.name, report, seen, limits)
     return report
+
+
+def format_bytes(size: int) -> str:
+    """A byte count for a reader, in decimal units.
+
+    Example:
+        >>> format_bytes(20_000_000), format_bytes(54_123_456), format_bytes(1_500), format_bytes(12)
+        ('20 MB', '54.1 MB', '1.5 KB', '12 bytes')
+    """
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if size >= scale:
+            return f"{size / scale:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{size} bytes"
+
+
+def _too_large(size: int, limit: int, what: str, setting: str) -> str:
+    return f"{what} of {format_bytes(size)} is larger than ingest.{setting} ({format_bytes(limit)})"
 
 
 def is_licence_file(name: str) -> bool:
@@ -198,20 +198,63 @@ def _matches(rel: str, patterns: Sequence[str]) -> bool:
     return False
 
 
-def _walk(root: Path, include: Sequence[str], exclude: Sequence[str]) -> Iterator[tuple[Path, str]]:
-    for file in sorted(root.rglob("*")):
-        rel_parts = file.relative_to(root).parts
-        if any(part.startswith(".") for part in rel_parts) or not file.is_file():
+def _walk(
+    root: Path, include: Sequence[str], exclude: Sequence[str], max_depth: int, report: LoadReport
+) -> list[tuple[Path, str]]:
+    """Files under ``root`` as ``(path, relative POSIX path)``, sorted by their path's parts.
+
+    An explicit stack instead of recursion (a 1,200-deep folder raised RecursionError,
+    issue 19 item 5); links to folders are not followed, so a link loop cannot recur.
+    """
+    found: list[tuple[tuple[str, ...], Path]] = []
+    stack: list[tuple[Path, tuple[str, ...]]] = [(root, ())]
+    while stack:
+        folder, parts = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                listed = list(entries)
+        except OSError as exc:
+            report.skipped.append((str(folder), f"cannot read folder: {exc.strerror or exc}"))
             continue
-        rel = "/".join(rel_parts)
-        if include and not _matches(rel, include):
-            continue
-        if exclude and _matches(rel, exclude):
-            continue
-        yield file, rel
+        for entry in listed:
+            if entry.name.startswith("."):
+                continue
+            rel_parts = (*parts, entry.name)
+            try:
+                is_folder = entry.is_dir(follow_symlinks=False)
+                is_file = not is_folder and entry.is_file()
+            except OSError:
+                continue
+            if is_folder:
+                if len(rel_parts) > max_depth:
+                    reason = f"folder more than ingest.max_depth ({max_depth}) levels deep; not read"
+                    report.skipped.append((entry.path, reason))
+                else:
+                    stack.append((Path(entry.path), rel_parts))
+                continue
+            rel = "/".join(rel_parts)
+            if not is_file or (include and not _matches(rel, include)) or (exclude and _matches(rel, exclude)):
+                continue
+            found.append((rel_parts, Path(entry.path)))
+    found.sort(key=lambda item: item[0])
+    return [(file, "/".join(parts)) for parts, file in found]
 
 
-def _load_one(file: Path, doc_id: str, report: LoadReport, seen: dict[str, str]) -> None:
+def _read_bounded(file: Path, limit: int) -> bytes:
+    """The file's bytes, refusing (InputError) one larger than ``limit`` before reading it all."""
+    if not file.is_file():
+        raise InputError("not a regular file")
+    size = file.stat().st_size
+    if size > limit:
+        raise InputError(_too_large(size, limit, "file", "max_file_bytes"))
+    with open(file, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:  # it grew after the stat
+        raise InputError(_too_large(len(data), limit, "file", "max_file_bytes"))
+    return data
+
+
+def _load_one(file: Path, doc_id: str, report: LoadReport, seen: dict[str, str], limits: IngestConfig) -> None:
     report.files += 1
     suffix = file.suffix.lower()
     if suffix not in SUPPORTED_EXTENSIONS:
@@ -223,11 +266,11 @@ def _load_one(file: Path, doc_id: str, report: LoadReport, seen: dict[str, str])
         )
         return
     try:
-        text, encoding = decode_bytes(file.read_bytes())
+        text, encoding = decode_bytes(_read_bounded(file, limits.max_file_bytes))
         if suffix == ".jsonl":
-            docs = _jsonl_documents(file, doc_id, text, report)
+            docs = _jsonl_documents(file, doc_id, text, report, limits.max_line_bytes)
         elif suffix == ".csv":
-            docs = _csv_documents(file, doc_id, text, report)
+            docs = _csv_documents(file, doc_id, text, report, limits.max_line_bytes)
         elif suffix in (".md", ".markdown"):
             docs = [_document(file, doc_id, text, markdown_metadata(text))]
         elif suffix in (".html", ".htm"):
@@ -322,75 +365,6 @@ def _document(file: Path, doc_id: str, text: str, metadata: dict[str, Any], url:
     )
 
 
-def markdown_metadata(text: str) -> dict[str, Any]:
-    r"""``title`` and ``headings`` (``[level, title, offset]``) of a markdown text.
-
-    Headings inside fenced code blocks are ignored.
-
-    Example:
-        >>> markdown_metadata("# A\n\ntext\n\n## B\n")["headings"]
-        [[1, 'A', 0], [2, 'B', 11]]
-    """
-    fenced: list[tuple[int, int]] = []
-    fences = [m.start() for m in _FENCE.finditer(text)]
-    for i in range(0, len(fences) - 1, 2):
-        fenced.append((fences[i], fences[i + 1]))
-    headings: list[list[Any]] = []
-    for m in _ATX_HEADING.finditer(text):
-        if any(a <= m.start() < b for a, b in fenced):
-            continue
-        headings.append([len(m.group(1)), m.group(2).strip(), m.start()])
-    meta: dict[str, Any] = {"headings": headings}
-    title = next((h[1] for h in headings if h[0] == 1), None)
-    if title:
-        meta["title"] = title
-    return meta
-
-
-def html_to_text(html: str) -> tuple[str, dict[str, Any]]:
-    r"""Visible text of an HTML page, with ``title`` and ``headings`` metadata.
-
-    Example:
-        >>> text, meta = html_to_text("<html><body><h1>Hi</h1><p>Body.</p><script>x()</script></body></html>")
-        >>> text, meta["headings"]
-        ('Hi\nBody.', [[1, 'Hi', 0]])
-    """
-    try:
-        from bs4 import BeautifulSoup
-    except ImportError as exc:  # pragma: no cover - a declared dependency
-        from ragtrust.errors import MissingDependencyError
-
-        raise MissingDependencyError("HTML loading", "pip install beautifulsoup4") from exc
-    soup = BeautifulSoup(html, "html.parser")
-    title_tag = soup.find("title")
-    title = title_tag.get_text(" ", strip=True) if title_tag else ""
-    for tag in soup.find_all(_HTML_DROP):
-        tag.decompose()
-    heading_texts: list[tuple[int, str]] = []
-    for tag in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
-        heading_text = " ".join(tag.get_text(" ").split())
-        if heading_text:
-            heading_texts.append((int(tag.name[1]), heading_text))
-    for tag in soup.find_all(_HTML_BLOCKS):
-        tag.insert_before("\n")
-        tag.insert_after("\n")
-    lines = [" ".join(line.split()) for line in soup.get_text().splitlines()]
-    text = "\n".join(line for line in lines if line)
-    headings: list[list[Any]] = []
-    cursor = 0
-    for level, heading_text in heading_texts:
-        at = text.find(heading_text, cursor)
-        if at < 0:
-            continue
-        headings.append([level, heading_text, at])
-        cursor = at + len(heading_text)
-    meta: dict[str, Any] = {"headings": headings}
-    first_h1 = next((h[1] for h in headings if h[0] == 1), None)
-    if title or first_h1:
-        meta["title"] = title or first_h1
-    return text, meta
-
-
 def _record_document(file: Path, file_id: str, where: str, n: int, row: Any) -> Document:
     """Validate one JSONL/CSV record (``id``, ``text``, ``url``, ``metadata``, extras)."""
     if not isinstance(row, dict):
@@ -418,16 +392,28 @@ def _record_document(file: Path, file_id: str, where: str, n: int, row: Any) -> 
     )
 
 
-def _jsonl_documents(file: Path, file_id: str, text: str, report: LoadReport) -> list[Document]:
+def _utf8_size(text: str, limit: int) -> int:
+    """UTF-8 size of ``text``, counted only when it may exceed ``limit`` (4 bytes a character at most)."""
+    return len(text.encode("utf-8")) if len(text) * 4 > limit else len(text)
+
+
+def _jsonl_documents(file: Path, file_id: str, text: str, report: LoadReport, max_line: int) -> list[Document]:
     docs: list[Document] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # lines end at \n only: JSON strings may hold U+2028 and other characters splitlines() breaks at
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{file}:{lineno}"
+        size = _utf8_size(line, max_line)
+        if size > max_line:
+            report.skipped.append((where, _too_large(size, max_line, "line", "max_line_bytes")))
+            continue
         try:
             docs.append(_record_document(file, file_id, where, lineno, json.loads(line)))
         except json.JSONDecodeError as exc:
             report.skipped.append((where, f"invalid JSON ({exc.msg})"))
+        except RecursionError:
+            report.skipped.append((where, "invalid JSON (nested too deeply)"))
         except InputError as exc:
             report.skipped.append((where, str(exc).removeprefix(f"{where}: ")))
     if not docs:
@@ -435,7 +421,15 @@ def _jsonl_documents(file: Path, file_id: str, text: str, report: LoadReport) ->
     return docs
 
 
-def _csv_documents(file: Path, file_id: str, text: str, report: LoadReport) -> list[Document]:
+def _record_size(row: dict[str, Any], limit: int) -> int:
+    values = [v for v in row.values() if isinstance(v, str)]
+    values += [x for v in row.values() if isinstance(v, list) for x in v if isinstance(x, str)]
+    return sum(_utf8_size(v, limit) for v in values)
+
+
+def _csv_documents(file: Path, file_id: str, text: str, report: LoadReport, max_line: int) -> list[Document]:
+    # the csv module refuses fields over 128 KB by default; records are bounded by max_line
+    csv.field_size_limit(max(csv.field_size_limit(), max_line))
     try:
         dialect: Any = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
     except csv.Error:
@@ -450,13 +444,21 @@ def _csv_documents(file: Path, file_id: str, text: str, report: LoadReport) -> l
         for row in reader:
             lineno = reader.line_num
             where = f"{file}:{lineno}"
+            size = _record_size(row, max_line)
+            if size > max_line:
+                report.skipped.append((where, _too_large(size, max_line, "record", "max_line_bytes")))
+                continue
             clean = {k: v for k, v in row.items() if k}
             try:
                 docs.append(_record_document(file, file_id, where, lineno, clean))
             except InputError as exc:
                 report.skipped.append((where, str(exc).removeprefix(f"{where}: ")))
     except csv.Error as exc:
-        report.skipped.append((f"{file}:{reader.line_num}", f"malformed CSV ({exc}); the rest of the file is skipped"))
+        detail = str(exc)
+        if "field limit" in detail:
+            detail = f"a field larger than ingest.max_line_bytes ({format_bytes(max_line)})"
+        where = f"{file}:{reader.line_num}"
+        report.skipped.append((where, f"malformed CSV ({detail}); the rest of the file is skipped"))
     if not docs:
         raise InputError("no valid rows (each row needs a non-empty 'text')")
     return docs
@@ -468,6 +470,7 @@ __all__ = [
     "SUPPORTED_EXTENSIONS",
     "LoadReport",
     "decode_bytes",
+    "format_bytes",
     "html_to_text",
     "is_licence_file",
     "load_paths",

@@ -28,6 +28,12 @@ refuses to open (:class:`~ragtrust.errors.StoreDamagedError`) instead of startin
 empty ledger. :func:`check_store` names the damage; :func:`repair_store` re-creates the
 ledger with every document of the store recorded *unvetted*.
 
+**Read-only stores answer queries.** A store folder this process cannot write (``chmod -R
+a-w``, a read-only mount) or opened with ``read_only=True`` reads its ledger through SQLite's
+``mode=ro`` and keeps every cache in memory; only a write (ingest, delete, vet, quarantine,
+repair) fails, with :class:`~ragtrust.errors.StoreReadOnlyError` (``the store at kb is
+read-only: ...``). Messages name the store by its folder's name, never its absolute path.
+
 The folder's files are read and written by :mod:`~ragtrust.ingest.store_files`; check and
 repair live in :mod:`~ragtrust.ingest.store_check` (both still import from here).
 
@@ -46,8 +52,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +63,7 @@ from ragtrust.config import Settings
 from ragtrust.documents import Document
 from ragtrust.errors import ConfigError, InputError
 from ragtrust.ingest.chunker import chunk_document
+from ragtrust.ingest.ingest_report import IngestReport, Progress
 from ragtrust.ingest.ledger import TIERS, Ledger
 from ragtrust.ingest.snapshot import Snapshot, live_rows, stack_vectors
 from ragtrust.ingest.store_check import REPAIR_REASON, StoreCheck, StoreRepair, check_store, repair_store
@@ -72,9 +78,12 @@ from ragtrust.ingest.store_files import (
     missing_message,
     open_ledger,
     read_manifest_file,
+    read_only_error,
     read_segment_files,
     segment_rows,
     store_exists,
+    store_name,
+    store_writable,
     write_generation,
     write_segment_files,
     writer_lock,
@@ -84,50 +93,6 @@ from ragtrust.retrieval.base import Retriever
 
 #: compact when this share of stored rows is deleted
 COMPACT_RATIO = 1 / 3
-
-#: progress callback: (stage, done, total); stages: "chunk", "embed", "write"
-Progress = Callable[[str, int, int], None]
-
-
-@dataclass(frozen=True)
-class IngestReport:
-    """What one :meth:`Store.add` (or :meth:`Store.delete`) changed.
-
-    Attributes:
-        added / updated / unchanged / deleted: parent documents in each case.
-        chunks: chunks written (embedded) by this call.
-        total_chunks: chunks in the store afterwards.
-        skipped: ``(path, reason)`` of inputs that could not be loaded (filled by callers
-            that load files, e.g. the CLI, from :class:`~ragtrust.ingest.loaders.LoadReport`).
-        seconds: wall time of the call.
-        generation: the generation now live.
-    """
-
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    chunks: int = 0
-    total_chunks: int = 0
-    skipped: tuple[tuple[str, str], ...] = ()
-    seconds: float = 0.0
-    generation: str = ""
-    added_ids: tuple[str, ...] = ()
-    updated_ids: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form."""
-        return {
-            "added": self.added,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "deleted": self.deleted,
-            "chunks": self.chunks,
-            "total_chunks": self.total_chunks,
-            "skipped": [list(s) for s in self.skipped],
-            "seconds": self.seconds,
-            "generation": self.generation,
-        }
 
 
 class Store:
@@ -139,10 +104,12 @@ class Store:
     what other processes published.
     """
 
-    def __init__(self, root: Path, embedder: Embedder, settings: Settings) -> None:
+    def __init__(self, root: Path, embedder: Embedder, settings: Settings, *, read_only: bool = False) -> None:
         self.root = root
         self.embedder = embedder
         self.settings = settings
+        #: reads only: the ledger opens with SQLite's mode=ro, writes raise StoreReadOnlyError
+        self.read_only = read_only
         self._snapshot: Snapshot | None = None
         self._ledger: Ledger | None = None
         #: parsed segments by name; a published segment never changes, so a reload after
@@ -158,6 +125,7 @@ class Store:
         *,
         create: bool = False,
         settings: Settings | None = None,
+        read_only: bool | None = None,
     ) -> Store:
         """Open a store folder.
 
@@ -166,19 +134,27 @@ class Store:
             embedder: the embedding model (must be the one the store was built with).
             create: create an empty store when there is none.
             settings: chunking and retrieval settings (defaults when ``None``).
+            read_only: open it for reading only (queries work; ingest, delete and ledger
+                changes raise :class:`~ragtrust.errors.StoreReadOnlyError`); ``None``: when
+                this process cannot write the folder or its ledger.
 
         Raises:
             InputError: no store at ``path`` and ``create`` is false; ``path`` is a file.
+            StoreReadOnlyError: ``create`` on a read-only folder without a store.
             ConfigError: the store was built with another embedder.
             StoreDamagedError: the manifest or the provenance ledger is missing or
                 unreadable (the store refuses to answer until ``ragtrust store repair``).
         """
         root = Path(path).expanduser()
         if root.exists() and not root.is_dir():
-            raise InputError(f"store path {root} is a file; expected a folder")
+            raise InputError(f"store path {store_name(root)} is a file; expected a folder")
         if not store_exists(root) and not create:
             raise InputError(missing_message(root))
-        store = cls(root, embedder, settings or Settings())
+        if read_only is None:
+            read_only = root.exists() and not store_writable(root)
+        if read_only and not store_exists(root):
+            raise read_only_error(root, "cannot create a store there")
+        store = cls(root, embedder, settings or Settings(), read_only=read_only)
         if store_exists(root):
             manifest = store._read_manifest(store._current())
             store._check_embedder(manifest)
@@ -203,7 +179,7 @@ class Store:
         from ragtrust.retrieval.dense import check_embedder
 
         info = manifest["embedder"]
-        check_embedder(info["model_id"], info["dim"], self.embedder, f"store {self.root}")
+        check_embedder(info["model_id"], info["dim"], self.embedder, f"store {store_name(self.root)}")
 
     @property
     def path(self) -> Path:
@@ -220,7 +196,7 @@ class Store:
         """
         if self._ledger is None:
             check_ledger_file(self.root)
-            self._ledger = Ledger(self.root / LEDGER_FILE)
+            self._ledger = Ledger(self.root / LEDGER_FILE, read_only=self.read_only)
         return self._ledger
 
     def close(self) -> None:
@@ -291,7 +267,7 @@ class Store:
             return snap.chunks[row]
         if doc_id in snap.parents:
             return snap.parents[doc_id]
-        raise InputError(f"document {doc_id!r} is not in store {self.root}")
+        raise InputError(f"document {doc_id!r} is not in store {store_name(self.root)}")
 
     def retriever(self, mode: str = "dense", top_k: int = 5) -> Retriever:
         """Build a retriever over the current generation.
@@ -329,9 +305,14 @@ class Store:
 
         Raises:
             InputError: duplicate ids in the batch, an unknown tier, or a chunk-style id.
+            StoreReadOnlyError: the store was opened read-only.
 
-        The write is atomic: on any exception the store stays at its previous generation.
+        The write is atomic: on any exception the store stays at its previous generation. A
+        document longer than ``ingest.max_chunks_per_document`` chunks is left out (listed in
+        the report's ``skipped``; a stored older version of it stays) and the rest is added.
         """
+        if self.read_only:
+            raise read_only_error(self.root, "cannot ingest")
         started = time.perf_counter()
         docs = list(documents)
         if tier is not None and tier not in TIERS:
@@ -354,9 +335,15 @@ class Store:
             unchanged = len(docs) - len(new) - len(changed)
             report_chunks = 0
             generation = snap.generation
+            skipped: list[tuple[str, str]] = []
+            if new or changed:
+                chunks, skipped = self._chunk(new + changed, progress)
+                left_out = {doc_id for doc_id, _ in skipped}
+                new = [d for d in new if d.id not in left_out]
+                changed = [d for d in changed if d.id not in left_out]
+                docs = [d for d in docs if d.id not in left_out]
             if new or changed:
                 stale = snap.stale({d.id for d in changed})
-                chunks = self._chunk(new + changed, progress)
                 vectors = self._embed(chunks, progress)
                 segment = self._write_segment(chunks, vectors, new + changed)
                 parents = dict(known)
@@ -388,6 +375,7 @@ class Store:
             generation=generation,
             added_ids=tuple(d.id for d in new),
             updated_ids=tuple(d.id for d in changed),
+            skipped=tuple(skipped),
         )
 
     def _ledger_record(self, docs: Sequence[Document], source: str, tier: str | None, actor: str) -> None:
@@ -400,6 +388,8 @@ class Store:
         Raises:
             InputError: an id that is not a document of the store (nothing is deleted).
         """
+        if self.read_only:
+            raise read_only_error(self.root, "cannot delete documents")
         wanted = list(dict.fromkeys(doc_ids))
         if not wanted:
             return 0
@@ -411,7 +401,7 @@ class Store:
             unknown = [i for i in wanted if i not in known]
             if unknown:
                 hint = " (a chunk id: delete its document instead)" if "#" in unknown[0] else ""
-                raise InputError(f"not in store {self.root}: {', '.join(unknown[:5])}{hint}")
+                raise InputError(f"not in store {store_name(self.root)}: {', '.join(unknown[:5])}{hint}")
             targets = set(wanted)
             stale = snap.stale(targets)
             self._publish(
@@ -425,15 +415,23 @@ class Store:
             self._collect_garbage()
         return len(wanted)
 
-    def _chunk(self, docs: Sequence[Document], progress: Progress | None) -> list[Document]:
+    def _chunk(
+        self, docs: Sequence[Document], progress: Progress | None
+    ) -> tuple[list[Document], list[tuple[str, str]]]:
+        """Chunks of ``docs``, and ``(id, reason)`` of each document over the chunk bound."""
         tokenizer = getattr(self.embedder, "tokenizer", None)
         cfg = self.settings.chunking
+        limit = self.settings.ingest.max_chunks_per_document
         chunks: list[Document] = []
+        skipped: list[tuple[str, str]] = []
         for i, doc in enumerate(docs, start=1):
-            chunks.extend(chunk_document(doc, cfg.chunk_tokens, cfg.overlap_tokens, tokenizer))
+            try:
+                chunks.extend(chunk_document(doc, cfg.chunk_tokens, cfg.overlap_tokens, tokenizer, max_chunks=limit))
+            except InputError as exc:
+                skipped.append((doc.id, str(exc)))
             if progress is not None:
                 progress("chunk", i, len(docs))
-        return chunks
+        return chunks, skipped
 
     def _embed(self, chunks: Sequence[Document], progress: Progress | None) -> npt.NDArray[np.float32]:
         from ragtrust.retrieval.dense import embed_texts
@@ -487,6 +485,7 @@ class Store:
 __all__ = [
     "REPAIR_REASON",
     "IngestReport",
+    "Progress",
     "Store",
     "StoreCheck",
     "StoreRepair",

@@ -27,8 +27,10 @@ from ragtrust.ingest.store_files import (
     ledger_damage,
     missing_message,
     read_manifest_file,
+    read_only_error,
     read_segment_files,
     store_exists,
+    store_writable,
     writer_lock,
 )
 
@@ -103,7 +105,8 @@ def _live_generation(root: Path) -> tuple[str, dict[str, Any], list[Document], d
     try:
         generation = (root / CURRENT).read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
-        raise damaged(root, root / CURRENT, f"unreadable ({exc})") from exc
+        why = exc.strerror if isinstance(exc, OSError) else exc
+        raise damaged(root, root / CURRENT, f"unreadable ({why})") from exc
     if not generation:
         raise damaged(root, root / CURRENT, "empty")
     manifest = read_manifest_file(root, generation)
@@ -115,9 +118,10 @@ def _ledger_ids(root: Path) -> set[str]:
     """Ids of the live documents the ledger lists (opened read-only: a check writes nothing)."""
     import sqlite3
 
-    uri = (root / LEDGER_FILE).resolve().as_uri() + "?mode=ro"
+    from ragtrust.ingest.sqlite_ro import connect_read_only
+
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=30.0)
+        conn = connect_read_only(root / LEDGER_FILE)
         try:
             rows = conn.execute("SELECT doc_id FROM documents WHERE deleted_at IS NULL").fetchall()
         finally:
@@ -195,10 +199,13 @@ def repair_store(path: str | Path) -> StoreRepair:
     Raises:
         InputError: there is no store at ``path``.
         StoreDamagedError: a manifest or segment is damaged (only the ledger is repaired).
+        StoreReadOnlyError: this process cannot write the store.
     """
     root = Path(path).expanduser()
     if not store_exists(root):
         raise InputError(missing_message(root))
+    if not store_writable(root):
+        raise read_only_error(root, "cannot repair it")
     with writer_lock(root):
         _, manifest, _, parents = _live_generation(root)
         damage = ledger_damage(root)

@@ -5,7 +5,9 @@ A store folder (see :mod:`ragtrust.ingest.store`) holds ``CURRENT``, the manifes
 reader here raises :class:`~ragtrust.errors.StoreDamagedError` naming the file that does not
 parse; every writer writes under a new name first, so a crash never leaves a half-written
 file where a reader looks. :func:`check_ledger_file` makes a store without a readable ledger
-fail closed.
+fail closed. A folder this process cannot write (:func:`store_writable`) is opened read-only:
+queries work, writes raise :class:`~ragtrust.errors.StoreReadOnlyError`. Messages name a store
+by its folder's name (:func:`store_name`) and its files relative to it, never by absolute path.
 
 Example:
     >>> import tempfile
@@ -34,7 +36,7 @@ import numpy.typing as npt
 
 from ragtrust.config import Settings
 from ragtrust.documents import Document
-from ragtrust.errors import InputError, StoreDamagedError
+from ragtrust.errors import InputError, StoreDamagedError, StoreReadOnlyError, redact_paths
 from ragtrust.ingest.ledger import Ledger
 from ragtrust.io import atomic_write_bytes, atomic_write_text
 from ragtrust.models.base import Embedder
@@ -57,9 +59,35 @@ def store_exists(path: str | Path) -> bool:
     return (Path(path) / CURRENT).is_file()
 
 
+def store_name(root: str | Path) -> str:
+    """How messages name a store: its folder's name, never its absolute path.
+
+    Example:
+        >>> store_name("/srv/data/kb")
+        'kb'
+    """
+    path = Path(root)
+    return path.name or path.resolve().name or str(path)
+
+
+def store_writable(root: Path) -> bool:
+    """Tell whether this process may write the store folder and its ledger (read-only mount included)."""
+    if not os.access(root, os.W_OK):
+        return False
+    ledger = root / LEDGER_FILE
+    return not ledger.exists() or os.access(ledger, os.W_OK)
+
+
+def read_only_error(root: Path, action: str) -> StoreReadOnlyError:
+    """The error for a write (``action``: "cannot ingest"...) to a store opened read-only."""
+    return StoreReadOnlyError(
+        store_name(root), f"{action}: no write access to its folder or files (queries still work)"
+    )
+
+
 def missing_message(root: Path) -> str:
     """The message of an :class:`~ragtrust.errors.InputError` for a folder without a store."""
-    return f"store {root} does not exist or is empty: run `ragtrust ingest PATHS --store {root}`"
+    return f"store {store_name(root)} does not exist or is empty: run `ragtrust ingest PATHS --store DIR` to build one"
 
 
 def empty_manifest(embedder: Embedder, settings: Settings) -> dict[str, Any]:
@@ -96,8 +124,13 @@ def writer_lock(root: Path) -> Iterator[None]:
 
 
 # -- the ledger file -------------------------------------------------------------------------
-def open_ledger(path: str | Path) -> Ledger:
+def open_ledger(path: str | Path, *, read_only: bool | None = None) -> Ledger:
     """Open the ledger of an existing store (no embedder needed: for vet / quarantine / ledger).
+
+    Args:
+        path: the store folder.
+        read_only: open the ledger read-only (its writes raise
+            :class:`~ragtrust.errors.StoreReadOnlyError`); ``None``: when the store cannot be written.
 
     Raises:
         InputError: when there is no store at ``path``.
@@ -107,7 +140,9 @@ def open_ledger(path: str | Path) -> Ledger:
     if not store_exists(root):
         raise InputError(missing_message(root))
     check_ledger_file(root)
-    return Ledger(root / LEDGER_FILE)
+    if read_only is None:
+        read_only = not store_writable(root)
+    return Ledger(root / LEDGER_FILE, read_only=read_only)
 
 
 def ledger_damage(root: Path) -> str | None:
@@ -138,15 +173,23 @@ def check_ledger_file(root: Path) -> None:
             LEDGER_FILE,
             f"{damage}; without the provenance ledger vetted and quarantined documents cannot be told apart, "
             "so the store refuses to answer",
-            f"run `ragtrust store repair --store {root}` to re-create it with every document unvetted",
+            f"run `ragtrust store repair` on the store ({store_name(root)}) to re-create it with every document "
+            "unvetted",
         )
 
 
 # -- reading ---------------------------------------------------------------------------------
 def damaged(root: Path, file: Path, detail: str) -> StoreDamagedError:
     """The error for a damaged ``file`` of the store at ``root``, pointing at ``ragtrust store check``."""
-    name = file.relative_to(root).as_posix() if file.is_relative_to(root) else str(file)
-    return StoreDamagedError(name, detail, f"run `ragtrust store check --store {root}`")
+    name = file.relative_to(root).as_posix() if file.is_relative_to(root) else file.name
+    return StoreDamagedError(name, detail, f"run `ragtrust store check` on the store ({store_name(root)})")
+
+
+def _why(exc: BaseException) -> str:
+    """What went wrong, without the absolute path an OSError's text carries."""
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    return redact_paths(str(exc))
 
 
 def _read_jsonl_documents(root: Path, file: Path) -> list[Document]:
@@ -155,7 +198,7 @@ def _read_jsonl_documents(root: Path, file: Path) -> list[Document]:
     except FileNotFoundError:
         raise damaged(root, file, "missing") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise damaged(root, file, f"unreadable ({exc})") from exc
+        raise damaged(root, file, f"unreadable ({_why(exc)})") from exc
     docs: list[Document] = []
     for number, line in enumerate(lines, start=1):
         if not line:
@@ -177,7 +220,7 @@ def read_segment_files(root: Path, name: str) -> Segment:
     except FileNotFoundError:
         raise damaged(root, folder / "vectors.npy", "missing") from None
     except (OSError, ValueError, EOFError) as exc:
-        raise damaged(root, folder / "vectors.npy", f"unreadable ({exc})") from exc
+        raise damaged(root, folder / "vectors.npy", f"unreadable ({_why(exc)})") from exc
     if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
         detail = f"{vectors.shape[0] if vectors.ndim else 0} vectors for {len(chunks)} chunks in chunks.jsonl"
         raise damaged(root, folder / "vectors.npy", detail)
@@ -197,9 +240,9 @@ def read_manifest_file(root: Path, generation: str) -> dict[str, Any]:
     except FileNotFoundError:
         raise damaged(root, file, f"missing (named by {CURRENT})") from None
     except (OSError, ValueError) as exc:
-        raise damaged(root, file, f"unreadable ({exc})") from exc
+        raise damaged(root, file, f"unreadable ({_why(exc)})") from exc
     if manifest.get("format") != FORMAT:
-        raise InputError(f"store {root}: unknown format {manifest.get('format')!r}, expected {FORMAT}")
+        raise InputError(f"store {store_name(root)}: unknown format {manifest.get('format')!r}, expected {FORMAT}")
     return manifest
 
 
@@ -277,10 +320,13 @@ __all__ = [
     "ledger_damage",
     "missing_message",
     "open_ledger",
+    "read_only_error",
     "read_manifest_file",
     "read_segment_files",
     "segment_rows",
     "store_exists",
+    "store_name",
+    "store_writable",
     "write_generation",
     "write_segment_files",
 ]

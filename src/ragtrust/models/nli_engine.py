@@ -17,7 +17,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -50,8 +52,44 @@ class WindowedPrediction:
         return row
 
 
+def _open_cache_db(path: Path) -> tuple[sqlite3.Connection | None, bool]:
+    """The persisted cache and whether it may be written: ``(None, False)`` when it cannot be opened.
+
+    A cache in a folder this process cannot write (a read-only store, issue 19 item 8) is
+    read when it exists and never written; the results of this process stay in memory.
+    """
+    writable = not path.parent.exists() or (
+        os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+    )
+    try:
+        if writable:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(str(path), check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("CREATE TABLE IF NOT EXISTS nli (key TEXT PRIMARY KEY, probs BLOB NOT NULL)")
+            db.commit()
+            return db, True
+        if path.exists():
+            uri = path.resolve().as_uri()
+            # a WAL file whose -shm cannot be created opens only as immutable (a cache may miss)
+            for query in ("mode=ro", "mode=ro&immutable=1"):
+                db = sqlite3.connect(f"{uri}?{query}", uri=True, check_same_thread=False)
+                try:
+                    db.execute("SELECT 1 FROM nli LIMIT 1").fetchall()
+                    return db, False
+                except sqlite3.Error:
+                    db.close()
+    except (sqlite3.Error, OSError):
+        pass
+    return None, False
+
+
 class _PairCache:
-    """LRU of pair results keyed by content hash, optionally persisted in SQLite."""
+    """LRU of pair results keyed by content hash, optionally persisted in SQLite.
+
+    The persisted file is best effort: one that cannot be written (a read-only store) or
+    opened leaves the cache in memory, never failing a query.
+    """
 
     def __init__(self, size: int, path: Path | None, model_id: str) -> None:
         self.size = size
@@ -59,12 +97,10 @@ class _PairCache:
         self._items: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        #: whether results are written to ``_db`` (False: read-only or failed once)
+        self.persists = False
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(path), check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS nli (key TEXT PRIMARY KEY, probs BLOB NOT NULL)")
-            self._db.commit()
+            self._db, self.persists = _open_cache_db(path)
 
     def key(self, premise: str, hypothesis: str) -> str:
         data = f"{self.model_id}\x1f{premise}\x1f{hypothesis}".encode()
@@ -76,7 +112,10 @@ class _PairCache:
                 self._items.move_to_end(key)
                 return self._items[key]
             if self._db is not None:
-                row = self._db.execute("SELECT probs FROM nli WHERE key = ?", (key,)).fetchone()
+                try:
+                    row = self._db.execute("SELECT probs FROM nli WHERE key = ?", (key,)).fetchone()
+                except sqlite3.Error:
+                    row = None
                 if row is not None:
                     value = np.frombuffer(row[0], dtype=np.float32).copy()
                     self._put(key, value)
@@ -95,12 +134,17 @@ class _PairCache:
         with self._lock:
             for key, value in items:
                 self._put(key, value)
-            if self._db is not None and items:
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO nli (key, probs) VALUES (?, ?)",
-                    [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items],
-                )
-                self._db.commit()
+            if self._db is not None and self.persists and items:
+                try:
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO nli (key, probs) VALUES (?, ?)",
+                        [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items],
+                    )
+                    self._db.commit()
+                except sqlite3.Error:  # e.g. the folder became read-only: keep answering from memory
+                    self.persists = False
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.rollback()
 
     def __len__(self) -> int:
         return len(self._items)

@@ -32,6 +32,7 @@ from ragtrust.errors import (
     ModelError,
     RagTrustError,
     StoreDamagedError,
+    redact_paths,
 )
 from ragtrust.server import schemas as S
 
@@ -57,21 +58,23 @@ def error_response(status: int, type: str, message: str, headers: Mapping[str, s
 def map_exception(exc: BaseException) -> ApiError:
     """Translate a ragtrust (or unexpected) exception into an :class:`ApiError`."""
     if isinstance(exc, ApiError):
+        exc.message = redact_paths(exc.message)  # a body names a file, never its absolute path on this machine
         return exc
+    message = redact_paths(str(exc))
     if isinstance(exc, StoreDamagedError):  # the operator's to fix (`ragtrust store check`), not the client's
-        return ApiError(503, "store_damaged", str(exc))
+        return ApiError(503, "store_damaged", message)
     if isinstance(exc, InputError):
-        return ApiError(422, "invalid_input", str(exc))
+        return ApiError(422, "invalid_input", message)
     if isinstance(exc, ConfigError):
-        return ApiError(400, "config_error", str(exc))
+        return ApiError(400, "config_error", message)
     if isinstance(exc, MissingDependencyError):
-        return ApiError(503, "missing_dependency", str(exc))
+        return ApiError(503, "missing_dependency", message)
     if isinstance(exc, ModelError):
-        return ApiError(503, "model_error", str(exc), {"Retry-After": "30"})
+        return ApiError(503, "model_error", message, {"Retry-After": "30"})
     if isinstance(exc, BackendError):
-        return ApiError(502, "backend_error", str(exc))
+        return ApiError(502, "backend_error", message)
     if isinstance(exc, RagTrustError):
-        return ApiError(500, "ragtrust_error", str(exc))
+        return ApiError(500, "ragtrust_error", message)
     logger.error("unhandled error in request", exc_info=exc)
     return ApiError(500, "internal_error", "internal server error; the server log has the details")
 
