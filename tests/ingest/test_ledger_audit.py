@@ -46,25 +46,16 @@ def test_every_change_records_who_made_it(tmp_path: Path) -> None:
     ledger.set_tier("kb", "quarantined", "weak hash", actor="bob")
     ledger.delete("kb", actor="carol")
     events = [(e.kind, e.actor) for e in ledger.events("kb")]
-    assert events == [
-        ("added", "alice"),
-        ("vetted", "alice"),
-        ("changed", "mallory"),
-        ("quarantined", "bob"),
-    ] + [("deleted", "carol")]
+    assert events == [("added", "alice"), ("vetted", "alice"), ("changed", "mallory"), ("quarantined", "bob")] + [
+        ("deleted", "carol")
+    ]
     record = ledger.get("kb", include_deleted=True)
     assert record is not None
-    assert (record.tier, record.tier_changed_by, record.tier_changed_at) == (
-        "quarantined",
-        "bob",
-        _clock(),
-    )
+    assert (record.tier, record.tier_changed_by, record.tier_changed_at) == ("quarantined", "bob", _clock())
     assert record.to_dict()["tier_changed_by"] == "bob"
 
 
-def test_without_an_actor_the_ledger_says_unknown_and_an_untiered_document_names_nobody(
-    tmp_path: Path,
-) -> None:
+def test_without_an_actor_the_ledger_says_unknown_and_an_untiered_document_names_nobody(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "l.sqlite")
     ledger.record(Document(id="a", text="A."), "a.md")
     ledger.record(Document(id="b", text="B."), "b.md", tier="unvetted")
@@ -90,52 +81,37 @@ def _old_ledger(path: Path) -> None:
     for doc_id, tier in (("kb", "vetted"), ("plain", None)):
         db.execute(
             "INSERT INTO documents VALUES (?, 'kb.md', 'h1', ?, ?, 1, ?, '', ?, ?, ?, NULL)",
-            (
-                doc_id,
-                T0,
-                T0,
-                tier,
-                T0 if tier else None,
-                "h1" if tier else None,
-                T0 if tier else None,
-            ),
+            (doc_id, T0, T0, tier, T0 if tier else None, "h1" if tier else None, T0 if tier else None),
         )
-        db.execute(
-            "INSERT INTO versions VALUES (?, 1, 'h1', 'kb.md', ?, ?)",
-            (doc_id, T0, zlib.compress(b"text")),
-        )
-        db.execute(
-            "INSERT INTO events (doc_id, at, kind, detail) VALUES (?, ?, 'added', 'h1')",
-            (doc_id, T0),
-        )
-    db.execute(
-        "INSERT INTO events (doc_id, at, kind, detail) VALUES ('kb', ?, 'vetted', 'ok')",
-        (T0,),
-    )
+        db.execute("INSERT INTO versions VALUES (?, 1, 'h1', 'kb.md', ?, ?)", (doc_id, T0, zlib.compress(b"text")))
+        db.execute("INSERT INTO events (doc_id, at, kind, detail) VALUES (?, ?, 'added', 'h1')", (doc_id, T0))
+    db.execute("INSERT INTO events (doc_id, at, kind, detail) VALUES ('kb', ?, 'vetted', 'ok')", (T0,))
     db.commit()
     db.close()
 
 
-def test_an_old_ledger_is_migrated_in_place_and_keeps_its_history(
-    tmp_path: Path,
-) -> None:
+def test_an_old_ledger_is_migrated_in_place_and_keeps_its_history(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite"
     _old_ledger(path)
     with Ledger(path, clock=_clock) as ledger:
         old = ledger.get("kb")
-        assert old is not None and (old.tier, old.tier_changed_by, old.vetted_hash) == (
-            "vetted",
-            "unknown",
-            "h1",
-        )
+        assert old is not None and (old.tier, old.tier_changed_by, old.vetted_hash) == ("vetted", "unknown", "h1")
         assert ledger.get("plain").tier_changed_by is None  # type: ignore[union-attr]
-        assert [(e.kind, e.actor) for e in ledger.events("kb")] == [
-            ("added", "unknown"),
-            ("vetted", "unknown"),
-        ]
+        assert [(e.kind, e.actor) for e in ledger.events("kb")] == [("added", "unknown"), ("vetted", "unknown")]
         ledger.set_tier("kb", "quarantined", "bad", actor="dana")
     with Ledger(path) as again:  # a second open finds the columns and changes nothing
         assert again.get("kb").tier_changed_by == "dana"  # type: ignore[union-attr]
         assert [e.actor for e in again.events("kb")] == ["unknown", "unknown", "dana"]
     columns = {r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(events)")}
     assert "actor" in columns
+
+
+def test_a_read_only_old_ledger_is_read_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    _old_ledger(path)
+    with Ledger(path, read_only=True) as ledger:  # no write access: no migration, reads still work
+        record = ledger.get("kb")
+        assert record is not None and (record.tier, record.tier_changed_by) == ("vetted", "unknown")
+        assert ledger.get("plain").tier_changed_by is None  # type: ignore[union-attr]
+        assert [e.actor for e in ledger.events("kb")] == ["unknown", "unknown"]
+    assert "actor" not in {r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(events)")}
