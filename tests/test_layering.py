@@ -8,8 +8,8 @@ The layers (STYLE.md section 1), lowest first; a name is the part after ``ragtru
    packaged knowledge base, ``prompts`` the prompt texts, ``http`` the bearer HTTP client,
    ``record`` a run's provenance block, ``deadline`` a request's time budget);
 1. ``models``, ``retrieval``, ``screening``, ``evidence``, ``verification``, ``generation``,
-   ``ingest`` - the components, one stage each - and ``testing``, the shipped fakes of their
-   protocols;
+   ``ingest`` - the components, one stage each - ``testing``, the shipped fakes of their
+   protocols, and ``verdict_log``, the SQLite log of verdicts the CLI and the server append to;
 2. ``trust`` - the Trust Index, pure functions of numbers;
 3. ``pipeline`` (a query through the stages), ``scan`` (a corpus through Stage 1) and the
    package itself (``ragtrust/__init__.py``, the curated public API);
@@ -41,7 +41,7 @@ PACKAGE = "ragtrust"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "deadline", "documents", "config", "text", "io", "http", "record", "registry", "prompts", "data"),
-    ("models", "retrieval", "screening", "evidence", "verification", "generation", "ingest", "testing"),
+    ("models", "retrieval", "screening", "evidence", "verification", "generation", "ingest", "testing", "verdict_log"),
     ("trust",),
     ("pipeline", "scan", "__init__"),
     ("eval", "training", "demo", "server", "integrations"),

@@ -281,6 +281,19 @@ class TelemetryConfig(_Section):
     capture_content: bool = Field(False, description="record the query and answer texts on the spans")
 
 
+class LogConfig(_Section):
+    """The verdict log: every ``ragtrust ask`` and API verdict appended to a local SQLite file.
+
+    See :mod:`ragtrust.verdict_log`. The file is ``path`` when given, else
+    ``<store>/verdicts.sqlite`` beside the store, else ``$XDG_DATA_HOME/ragtrust/verdicts.sqlite``.
+    Writing it never fails a verdict: a problem is one warning and the verdict goes unlogged.
+    """
+
+    enabled: bool = Field(True, description="append verdicts to the log (RAGTRUST_LOG__ENABLED=0 turns it off)")
+    path: str | None = Field(None, description="the log file (default: beside the store, else the user data dir)")
+    max_rows: int = Field(100_000, ge=1, description="rows kept; the oldest are pruned past it")
+
+
 class EvalConfig(_Section):
     """Benchmark protocol (SPEC sections 7-8)."""
 
@@ -305,6 +318,7 @@ class Settings(_Section):
     generator: GeneratorConfig = GeneratorConfig()
     eval: EvalConfig = EvalConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    log: LogConfig = LogConfig()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form that :func:`load_settings` accepts back as overrides."""
@@ -416,6 +430,7 @@ __all__ = [
     "EvidenceConfig",
     "GeneratorConfig",
     "IngestConfig",
+    "LogConfig",
     "ModelsConfig",
     "RelevanceConfig",
     "RetrievalConfig",

@@ -20,6 +20,7 @@ from ragtrust.cli.common import (
 from ragtrust.cli.render import print_verdict
 from ragtrust.documents import Verdict
 from ragtrust.errors import InputError
+from ragtrust.verdict_log import append_verdict
 
 
 def _policy_overrides(policy: str | None, top_k: int | None) -> dict[str, object]:
@@ -68,7 +69,9 @@ def ask(
         raise fail("no store given: pass --store DIR (build one with `ragtrust ingest PATHS --store DIR`)", 2)
     opened = Store.open(store_dir, default_embedder(settings), settings=settings)
     gate = TrustGate.from_settings(settings, store=opened, calibration=calibration)
-    raise _shown(gate.ask(question), as_json, spans=spans)
+    verdict = gate.ask(question)
+    append_verdict(settings, store_dir, verdict, operation="ask", source="cli")  # never raises: a warning at most
+    raise _shown(verdict, as_json, spans=spans)
 
 
 def _docs(path: Path) -> list:  # type: ignore[type-arg]

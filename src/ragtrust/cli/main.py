@@ -25,6 +25,8 @@ COMMAND_MODULES = (
     "ragtrust.cli.conflicts",  # eval conflicts (claim conflicts with and without a witness)
     "ragtrust.cli.serve",  # serve
     "ragtrust.cli.llm",  # llm serve / info (a local OpenAI-compatible model)
+    "ragtrust.cli.docs",  # docs (the store's documents: ids, tiers, status)
+    "ragtrust.cli.log",  # log list / show / export (the verdict log)
 )
 
 app = typer.Typer(
