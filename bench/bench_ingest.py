@@ -3,6 +3,7 @@
 Usage:
     python bench/bench_ingest.py --data ../shared/data/owasp-cheatsheets            # real embedder
     python bench/bench_ingest.py --synthetic 100000 --embedder hashing             # 100k-chunk corpus
+    python bench/bench_ingest.py --bounds                                           # hostile inputs (issue 19)
 
 Prints one JSON object (config, versions, numbers) so results carry their provenance.
 """
@@ -15,6 +16,7 @@ import platform
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -126,6 +128,57 @@ def _latency(store: Store, mode: str, repeats: int) -> dict[str, float]:
     }
 
 
+def _nested(root: Path, depth: int) -> Path:
+    folder = root
+    for _ in range(depth):  # one mkdir at a time: os.makedirs recurses
+        folder = folder / "d"
+        folder.mkdir()
+    return folder
+
+
+def _bounds() -> dict[str, object]:
+    """Load times of the inputs that were quadratic, cubic or fatal before the ingest bounds (issue 19 item 5).
+
+    Before (measured on the commit before them): 64 KB of fenced headings 1.9 s and 256 KB
+    25.9 s (quadratic); a 2 KB heading line of blanks 37.5 s (cubic); a 10 MB JSONL line 180 s
+    and 945 MB RSS through ingest; a 1,200-deep folder RecursionError.
+    """
+    work = Path(tempfile.mkdtemp(prefix="ragtrust-bounds-"))
+    inputs = {
+        "fenced_headings_10mb.md": "```\n# in code\n```\n## Real\n" * 400_000,
+        "blank_run_heading_10mb.md": "# T" + " \t" * 5_000_000 + "x\n",
+        "one_10mb_line.jsonl": json.dumps({"id": "huge", "text": "Store passwords with bcrypt. " * 350_000})
+        + "\n"
+        + json.dumps({"id": "ok", "text": "Use TLS."})
+        + "\n",
+    }
+    times: dict[str, object] = {}
+    try:
+        for name, text in inputs.items():
+            (work / name).write_text(text, encoding="utf-8")
+            t = time.perf_counter()
+            loaded = load_paths([work / name])
+            times[name] = {
+                "load_s": round(time.perf_counter() - t, 3),
+                "documents": len(loaded.documents),
+                "skipped": [reason for _, reason in loaded.skipped],
+            }
+        deep = work / "deep"
+        deep.mkdir()
+        (_nested(deep, 1_200) / "bottom.txt").write_text("At the bottom.", encoding="utf-8")
+        (deep / "top.txt").write_text("At the top.", encoding="utf-8")
+        t = time.perf_counter()
+        loaded = load_paths([deep])
+        times["folder_1200_deep"] = {
+            "load_s": round(time.perf_counter() - t, 3),
+            "documents": len(loaded.documents),
+            "skipped": [reason for _, reason in loaded.skipped],
+        }
+    finally:
+        subprocess.run(["rm", "-rf", str(work)], check=False)  # shutil.rmtree recurses 1,200 deep
+    return {"bounds": times, "python": platform.python_version(), "machine": platform.machine()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=None)
@@ -133,7 +186,11 @@ def main() -> None:
     parser.add_argument("--embedder", choices=["builtin", "hashing"], default="builtin")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--keep", type=Path, default=None, help="keep the store here")
+    parser.add_argument("--bounds", action="store_true", help="time the hostile inputs of issue 19 item 5")
     args = parser.parse_args()
+    if args.bounds:
+        print(json.dumps(_bounds(), indent=2))
+        return
     docs = load_paths([args.data]).documents if args.data else _synthetic(args.synthetic)
     emb = _embedder(args.embedder)
     root = args.keep or Path(tempfile.mkdtemp(prefix="ragtrust-bench-"))
