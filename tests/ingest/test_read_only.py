@@ -184,3 +184,58 @@ def test_a_chmod_read_only_store_answers_ask_and_http_ask(tmp_path: Path) -> Non
     [line] = [x for x in result["ingest_err"].splitlines() if x.strip()]
     assert READ_ONLY in line and str(tmp_path) not in line
     assert _contents(root) == before and not (root / "nli_cache.sqlite").exists()
+
+
+_WAL_CHECK = r"""
+import json, sys
+from ragtrust.errors import StoreReadOnlyError
+from ragtrust.ingest.store import Store
+from ragtrust.testing import HashingEmbedder
+store = Store.open(sys.argv[1], HashingEmbedder())
+try:
+    print(json.dumps({"read_only": store.read_only, "tier": store.ledger.get("md5").tier}))
+except StoreReadOnlyError as exc:
+    print(json.dumps({"read_only": store.read_only, "error": str(exc)}))
+"""
+
+
+def test_a_read_only_ledger_reads_its_unmerged_wal_or_refuses_never_serves_without_it(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    store = Store.open(root, HashingEmbedder(), create=True)
+    store.add(DOCS, tier="vetted")
+    store.close()
+    # a quarantine left in the -wal file (the writer died before a checkpoint)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys\nfrom ragtrust.ingest.store import open_ledger\n"
+            "open_ledger(sys.argv[1]).set_tier('md5', 'quarantined', 'weak hash')\nos._exit(0)",
+            str(root),
+        ],
+        check=True,
+    )
+    assert (root / "ledger.sqlite-wal").stat().st_size > 0
+    prefix = _drop_write_override()
+    results = []
+    for drop_shm in (False, True):
+        if drop_shm:
+            (root / "ledger.sqlite-shm").unlink()
+        paths = [root, *root.rglob("*")]
+        for p in paths:
+            p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        try:
+            run = subprocess.run(
+                [*prefix, sys.executable, "-c", _WAL_CHECK, str(root)], capture_output=True, text=True, timeout=120
+            )
+        finally:
+            for p in paths:
+                p.chmod(p.stat().st_mode | stat.S_IWUSR)
+        assert run.returncode == 0, run.stderr[-3000:]
+        results.append(json.loads(run.stdout.strip().splitlines()[-1]))
+    with_shm, without_shm = results
+    assert with_shm == {"read_only": True, "tier": "quarantined"}
+    # without its -shm file SQLite could read the main file only, which lacks the quarantine: refused
+    assert without_shm["read_only"] and without_shm["error"].startswith(
+        "the store at store is read-only: ledger.sqlite-wal holds ledger changes not yet merged"
+    )
