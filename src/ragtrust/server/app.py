@@ -53,6 +53,7 @@ from ragtrust.server.middleware import (
 )
 from ragtrust.server.routes import STATIC_DIR, add_routes
 from ragtrust.server.runtime import Gate, GateFactory, ReadWriteLock, Runtime
+from ragtrust.verdict_log import VerdictLog, open_verdict_log
 
 
 def _openapi(app: FastAPI, secured: bool) -> Callable[[], dict[str, Any]]:
@@ -136,6 +137,7 @@ def create_app(
     workers: int = 2,
     max_queue: int | None = None,
     build_gate: GateFactory | None = None,
+    verdict_log: VerdictLog | None = None,
 ) -> FastAPI:
     """Build the ragtrust HTTP service.
 
@@ -160,6 +162,10 @@ def create_app(
             past it a request gets 503 with ``Retry-After`` at once.
         build_gate: ``(settings, store_path) -> gate`` used when ``gate`` is ``None``
             (default :func:`build_default_gate`).
+        verdict_log: where ``/v1/ask``, ``/v1/screen`` and ``/v1/verify`` verdicts are appended
+            (``GET /v1/log`` reads it). ``None``: an app that builds its own gate logs where the
+            settings say (``[log]``: beside the store folder by default, see
+            :mod:`ragtrust.verdict_log`); an app given a ready-made ``gate`` keeps no log.
 
     Returns:
         The FastAPI app; models warm in its lifespan hook.
@@ -180,6 +186,8 @@ def create_app(
     if gate is None:
         settings = settings if settings is not None else load_settings()
         gate = (build_gate or build_default_gate)(settings, store_path)
+        if verdict_log is None:  # never raises: a log that cannot be opened is one warning, no log
+            verdict_log = open_verdict_log(settings, store_path)
     metrics = ServerMetrics()
 
     @contextlib.asynccontextmanager
@@ -209,6 +217,7 @@ def create_app(
     )
     app.state.ragtrust = None
     app.state.metrics = metrics
+    app.state.verdict_log = verdict_log
     install_error_handlers(app)
     add_routes(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -25,6 +25,7 @@ from ragtrust.errors import InputError
 from ragtrust.server import schemas as S
 from ragtrust.server.auth import principal_of
 from ragtrust.server.errors import ERROR_RESPONSES, ApiError, error_responses
+from ragtrust.server.log_routes import add_log_routes, logged
 from ragtrust.server.metrics import CONTENT_TYPE
 from ragtrust.server.runtime import runtime_of
 
@@ -81,7 +82,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
             raise ApiError(422, "invalid_input", "the question is empty: send a non-empty 'question'")
         rt.require_store()
         gate = rt.require_gate()
-        return await rt.verdict_of(lambda: gate.ask(body.question), lane="ask", request=request)
+        return await logged(request, "ask", rt.verdict_of(lambda: gate.ask(body.question), lane="ask", request=request))
 
     @app.post(
         "/v1/screen",
@@ -95,7 +96,8 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
         rt = runtime_of(request)
         gate = rt.require_gate()
         docs = S.to_retrieved(body.documents)
-        return await rt.verdict_of(lambda: gate.screen(docs, query=body.query), request=request)
+        pending = rt.verdict_of(lambda: gate.screen(docs, query=body.query), request=request)
+        return await logged(request, "screen", pending)
 
     @app.post(
         "/v1/verify",
@@ -109,7 +111,8 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
         rt = runtime_of(request)
         gate = rt.require_gate()
         docs = S.to_retrieved(body.documents)
-        return await rt.verdict_of(lambda: gate.verify(body.answer, docs, query=body.query), request=request)
+        pending = rt.verdict_of(lambda: gate.verify(body.answer, docs, query=body.query), request=request)
+        return await logged(request, "verify", pending)
 
     @app.post(
         "/v1/align",
@@ -275,6 +278,8 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
     async def favicon() -> FileResponse:
         """The UI's icon, where browsers look for it (an SVG: every current browser reads it)."""
         return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
+
+    add_log_routes(app)  # GET /v1/log and /v1/log/{id}: the verdict log (ragtrust.server.log_routes)
 
 
 __all__ = ["STATIC_DIR", "UI_CSP", "add_routes"]
