@@ -61,7 +61,7 @@ def test_the_log_view_lists_filters_and_opens_verdicts(logged_server: tuple[str,
             assert page.locator("#nav-log").get_attribute("aria-current") == "page"
             assert page.locator("#ask-form").is_hidden() and page.locator("#results").is_hidden()
             rows = page.locator("#log-rows > tr")
-            assert rows.count() == 2
+            assert rows.count() == 2 and page.locator("#log-status").inner_text() == "2 verdicts, newest first."
             ask_row, screen_row = rows.nth(0).locator("td"), rows.nth(1).locator("td")  # newest first
             assert ask_row.nth(1).inner_text() == "ask" and screen_row.nth(1).inner_text() == "screen"
             assert ask_row.nth(2).inner_text() == asked["trust_level"]

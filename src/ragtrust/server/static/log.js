@@ -98,7 +98,7 @@
       $("log-table").hidden = data.entries.length === 0;
       if (!data.enabled) setStatus("This server keeps no verdict log ([log] enabled = false).");
       else if (data.entries.length === 0) setStatus(level ? "No " + level + " verdicts logged yet." : "No verdicts logged yet.");
-      else setStatus("");
+      else setStatus(data.entries.length + (data.entries.length === 1 ? " verdict" : " verdicts") + ", newest first.");
     } catch (err) {
       body.replaceChildren();
       $("log-table").hidden = true;
