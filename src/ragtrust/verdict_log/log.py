@@ -1,18 +1,6 @@
-"""The verdict log: every ``ragtrust ask`` and every API verdict, appended to a local SQLite file.
+"""The verdict log's SQLite file: :class:`VerdictLog`, where it lives, and the filters of ``ragtrust log``.
 
-One row per verdict: when (UTC), the operation (``ask`` / ``screen`` / ``verify``), where it
-came from (``cli`` / ``api``), the API principal when the request carried a key, the query and
-answer, the trust score, level and decision with its reasons, the model ids and timings, and
-the whole verdict JSON (zlib-compressed). The CLI and the server append to it; the pipeline
-never does (it knows nothing of files). ``ragtrust log`` lists, shows and exports it;
-``GET /v1/log`` serves it to the web UI.
-
-Where it lives (:func:`default_log_path`): ``[log] path`` when set; else beside the store
-(``<store>/verdicts.sqlite``); else the user data dir (``$XDG_DATA_HOME/ragtrust/verdicts.sqlite``,
-``~/.local/share`` when unset). ``[log] enabled = false`` (``RAGTRUST_LOG__ENABLED=0``) turns it
-off. Writing never fails or stalls a verdict: a problem is logged as a warning and the verdict
-goes unlogged; a folder that cannot be written means no log, with one warning. ``[log] max_rows``
-bounds it: past it the oldest rows are pruned.
+See :mod:`ragtrust.verdict_log` for what is logged and where.
 
 Example:
     >>> import tempfile, pathlib
@@ -428,81 +416,7 @@ def parse_since(text: str, now: datetime | None = None) -> str:
     return at.isoformat(timespec="milliseconds")
 
 
-#: the formats of :func:`export_log`; parquet needs pyarrow
-EXPORT_FORMATS = ("jsonl", "csv", "parquet")
-_FLAT = ("id", "at", "operation", "source", "principal", "decision", "level", "trust_score", "query", "answer")
-
-
-def _flat(entry: LogEntry) -> dict[str, Any]:
-    """One row for CSV / Parquet: scalars, with the lists and mappings as JSON text."""
-    row = {name: getattr(entry, name) for name in _FLAT}
-    row["trusted"] = entry.trusted
-    for name, value in (
-        ("reasons", list(entry.reasons)),
-        ("models", dict(entry.models)),
-        ("timings_s", dict(entry.timings_s)),
-        ("verdict", entry.verdict),
-    ):
-        row[name] = json.dumps(value, ensure_ascii=False)
-    return row
-
-
-def export_log(
-    log: VerdictLog,
-    out: str | Path,
-    fmt: str = "jsonl",
-    *,
-    level: str | None = None,
-    operation: str | None = None,
-    since: str | None = None,
-) -> int:
-    """Write the matching entries, oldest first, with their full verdicts; the number written.
-
-    ``jsonl``: one entry per line, the verdict as an object. ``csv`` and ``parquet``: one flat
-    row per entry (``reasons``, ``models``, ``timings_s`` and ``verdict`` as JSON text), which
-    ``pandas.read_csv`` / ``pandas.read_parquet`` read as they are.
-
-    Raises:
-        InputError: an unknown format or filter.
-        MissingDependencyError: ``parquet`` without pyarrow.
-    """
-    if fmt not in EXPORT_FORMATS:
-        raise InputError(f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
-    entries = log.iter_entries(level=level, operation=operation, since=since)
-    path = Path(out)
-    n = 0
-    if fmt == "parquet":
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError as exc:
-            from ragtrust.errors import MissingDependencyError
-
-            raise MissingDependencyError("parquet export", "pip install pyarrow") from exc
-        rows = [_flat(e) for e in entries]
-        names = [*_FLAT, "trusted", "reasons", "models", "timings_s", "verdict"]
-        types = {"id": pa.int64(), "trust_score": pa.float64(), "trusted": pa.bool_()}
-        schema = pa.schema([(name, types.get(name, pa.string())) for name in names])
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
-        return len(rows)
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        if fmt == "jsonl":
-            for entry in entries:
-                handle.write(json.dumps(entry.to_dict(), ensure_ascii=False) + "\n")
-                n += 1
-            return n
-        import csv
-
-        writer = csv.DictWriter(handle, fieldnames=[*_FLAT, "trusted", "reasons", "models", "timings_s", "verdict"])
-        writer.writeheader()
-        for entry in entries:
-            writer.writerow(_flat(entry))
-            n += 1
-    return n
-
-
 __all__ = [
-    "EXPORT_FORMATS",
     "LEVELS",
     "LOG_FILE",
     "OPERATIONS",
@@ -510,7 +424,6 @@ __all__ = [
     "VerdictLog",
     "append_verdict",
     "default_log_path",
-    "export_log",
     "open_verdict_log",
     "parse_level",
     "parse_operation",
