@@ -25,7 +25,7 @@ from ragtrust.documents import Document
 from ragtrust.errors import InputError
 from ragtrust.ingest.chunker import chunk_document
 from ragtrust.ingest.loaders import load_paths
-from ragtrust.ingest.markup import markdown_metadata
+from ragtrust.ingest.markup import html_to_text, markdown_metadata
 from ragtrust.ingest.store import Store
 from ragtrust.testing import HashingEmbedder
 
@@ -63,6 +63,65 @@ def test_pathological_markdown_of_5_mb_loads_with_its_headings(tmp_path: Path) -
     assert len(headings) == 1 + 80_000
     assert headings[0][0] == 1 and headings[0][1] == "Title" + " \t" * 1_500_000 + "x"
     assert all(h[:2] == [2, "Real"] for h in headings[1:])
+
+
+_DROP = ("script", "style", "noscript", "template", "svg", "head")
+_BLOCKS = ("p", "div", "li", "tr", "br", "pre", "h1", "h2", "table", "ul")
+
+
+def _reference_html(html: str) -> tuple[str, dict[str, Any]]:
+    """html_to_text as it was: correct, but each tree insertion walked the subtree (quadratic nesting)."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html, "html.parser")
+    title_tag = soup.find("title")
+    title = title_tag.get_text(" ", strip=True) if title_tag else ""
+    for tag in soup.find_all(_DROP):
+        tag.decompose()
+    found = []
+    for tag in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
+        if heading := " ".join(tag.get_text(" ").split()):
+            found.append((int(tag.name[1]), heading))
+    for tag in soup.find_all(_BLOCKS):
+        tag.insert_before("\n")
+        tag.insert_after("\n")
+    text = "\n".join(x for x in (" ".join(line.split()) for line in soup.get_text().splitlines()) if x)
+    headings, cursor = [], 0
+    for level, heading in found:
+        if (at := text.find(heading, cursor)) >= 0:
+            headings.append([level, heading, at])
+            cursor = at + len(heading)
+    meta: dict[str, Any] = {"headings": headings}
+    first_h1 = next((h[1] for h in headings if h[0] == 1), None)
+    if title or first_h1:
+        meta["title"] = title or first_h1
+    return text, meta
+
+
+_TAGS = ("div", "p", "h1", "h2", "span", "b", "script", "style", "head", "title", "br", "svg", "li", "ul", "pre")
+_HTML_TOKENS = [f"<{t}>" for t in _TAGS] + [f"</{t}>" for t in _TAGS] + ["<br/>", "text", " two words ", "\n"]
+_HTML_TOKENS += ["&amp;", "<!-- note -->", "<!DOCTYPE html>", "<![CDATA[cd]]>", "<rt>ruby</rt>", "<img src=x>"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_HTML_TOKENS), max_size=40))
+def test_the_one_walk_html_text_is_what_the_tree_insertions_gave(tokens: list[str]) -> None:
+    html = "".join(tokens)
+    assert html_to_text(html) == _reference_html(html)
+
+
+def test_deeply_nested_html_is_read_without_changing_the_parse_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bs4.element import Tag
+
+    def mutation(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the parse tree is changed (each change walks the subtree: quadratic nesting)")
+
+    for name in ("insert_before", "insert_after", "decompose", "extract"):
+        monkeypatch.setattr(Tag, name, mutation)
+    text, meta = html_to_text("<div>" * 20_000 + "<h2>" * 100 + "deep" + "</h2>" * 100 + "</div>" * 20_000)
+    assert text == "deep" and meta["headings"][0] == [2, "deep", 0]
+    text, _ = html_to_text("<p>Keep</p><script>" + "<b>" * 1_000 + "drop</script><svg><text>drop</text></svg>")
+    assert text == "Keep"
 
 
 def test_a_file_over_max_file_bytes_is_skipped_and_the_rest_loads(tmp_path: Path) -> None:

@@ -3,10 +3,10 @@ r"""Markup metadata: titles and headings of Markdown and HTML files, in linear t
 :func:`markdown_metadata` reads the ATX headings (``# ...``) outside fenced code blocks;
 :func:`html_to_text` extracts an HTML page's visible text with its title and headings.
 Both run in time linear in the text: the Markdown scan finds candidate lines with a
-fixed-width pattern (no backtracking) and parses each line with string methods, and the HTML
-heading search is given a scanning budget. (The regular expression the Markdown scan replaces,
-``^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$``, backtracked cubically on a long run of blanks: a 2 KB
-line took 20 s; issue 19 item 5.)
+fixed-width pattern (no backtracking) and parses each line with string methods; the HTML
+text is one iterative walk of the parsed tree, and its heading search has a scanning budget.
+(The regular expression the Markdown scan replaces, ``^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$``,
+backtracked cubically on a long run of blanks: a 2 KB line took 20 s; issue 19 item 5.)
 
 Example:
     >>> markdown_metadata("# A\n\n```\n# not a heading\n```\n## B ##\n")
@@ -27,6 +27,10 @@ _MAX_LEVEL = 6
 #: for every heading found in order, plus a few that are not found (each scans to the end)
 _HTML_SCAN_BUDGET = 8
 _HTML_DROP = ("script", "style", "noscript", "template", "svg", "head")
+_HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+#: headings nested in headings (invalid HTML) collect text this deep at most: each string
+#: goes to every open heading, so an unbounded depth would make nesting quadratic again
+_MAX_OPEN_HEADINGS = 6
 _HTML_BLOCKS = (
     "p",
     "div",
@@ -116,13 +120,18 @@ def markdown_metadata(text: str) -> dict[str, Any]:
 def html_to_text(html: str) -> tuple[str, dict[str, Any]]:
     r"""Visible text of an HTML page, with ``title`` and ``headings`` metadata.
 
+    Scripts, styles, templates, SVG and the head are left out; block elements stand on
+    their own lines. One iterative walk of the parsed tree: linear in the page's size
+    however deep its nesting (inserting line breaks into the tree, as this did before, cost
+    the depth at each element: 20,000 nested ``div`` took 57 s; issue 19 item 5).
+
     Example:
         >>> text, meta = html_to_text("<html><body><h1>Hi</h1><p>Body.</p><script>x()</script></body></html>")
         >>> text, meta["headings"]
         ('Hi\nBody.', [[1, 'Hi', 0]])
     """
     try:
-        from bs4 import BeautifulSoup
+        from bs4 import BeautifulSoup, Tag
     except ImportError as exc:  # pragma: no cover - a declared dependency
         from ragtrust.errors import MissingDependencyError
 
@@ -130,21 +139,58 @@ def html_to_text(html: str) -> tuple[str, dict[str, Any]]:
     soup = BeautifulSoup(html, "html.parser")
     title_tag = soup.find("title")
     title = title_tag.get_text(" ", strip=True) if title_tag else ""
-    for tag in soup.find_all(_HTML_DROP):
-        tag.decompose()
-    heading_texts: list[tuple[int, str]] = []
-    for tag in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
-        heading_text = " ".join(tag.get_text(" ").split())
-        if heading_text:
-            heading_texts.append((int(tag.name[1]), heading_text))
-    for tag in soup.find_all(_HTML_BLOCKS):
-        tag.insert_before("\n")
-        tag.insert_after("\n")
-    lines = [" ".join(line.split()) for line in soup.get_text().splitlines()]
-    text = "\n".join(line for line in lines if line)
+    text, found = _visible_text(soup, Tag)
+    headings = _place_headings(text, [h for h in found if h is not None])
+    meta: dict[str, Any] = {"headings": headings}
+    first_h1 = next((h[1] for h in headings if h[0] == 1), None)
+    if title or first_h1:
+        meta["title"] = title or first_h1
+    return text, meta
+
+
+def _visible_text(soup: Any, tag_type: Any) -> tuple[str, list[tuple[int, str] | None]]:
+    """The page's text (blocks on their own lines) and its headings' texts, in one walk."""
+    text_types = soup.interesting_string_types or ()  # what get_text() reads: no comments, doctype...
+    parts: list[str] = []
+    found: list[tuple[int, str] | None] = []  # headings in document order, filled as each closes
+    open_headings: list[tuple[Any, int, list[str]]] = []  # (tag, index in found, its strings)
+    stack: list[tuple[Any, Any]] = [(iter(soup.contents), None)]
+    while stack:
+        children, owner = stack[-1]
+        child: Any = next(children, None)
+        if child is None:
+            stack.pop()
+            if owner is None:
+                continue
+            if owner.name in _HTML_BLOCKS:
+                parts.append("\n")
+            if open_headings and open_headings[-1][0] is owner:
+                _, index, strings = open_headings.pop()
+                heading_text = " ".join(" ".join(strings).split())
+                found[index] = (int(owner.name[1]), heading_text) if heading_text else None
+            continue
+        if isinstance(child, tag_type):
+            if child.name in _HTML_DROP:
+                continue
+            if child.name in _HTML_BLOCKS:
+                parts.append("\n")
+            if child.name in _HEADING_TAGS and len(open_headings) < _MAX_OPEN_HEADINGS:
+                found.append(None)
+                open_headings.append((child, len(found) - 1, []))
+            stack.append((iter(child.contents), child))
+        elif type(child) in text_types:
+            parts.append(str(child))
+            for _, _, strings in open_headings:
+                strings.append(str(child))
+    lines = [" ".join(line.split()) for line in "".join(parts).splitlines()]
+    return "\n".join(line for line in lines if line), found
+
+
+def _place_headings(text: str, found: list[tuple[int, str]]) -> list[list[Any]]:
+    """``[level, title, offset]`` of each heading found in ``text`` in order (a budgeted search)."""
     headings: list[list[Any]] = []
     cursor, budget = 0, _HTML_SCAN_BUDGET * (len(text) + 1)
-    for level, heading_text in heading_texts:
+    for level, heading_text in found:
         at = text.find(heading_text, cursor)
         # a heading not found scans to the end: the budget keeps many of them linear
         budget -= (len(text) if at < 0 else at) - cursor
@@ -154,11 +200,7 @@ def html_to_text(html: str) -> tuple[str, dict[str, Any]]:
             continue
         headings.append([level, heading_text, at])
         cursor = at + len(heading_text)
-    meta: dict[str, Any] = {"headings": headings}
-    first_h1 = next((h[1] for h in headings if h[0] == 1), None)
-    if title or first_h1:
-        meta["title"] = title or first_h1
-    return text, meta
+    return headings
 
 
 __all__ = ["html_to_text", "markdown_metadata", "parse_atx_heading"]
