@@ -102,8 +102,13 @@ def _check_loopback(url: str) -> None:
         raise SystemExit(f"refusing to load-test {host!r}: loopback servers only (127.0.0.1, localhost, ::1)")
 
 
-def load_questions() -> list[str]:
-    """Questions of the bundled knowledge base (or a fixed fallback list)."""
+def load_questions(kind: str = "kb") -> list[str]:
+    """Questions of the bundled knowledge base (or a fixed fallback list), or the 36 OWASP questions."""
+    if kind == "owasp":
+        from importlib.resources import files
+
+        lines = files("ragtrust.data").joinpath("owasp_questions.jsonl").read_text().splitlines()
+        return [json.loads(line)["question"] for line in lines if line.strip()]
     try:
         from ragtrust.data.kb import load_rules
 
@@ -215,9 +220,9 @@ async def wait_ready(url: str, deadline_s: float, proc: subprocess.Popen[bytes] 
 Request = tuple[str, dict[str, Any]]
 
 
-def build_requests(endpoint: str) -> list[Request]:
-    """The request bodies the clients cycle through: KB questions, or 5 KB documents to screen."""
-    questions = load_questions()
+def build_requests(endpoint: str, questions_from: str = "kb") -> list[Request]:
+    """The request bodies the clients cycle through: questions, or 5 KB documents to screen."""
+    questions = load_questions(questions_from)
     if endpoint == "ask":
         return [("/v1/ask", {"question": q}) for q in questions]
     from ragtrust.data.kb import load_knowledge_base
@@ -407,6 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--max-queue", type=int, help="server queue bound per lane (when started here)")
     parser.add_argument("--endpoint", choices=("ask", "screen"), default="ask", help="what the clients call")
+    parser.add_argument(
+        "--questions", choices=("kb", "owasp"), default="kb", help="the KB's 40 questions or the 36 OWASP questions"
+    )
     parser.add_argument("--baseline", type=float, default=20.0, help="seconds of single-client warm-up first")
     parser.add_argument("--hung-llm", action="store_true", help="answer through an LLM endpoint that never answers")
     parser.add_argument("--ask-clients", type=int, default=0, help="side clients asking (with --hung-llm)")
@@ -437,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         llm_url = hung.url if hung is not None else None
         proc = start_server(store, port, args.workers, args.timeout, args.nli, args.max_queue, llm_url)
         pid = proc.pid
-    requests = build_requests(args.endpoint)
+    requests = build_requests(args.endpoint, args.questions)
     side = build_requests("ask") if args.ask_clients else None
     key = os.environ.get("RAGTRUST_API_KEY")
     try:
@@ -466,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "endpoint": args.endpoint,
+        "questions": args.questions,
         "server_workers": args.workers if proc is not None else None,
         "server_max_queue": args.max_queue if proc is not None else None,
         "nli": args.nli if proc is not None else None,

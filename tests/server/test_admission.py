@@ -23,6 +23,7 @@ from ragtrust.documents import Verdict
 from ragtrust.errors import DeadlineExceeded
 from ragtrust.ingest.store import Store
 from ragtrust.pipeline import TrustGate
+from ragtrust.server.admission import Lane
 from ragtrust.server.app import create_app
 from ragtrust.server.metrics import ServerMetrics
 from ragtrust.server.runtime import Runtime
@@ -186,3 +187,16 @@ async def test_a_hung_llm_does_not_block_screening(hung_llm: str, tmp_path: Path
     # each ask ends within its own budget (the LLM call is capped by the deadline), as a clear 503
     assert {a.status_code for a in answers} == {503}
     assert {a.json()["error"]["type"] for a in answers} <= {"timeout", "overloaded"}
+
+
+async def test_a_lane_sheds_calls_that_would_not_finish_within_their_budget() -> None:
+    lane = Lane("ask", workers=1, max_queue=10)
+    await lane.slots.acquire()  # the one worker is busy
+    lane.service_s = 5.0
+    fast = lane.full(budget_s=30)  # ~5 s waiting + 5 s working: admitted
+    lane.service_s = 20.0
+    slow = lane.full(budget_s=30)  # ~20 s waiting + 20 s working: past a 30 s budget, refused now
+    lane.slots.release()
+    idle = lane.full(budget_s=30)  # a free worker: always admitted
+    lane.close()
+    assert (fast, slow, idle) == (False, True, False)

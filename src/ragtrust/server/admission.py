@@ -2,9 +2,10 @@
 
 The pipeline is CPU-bound, so accepting more requests than the workers can finish only makes
 every request late. Each :class:`Lane` runs at most ``workers`` calls at once and lets at
-most ``max_queue`` more wait; a request that finds the queue full is answered ``503`` with a
-``Retry-After`` at once (an estimate from the lane's recent service time), instead of
-waiting out a timeout. A call that is admitted runs under a
+most ``max_queue`` more wait; a request that finds the queue full, or that would likely not
+finish within its budget at the lane's recent service time, is answered ``503`` with a
+``Retry-After`` at once (an estimate from that service time), instead of waiting out a
+timeout. A call that is admitted runs under a
 :class:`~ragtrust.deadline.Deadline`: when the budget runs out or the client disconnects, the
 deadline is cancelled and the pipeline stops at its next stage, so abandoned work frees its
 worker early.
@@ -16,7 +17,7 @@ delaying ``/v1/screen``, and a long queue of asks never delays the span viewer.
 
 Example:
     >>> lane = Lane("model", workers=2, max_queue=4)
-    >>> lane.full(), lane.retry_after_s()
+    >>> lane.full(budget_s=30), lane.retry_after_s()
     (False, 1)
     >>> lane.close()
 """
@@ -60,9 +61,23 @@ class Lane:
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix=self.name)
         self.slots = asyncio.Semaphore(self.workers)
 
-    def full(self) -> bool:
-        """Every worker busy and the queue at its bound: the next call is refused."""
-        return self.slots.locked() and self.waiting >= self.max_queue
+    def full(self, budget_s: float | None = None) -> bool:
+        """Whether the next call is refused (every worker busy and the queue full, or too slow).
+
+        With ``budget_s``, a call that would likely not finish within it is refused too. The
+        likely finish is the wait for a worker (the calls ahead, spread over the workers) plus
+        one call, both from the lane's recent service time, so a slow lane sheds early
+        instead of admitting requests that would time out in the queue.
+        """
+        if not self.slots.locked():
+            return False
+        if self.waiting >= self.max_queue:
+            return True
+        return budget_s is not None and self.expected_finish_s() > budget_s
+
+    def expected_finish_s(self) -> float:
+        """Likely seconds until a call admitted now has finished (when every worker is busy)."""
+        return self.service_s * ((self.waiting + 1) / self.workers + 1)
 
     def retry_after_s(self) -> int:
         """Whole seconds until a worker is likely free for a new call (at least 1)."""

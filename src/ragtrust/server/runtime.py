@@ -194,7 +194,7 @@ class Runtime:
         at its next stage, and the worker stays counted until it has.
         """
         ln = self.lanes[lane]
-        if ln.full():
+        if ln.full(budget_s=self.request_timeout_s):
             self.metrics.shed.inc(lane=ln.name)
             wait = ln.retry_after_s()
             raise ApiError(
