@@ -363,7 +363,7 @@ def test_bad_stage_inputs_are_input_errors(kb: list[Document]) -> None:
     with pytest.raises(InputError):
         gate.verify("   ", docs)
     with pytest.raises(InputError):
-        gate.screen([kb[0]])  # type: ignore[list-item]
+        gate.screen([42])  # type: ignore[list-item]  # a Document, str or dict is accepted (issue 21)
     with pytest.raises(InputError):
         TrustGate.from_documents([], nli=LexicalNLI(), embedder=HashingEmbedder())
     no_retriever = TrustGate(settings=settings(), nli=LexicalNLI(), embedder=HashingEmbedder())

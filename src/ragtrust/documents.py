@@ -191,7 +191,7 @@ class RetrievedDoc(_JsonMixin):
     """A document returned by a retriever with its similarity and rank.
 
     ``score`` is a similarity in [0, 1] in cosine terms (``None`` when the source gives
-    none); ``rank`` starts at 1.
+    none; also read as :attr:`similarity`, the verdict's name); ``rank`` starts at 1.
     """
 
     document: Document
@@ -203,6 +203,11 @@ class RetrievedDoc(_JsonMixin):
     def id(self) -> str:
         """Shortcut for ``document.id``."""
         return self.document.id
+
+    @property
+    def similarity(self) -> float | None:
+        """``score`` by the name the verdict uses (``DocumentScreening.similarity``, JSON ``similarity``)."""
+        return self.score
 
 
 @dataclass(frozen=True)

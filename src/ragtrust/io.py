@@ -1,7 +1,8 @@
 """File helpers: atomic writes and the JSONL document format of the CLI and API.
 
 Document JSONL: one object per line with ``id`` and ``text`` (required), optional ``url``,
-``score`` (similarity in [0, 1]) and ``metadata``.
+``similarity`` (retrieval similarity in [0, 1], the name the verdict's ``documents[]`` use;
+``score``, its older name, is still read) and ``metadata``.
 """
 
 from __future__ import annotations
@@ -71,11 +72,15 @@ def parse_document_row(row: Any, where: str) -> RetrievedDoc:
         raise InputError(f"{where}: missing field(s) {', '.join(missing)} (need id and text)")
     if not isinstance(row["text"], str) or not row["text"].strip():
         raise InputError(f"{where}: 'text' must be a non-empty string")
-    score = row.get("score")
+    # ``similarity`` is the verdict's name for it (``documents[].similarity``); ``score`` the older one
+    key = "similarity" if row.get("similarity") is not None else "score"
+    score = row.get(key)
     if score is not None:
         if not isinstance(score, (int, float)) or isinstance(score, bool) or not 0.0 <= float(score) <= 1.0:
-            raise InputError(f"{where}: 'score' must be a number in [0, 1], got {score!r}")
+            raise InputError(f"{where}: {key!r} must be a number in [0, 1], got {score!r}")
         score = float(score)
+        if row.get("score") is not None and row["score"] != score:
+            raise InputError(f"{where}: 'similarity' and 'score' differ; give one of them (the same value)")
     metadata = row.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InputError(f"{where}: 'metadata' must be an object")

@@ -73,6 +73,7 @@ from ragtrust.ingest.store_files import (
     LEDGER_FILE,
     Segment,
     check_ledger_file,
+    check_store_embedder,
     collect_garbage,
     empty_manifest,
     missing_message,
@@ -121,7 +122,7 @@ class Store:
     def open(
         cls,
         path: str | Path,
-        embedder: Embedder,
+        embedder: Embedder | None = None,
         *,
         create: bool = False,
         settings: Settings | None = None,
@@ -131,7 +132,8 @@ class Store:
 
         Args:
             path: the store folder.
-            embedder: the embedding model (must be the one the store was built with).
+            embedder: the embedding model (must be the one the store was built with);
+                ``None``: ``default_embedder(settings)``, checked against the store's.
             create: create an empty store when there is none.
             settings: chunking and retrieval settings (defaults when ``None``).
             read_only: open it for reading only (queries work; ingest, delete and ledger
@@ -154,10 +156,15 @@ class Store:
             read_only = root.exists() and not store_writable(root)
         if read_only and not store_exists(root):
             raise read_only_error(root, "cannot create a store there")
-        store = cls(root, embedder, settings or Settings(), read_only=read_only)
+        settings = settings or Settings()
+        given = embedder is not None
+        if embedder is None:
+            from ragtrust.models.embedder import default_embedder
+
+            embedder = default_embedder(settings)
+        store = cls(root, embedder, settings, read_only=read_only)
         if store_exists(root):
-            manifest = store._read_manifest(store._current())
-            store._check_embedder(manifest)
+            store._check_embedder(store._read_manifest(store._current()), given)
             check_ledger_file(root)
         else:
             root.mkdir(parents=True, exist_ok=True)
@@ -175,11 +182,8 @@ class Store:
             return empty_manifest(self.embedder, self.settings)
         return read_manifest_file(self.root, generation)
 
-    def _check_embedder(self, manifest: dict[str, Any]) -> None:
-        from ragtrust.retrieval.dense import check_embedder
-
-        info = manifest["embedder"]
-        check_embedder(info["model_id"], info["dim"], self.embedder, f"store {store_name(self.root)}")
+    def _check_embedder(self, manifest: dict[str, Any], given: bool = True) -> None:
+        check_store_embedder(self.root, manifest["embedder"], self.embedder, given)
 
     @property
     def path(self) -> Path:

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from ragtrust.config import Settings
 from ragtrust.documents import Document
-from ragtrust.errors import InputError, StoreDamagedError, StoreReadOnlyError, redact_paths
+from ragtrust.errors import ConfigError, InputError, StoreDamagedError, StoreReadOnlyError, redact_paths
 from ragtrust.ingest.ledger import Ledger
 from ragtrust.io import atomic_write_bytes, atomic_write_text
 from ragtrust.models.base import Embedder
@@ -104,6 +104,23 @@ def empty_manifest(embedder: Embedder, settings: Settings) -> dict[str, Any]:
         "parents": {},
         "created": time.time(),
     }
+
+
+def check_store_embedder(root: Path, info: Mapping[str, Any], embedder: Embedder, given: bool) -> None:
+    """Raise :class:`ConfigError` when ``embedder`` is not the one the store was built with.
+
+    ``given`` false: the embedder is the default one (``Store.open`` without an embedder),
+    and the message says how to pass the store's own.
+    """
+    from ragtrust.retrieval.dense import check_embedder
+
+    where = f"store {store_name(root)}"
+    if not given and (info["model_id"], int(info["dim"])) != (embedder.model_id, int(embedder.dim)):
+        raise ConfigError(
+            f"{where} was built with embedder {info['model_id']!r} (dim {info['dim']}) but the default embedder "
+            f"(models.embedder) is {embedder.model_id!r}: pass the store's embedder to Store.open or set it there"
+        )
+    check_embedder(info["model_id"], info["dim"], embedder, where)
 
 
 @contextlib.contextmanager
@@ -314,6 +331,7 @@ __all__ = [
     "SQLITE_MAGIC",
     "Segment",
     "check_ledger_file",
+    "check_store_embedder",
     "collect_garbage",
     "damaged",
     "empty_manifest",

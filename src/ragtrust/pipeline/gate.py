@@ -26,6 +26,7 @@ from ragtrust.pipeline.checks import checked_factuality, checked_relevance, merg
 from ragtrust.pipeline.components import default_extractor, default_generator, model_ids
 from ragtrust.pipeline.decision import Outcome, decide, empty_verdict
 from ragtrust.pipeline.gating import Gated, gate_documents
+from ragtrust.pipeline.inputs import DocsIn, as_retrieved_docs
 from ragtrust.pipeline.parts import Aligns, Extracts, GateStore, Grounds, JudgesRelevance, Screens, Verifies
 from ragtrust.pipeline.stopwatch import Stopwatch
 from ragtrust.pipeline.telemetry import traced
@@ -230,15 +231,18 @@ class TrustGate:
         return self._answer(query.text, docs, watch, list(warnings))
 
     @traced("answer_from")
-    def answer_from(self, question: str, docs: Sequence[RetrievedDoc]) -> Verdict:
+    def answer_from(self, question: str, docs: Sequence[DocsIn] | DocsIn) -> Verdict:
         """The full pipeline on already-retrieved documents (no retrieval step)."""
         query = Query(question)
         self.warm_up()
-        return self._answer(query.text, list(docs), Stopwatch(), [])
+        return self._answer(query.text, self._check_docs(docs, allow_empty=True), Stopwatch(), [])
 
     @traced("screen")
-    def screen(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
-        """Stage 1 alone: a pre-generation verdict on ``docs`` (F = 0.5, nothing to verify)."""
+    def screen(self, docs: Sequence[DocsIn] | DocsIn, query: str | None = None) -> Verdict:
+        """Stage 1 alone: a pre-generation verdict on ``docs`` (F = 0.5, nothing to verify).
+
+        ``docs``: str (text, id ``doc-<n>``), dict ``{id, text, url?, similarity?}``, Document or RetrievedDoc.
+        """
         docs = self._check_docs(docs)
         self.warm_up()
         watch = Stopwatch()
@@ -255,7 +259,7 @@ class TrustGate:
         return self._verdict(out, watch)
 
     @traced("verify")
-    def verify(self, answer: str, docs: Sequence[RetrievedDoc], query: str | None = None) -> Verdict:
+    def verify(self, answer: str, docs: Sequence[DocsIn] | DocsIn, query: str | None = None) -> Verdict:
         """Stage 2 on a given answer: NLI factuality vs ``docs``, fused with Stage 1's C and P.
 
         With a ``query``, the answer's relevance to it is checked too (there are no passages
@@ -310,13 +314,9 @@ class TrustGate:
 
     # ------------------------------------------------------------------ internals
     @staticmethod
-    def _check_docs(docs: Sequence[RetrievedDoc]) -> list[RetrievedDoc]:
-        docs = list(docs)
-        if not docs:
-            raise InputError("no documents given: pass at least one document")
-        if not all(isinstance(d, RetrievedDoc) for d in docs):
-            raise InputError("documents must be RetrievedDoc objects (see ragtrust.io.read_documents_jsonl)")
-        return docs
+    def _check_docs(docs: Sequence[DocsIn] | DocsIn, *, allow_empty: bool = False) -> list[RetrievedDoc]:
+        """The documents as RetrievedDoc: str, dict, Document or RetrievedDoc items (:mod:`.inputs`)."""
+        return as_retrieved_docs(docs, allow_empty=allow_empty)
 
     def _factuality(self, answer: str, docs: Sequence[RetrievedDoc]) -> FactualityReport:
         return checked_factuality(self.verifier, answer, docs)
