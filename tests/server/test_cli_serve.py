@@ -52,6 +52,15 @@ def test_serve_starts_uvicorn_with_the_app(cli: typer.Typer, calls: list[dict[st
     created = calls[0]["create_app"]
     assert created["store_path"] == tmp_path and created["workers"] == 3 and created["api_keys"] == []
     assert calls[1]["run"] == ("APP", {"host": "127.0.0.1", "port": 8123, "log_level": "info"})
+    assert created["max_queue"] is None and "3 workers per lane, 12 may wait" in result.output
+
+
+def test_serve_passes_the_queue_bound(cli: typer.Typer, calls: list[dict[str, Any]], tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--max-queue", "5"])
+    assert result.exit_code == 0, result.output
+    assert calls[0]["create_app"]["max_queue"] == 5 and "5 may wait" in result.output
+    negative = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--max-queue", "-1"])
+    assert negative.exit_code == 2
 
 
 def test_serve_refuses_remote_bind_without_keys(

@@ -61,8 +61,10 @@ async def test_openapi_declares_only_the_errors_each_route_can_return(gate: Inst
     assert _responses(spec, "/v1/ask", "post") == {"200", "400", "413", "422", "502", "503"}
     for path in ("/v1/screen", "/v1/verify", "/v1/align"):
         assert _responses(spec, path, "post") == {"200", "400", "413", "422", "503"}, path
-    assert _responses(spec, "/v1/documents", "post") == {"200", "400", "403", "413", "422", "503"}  # tier needs vet
-    assert _responses(spec, "/v1/documents/{doc_id}/tier", "post") == {"200", "400", "403", "404", "413", "422", "503"}
+    # a tier needs the vet scope (403); a read-only store refuses writes (409)
+    assert _responses(spec, "/v1/documents", "post") == {"200", "400", "403", "409", "413", "422", "503"}
+    tier = {"200", "400", "403", "404", "409", "413", "422", "503"}
+    assert _responses(spec, "/v1/documents/{doc_id}/tier", "post") == tier
     assert _responses(spec, "/v1/documents/{doc_id}", "get") == {"200", "404", "503"}
     assert _responses(spec, "/healthz", "get") == {"200"}
     assert _responses(spec, "/readyz", "get") == {"200", "503"}
@@ -87,6 +89,8 @@ async def test_openapi_with_keys_requires_them_on_the_protected_routes_only(
         for method, op in ops.items():
             protected = path.startswith(("/v1/", "/metrics"))
             assert ("401" in op["responses"]) is protected, (method, path)
+            # a key without the scope a route needs gets 403: declared wherever a key is checked
+            assert ("403" in op["responses"]) is protected, (method, path)
             assert (op.get("security") == [{"bearer": []}, {"apiKey": []}]) is protected, (method, path)
-    assert _responses(spec, "/metrics", "get") == {"200", "401"}
-    assert _responses(spec, "/v1/documents/{doc_id}", "get") == {"200", "401", "404", "503"}
+    assert _responses(spec, "/metrics", "get") == {"200", "401", "403"}
+    assert _responses(spec, "/v1/documents/{doc_id}", "get") == {"200", "401", "403", "404", "503"}

@@ -58,7 +58,16 @@ StoreOption = typer.Option(
 HostOption = typer.Option("127.0.0.1", "--host", help="address to bind")
 PortOption = typer.Option(8000, "--port", min=0, max=65535, help="port to bind")
 WorkersOption = typer.Option(2, "--workers", min=1, max=64, help="threads for model work")
-TimeoutOption = typer.Option(30.0, "--timeout", min=0.1, help="per-request timeout in seconds")
+TimeoutOption = typer.Option(
+    30.0, "--timeout", min=0.1, help="per-request budget in seconds (a deadline the pipeline checks between stages)"
+)
+MaxQueueOption = typer.Option(
+    None,
+    "--max-queue",
+    min=0,
+    help="requests allowed to wait per lane (default 4 x workers); past it, 503 with Retry-After at once",
+    show_default=False,
+)
 MaxBodyOption = typer.Option(1_000_000, "--max-body-bytes", min=1, help="largest request body in bytes")
 AllowRemoteOption = typer.Option(
     False, "--allow-remote", help="bind a non-loopback address without API keys (anyone can call it)"
@@ -107,6 +116,7 @@ def register(app: typer.Typer) -> None:
         allow_remote: bool = AllowRemoteOption,
         log_level: str = LogLevelOption,
         allowed_host: list[str] = AllowedHostOption,
+        max_queue: int | None = MaxQueueOption,
     ) -> None:
         """Serve the JSON API (/v1/...) and the web UI (/) for a document store."""
         import uvicorn
@@ -138,11 +148,16 @@ def register(app: typer.Typer) -> None:
             max_body_bytes=max_body_bytes,
             request_timeout_s=timeout_s,
             workers=workers,
+            max_queue=max_queue,
         )
         auth = "no API keys: anyone local may read and write, nobody vets"
         if keys:  # names and scopes, never the keys: the log says who may vet
             auth = "API keys " + ", ".join(f"{k.actor} ({'+'.join(s for s in SCOPES if s in k.scopes)})" for k in keys)
         err_console.print(f"ragtrust serving {store} on http://{host}:{port}/ ({auth})", highlight=False)
+        log = getattr(getattr(api, "state", None), "verdict_log", None)
+        where = f"verdicts logged to {log.path}" if log is not None else "verdict log off"
+        queue = 4 * workers if max_queue is None else max_queue
+        err_console.print(f"{workers} workers per lane, {queue} may wait; {where}", highlight=False)
         try:
             uvicorn.run(api, host=host, port=port, log_level=log_level)
         except SystemExit as exc:

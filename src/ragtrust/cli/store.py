@@ -119,15 +119,17 @@ def ingest(
         raise fail(f"--tier must be vetted or unvetted, got {tier!r}", EXIT_USAGE)
     settings = settings_from(config)
     root = store_path(store)
-    loaded = load_paths(paths, include=include, exclude=exclude)
+    loaded = load_paths(paths, include=include, exclude=exclude, limits=settings.ingest)
     if not loaded.documents:
         _print_skipped(loaded.skipped)
         raise fail("nothing could be ingested: no readable documents in the given paths", EXIT_USAGE)
     st = Store.open(root, _embedder(settings), create=True, settings=settings)
     with _progress(not json_out) as progress:
         report = st.add(loaded.documents, tier=tier, progress=progress, actor=cli_actor(by))
+    # files the loaders skipped, then documents the store refused (e.g. ingest.max_chunks_per_document)
+    skipped = [*loaded.skipped, *report.skipped]
     if json_out:
-        print_json({**report.to_dict(), "skipped": [list(s) for s in loaded.skipped], "store": str(root)})
+        print_json({**report.to_dict(), "skipped": [list(s) for s in skipped], "store": str(root)})
         return
     table = Table(title=f"Ingested into {root}", title_justify="left")
     for col in ("added", "updated", "unchanged", "chunks written", "chunks in store", "skipped files", "seconds"):
@@ -138,11 +140,11 @@ def ingest(
         str(report.unchanged),
         str(report.chunks),
         str(report.total_chunks),
-        str(len(loaded.skipped)),
+        str(len(skipped)),
         f"{report.seconds:.1f}",
     )
     console.print(table)
-    _print_skipped(loaded.skipped)
+    _print_skipped(skipped)
 
 
 @handle_errors
@@ -183,7 +185,7 @@ def scan(
     opened = Store.open(root, embedder, settings=settings) if root is not None else None
     skipped: list[tuple[str, str]] = []
     if paths:
-        loaded = load_paths(paths)
+        loaded = load_paths(paths, limits=settings.ingest)
         skipped = loaded.skipped
         cfg = settings.chunking
         tokenizer = getattr(embedder, "tokenizer", None)

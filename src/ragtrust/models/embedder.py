@@ -218,6 +218,10 @@ def _session(path: Path, threads: int, disabled_optimizers: Sequence[str] = ()) 
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # ORT's CPU arena keeps the largest tensors it ever served and never gives them back: on
+    # 512-token OWASP chunks a gate grew 846 -> 1,734 MiB over 16 asks with it, 390 -> 748 MiB
+    # without it, and ran no slower (docs/benchmarks.md, "HTTP service under overload").
+    options.enable_cpu_mem_arena = False
     # Busy-waiting worker threads collapse throughput on a shared 2-core machine.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:

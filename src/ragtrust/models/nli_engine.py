@@ -22,7 +22,6 @@ import hashlib
 import os
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ import numpy.typing as npt
 
 from ragtrust.errors import InputError, ModelError
 from ragtrust.models.base import NLIModel, ReloadsAfterPickle
+from ragtrust.models.cache import ByteLRU, MiB
 from ragtrust.registry import warm_up
 from ragtrust.text import split_sentences
 
@@ -91,10 +91,10 @@ class _PairCache:
     opened leaves the cache in memory, never failing a query.
     """
 
-    def __init__(self, size: int, path: Path | None, model_id: str) -> None:
+    def __init__(self, size: int, path: Path | None, model_id: str, max_bytes: int = 16 * MiB) -> None:
         self.size = size
         self.model_id = model_id
-        self._items: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._items: ByteLRU[npt.NDArray[np.float32]] = ByteLRU(size, max_bytes)
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         #: whether results are written to ``_db`` (False: read-only or failed once)
@@ -107,10 +107,10 @@ class _PairCache:
         return hashlib.sha256(data).hexdigest()
 
     def get(self, key: str) -> npt.NDArray[np.float32] | None:
+        hit = self._items.get(key)
+        if hit is not None:
+            return hit
         with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
             if self._db is not None:
                 try:
                     row = self._db.execute("SELECT probs FROM nli WHERE key = ?", (key,)).fetchone()
@@ -118,22 +118,13 @@ class _PairCache:
                     row = None
                 if row is not None:
                     value = np.frombuffer(row[0], dtype=np.float32).copy()
-                    self._put(key, value)
+                    self._items.put(key, value)
                     return value
         return None
 
-    def _put(self, key: str, value: npt.NDArray[np.float32]) -> None:
-        if self.size <= 0:
-            return
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
-
     def put_many(self, items: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> None:
+        self._items.put_many(items)
         with self._lock:
-            for key, value in items:
-                self._put(key, value)
             if self._db is not None and self.persists and items:
                 try:
                     self._db.executemany(
@@ -159,7 +150,8 @@ class NLIEngine(ReloadsAfterPickle):
         max_premise_tokens: window size for premises; ``None`` reads the model's
             ``max_length`` and keeps room for the hypothesis.
         window_overlap_sentences: sentences shared by consecutive windows.
-        cache_size: pair results kept in memory (0 disables the cache).
+        cache_size / cache_bytes: pair results kept in memory, bounded by entries and by bytes
+            (:class:`~ragtrust.models.cache.ByteLRU`; 0 disables the cache).
         cache_path: SQLite file to persist the cache (e.g. inside a store).
         reduce: which window wins: the most entailing one (default, SPEC section 4) or the
             most contradicting one.
@@ -169,6 +161,7 @@ class NLIEngine(ReloadsAfterPickle):
     max_premise_tokens: int | None = None
     window_overlap_sentences: int = 1
     cache_size: int = 50_000
+    cache_bytes: int = 16 * MiB
     cache_path: str | None = None
     reduce: Literal["entailment", "contradiction"] = "entailment"
     calls: int = field(default=0, init=False)
@@ -198,7 +191,7 @@ class NLIEngine(ReloadsAfterPickle):
             self.warm_up()  # the fingerprint is known once the model is loaded
             path = Path(self.cache_path) if self.cache_path else None
             key = str(getattr(self.model, "fingerprint", "") or self.model_id)
-            self._cache = _PairCache(self.cache_size, path, key)
+            self._cache = _PairCache(self.cache_size, path, key, self.cache_bytes)
         return self._cache
 
     def _count(self) -> Callable[[str], int]:

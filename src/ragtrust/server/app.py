@@ -67,7 +67,7 @@ def _openapi(app: FastAPI, secured: bool) -> Callable[[], dict[str, Any]]:
             "bearer": {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer <key>"},
             "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
         }
-        unauthorized = error_responses(401)[401]
+        auth_errors = error_responses(401, 403)
         for path, operations in schema.get("paths", {}).items():
             for operation in operations.values():
                 responses = operation.get("responses", {})
@@ -75,11 +75,13 @@ def _openapi(app: FastAPI, secured: bool) -> Callable[[], dict[str, Any]]:
                 if "HTTPValidationError" in json.dumps(responses.get("422", {})):
                     del responses["422"]
                 if secured and path.startswith(PROTECTED_PREFIXES):
+                    # with keys, any protected route may answer 401 (no / wrong key) or 403 (a missing scope)
                     operation["security"] = [{"bearer": []}, {"apiKey": []}]
-                    responses["401"] = {
-                        "description": unauthorized["description"],
-                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
-                    }
+                    for code, error in auth_errors.items():
+                        responses[str(code)] = {
+                            "description": error["description"],
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}},
+                        }
         schemas = components.get("schemas", {})
         if "HTTPValidationError" not in json.dumps(schema.get("paths", {})):
             for unused in ("HTTPValidationError", "ValidationError"):

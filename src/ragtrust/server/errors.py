@@ -32,6 +32,7 @@ from ragtrust.errors import (
     ModelError,
     RagTrustError,
     StoreDamagedError,
+    StoreReadOnlyError,
     redact_paths,
 )
 from ragtrust.server import schemas as S
@@ -61,6 +62,8 @@ def map_exception(exc: BaseException) -> ApiError:
         exc.message = redact_paths(exc.message)  # a body names a file, never its absolute path on this machine
         return exc
     message = redact_paths(str(exc))
+    if isinstance(exc, StoreReadOnlyError):  # a write to a store this server cannot write: not the client's input
+        return ApiError(409, "store_read_only", str(exc))
     if isinstance(exc, StoreDamagedError):  # the operator's to fix (`ragtrust store check`), not the client's
         return ApiError(503, "store_damaged", message)
     if isinstance(exc, InputError):
@@ -94,6 +97,7 @@ _ERROR_DESCRIPTIONS = {
     401: "missing or wrong API key",
     403: "the API key lacks the scope this request needs (read, write or vet)",
     404: "no document with this id",
+    409: "the store is read-only: queries work, writes do not",
     413: "request body too large",
     422: "request failed validation",
     502: "the answer writer or another backend failed",

@@ -136,7 +136,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
 
     @app.post(
         "/v1/documents",
-        responses=error_responses(400, 403, 413, 422, 503),
+        responses=error_responses(400, 403, 409, 413, 422, 503),
         response_model=S.IngestResponse,
         tags=["store"],
         summary="Ingest documents",
@@ -170,7 +170,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
 
     @app.post(
         "/v1/documents/{doc_id:path}/tier",
-        responses=error_responses(400, 403, 404, 413, 422, 503),
+        responses=error_responses(400, 403, 404, 409, 413, 422, 503),
         response_model=S.ProvenanceOut,
         tags=["store"],
         summary="Set a document's trust tier",
