@@ -6,6 +6,10 @@ embedder."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +129,36 @@ def test_store_open_default_embedder_mismatch_is_a_clear_error(tmp_path: Path) -
     assert "store kb was built with embedder 'hashing" in message
     assert "default embedder (models.embedder)" in message and "pass the store's embedder" in message
     assert str(tmp_path) not in message and "\n" not in message
+
+
+# --------------------------------------------------------------------------- README
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _answer_from_example() -> str:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\nBring your own retriever", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert match, "the README has no answer_from example"
+    return match.group(1)
+
+
+def test_readme_links_stay_in_the_repository() -> None:
+    text = README.read_text(encoding="utf-8")
+    outside = re.findall(r"\]\((\.\./[^)]*|/[^)]*)\)", text)
+    assert outside == [], f"README links outside the repository: {outside}"
+    assert "../shared/SPEC.md" not in text and "../shared/STYLE.md" not in text
+    for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text):
+        assert (README.parent / target).exists(), f"README links to a missing file: {target}"
+
+
+@pytest.mark.model
+def test_readme_answer_from_example_runs(tmp_path: Path) -> None:
+    code = _answer_from_example()
+    assert "answer_from(" in code
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGTRUST_")}
+    cmd = [sys.executable, "-c", code]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert any(level in done.stdout for level in ("HIGH", "MEDIUM", "LOW")), done.stdout

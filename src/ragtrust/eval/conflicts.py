@@ -307,9 +307,9 @@ def _swap_answer(text: str, wrong: str, right: str) -> str | None:
 
 def evaluate_poisonedrag(signal: Any, data_dir: str | Path | None, *, seed: int) -> dict[str, Any]:
     """The LLM-written poison cases (development figures, see the module docstring)."""
-    from ragtrust.eval.datasets import resolve_data_dir
+    from ragtrust.eval.datasets import data_folder
 
-    path = resolve_data_dir(data_dir) / POISONEDRAG_FILE
+    path = data_folder(data_dir) / POISONEDRAG_FILE
     if not path.is_file():
         raise InputError(f"{path}: not found (the PoisonedRAG texts; see ../shared/data/README.md)")
     items = list(json.loads(path.read_text(encoding="utf-8")).values())

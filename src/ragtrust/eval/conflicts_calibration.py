@@ -28,12 +28,12 @@ _OWASP: dict[tuple[int, str], tuple[list[Document], Any]] = {}
 
 def _owasp_index(embedder: Embedder, data_dir: str | Path | None) -> tuple[list[Document], Any]:
     """The OWASP cheat-sheet chunks and their dense index (built once per embedder and folder)."""
-    from ragtrust.eval.datasets import resolve_data_dir
+    from ragtrust.eval.datasets import data_folder
     from ragtrust.ingest.chunker import chunk_documents
     from ragtrust.ingest.loaders import load_paths
     from ragtrust.retrieval.dense import DenseIndex
 
-    folder = resolve_data_dir(data_dir) / "owasp-cheatsheets"
+    folder = data_folder(data_dir) / "owasp-cheatsheets"
     key = (id(embedder), str(folder))
     if key not in _OWASP:
         chunks = chunk_documents(load_paths([folder]).documents, tokenizer=getattr(embedder, "tokenizer", None))

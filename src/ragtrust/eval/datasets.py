@@ -23,9 +23,9 @@ Document forms:
 - **secure_coding**: the bundled 40 rules (:mod:`ragtrust.data.kb`), "question + answer".
 
 Data location: ``--data-dir`` / ``RAGTRUST_DATA_DIR``; otherwise ``../shared/data``
-relative to the working directory, then ``shared/data`` beside the source checkout (an
-editable install's repository folder). The knowledge base ships
-inside the package and needs no data directory.
+relative to the working directory. A missing folder is one :class:`InputError` naming
+both (:func:`data_folder`). The knowledge base ships inside the package and needs no
+data directory.
 
 Sampling is deterministic (seed 42 by default): a seeded permutation of the items gives
 the first ``n`` as the evaluation split and the next ``n_calib`` (default ``n // 2``) as
@@ -115,24 +115,41 @@ class Benchmark:
         return tuple(q for q in self.queries if q.split == "calib")
 
 
-def resolve_data_dir(data_dir: str | Path | None = None, *, env: Mapping[str, str] | None = None) -> Path:
-    """The data directory: explicit value, ``RAGTRUST_DATA_DIR``, ``../shared/data``, beside the checkout.
+#: the default data folder, relative to the working directory (the project's layout keeps the
+#: public datasets beside the repository); nothing falls back to a path of this machine
+DEFAULT_DATA_DIR = Path("..", "shared", "data")
 
-    The first existing candidate wins; when none exists the explicit (or first) candidate is
-    returned so the loader's error names where it looked.
+
+def resolve_data_dir(data_dir: str | Path | None = None, *, env: Mapping[str, str] | None = None) -> Path:
+    """The data directory: the explicit value, else ``RAGTRUST_DATA_DIR``, else ``../shared/data``.
+
+    The folder may not exist (:func:`data_folder` checks it); a relative value stays relative.
+
+    Example:
+        >>> resolve_data_dir(None, env={}).as_posix()
+        '../shared/data'
     """
     env = os.environ if env is None else env
     if data_dir is not None:
         return Path(data_dir)
     if env.get("RAGTRUST_DATA_DIR"):
         return Path(env["RAGTRUST_DATA_DIR"])
-    # src/ragtrust/eval/datasets.py -> the folder holding the repository
-    checkout = Path(__file__).resolve().parents[4]
-    candidates = [Path.cwd().parent / "shared" / "data", checkout / "shared" / "data"]
-    for candidate in candidates:
-        if candidate.is_dir():
-            return candidate
-    return candidates[0]
+    return DEFAULT_DATA_DIR
+
+
+def data_folder(data_dir: str | Path | None = None, *, env: Mapping[str, str] | None = None) -> Path:
+    """:func:`resolve_data_dir`, checked: the folder must exist.
+
+    Raises:
+        InputError: one line naming the folder, ``--data-dir`` and ``RAGTRUST_DATA_DIR``.
+    """
+    folder = resolve_data_dir(data_dir, env=env)
+    if not folder.is_dir():
+        raise InputError(
+            f"dataset folder {folder.as_posix()} not found: pass --data-dir or set RAGTRUST_DATA_DIR "
+            "to the folder that holds the datasets (truthfulqa/, fever/, owasp-cheatsheets/, ...)"
+        )
+    return folder
 
 
 def file_sha256(path: str | Path) -> str:
@@ -373,7 +390,7 @@ def load_benchmark(
     if dataset == "secure_coding":
         docs, files = load_secure_coding_documents()
     else:
-        folder = resolve_data_dir(data_dir)
+        folder = data_folder(data_dir)
         if dataset == "truthfulqa":
             docs, files = load_truthfulqa_documents(folder)
         else:
@@ -390,6 +407,7 @@ __all__ = [
     "Benchmark",
     "BenchmarkQuery",
     "canonical_dataset",
+    "data_folder",
     "fever_document_text",
     "file_sha256",
     "load_benchmark",
