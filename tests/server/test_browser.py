@@ -18,9 +18,14 @@ from typing import Any
 import httpx
 import pytest
 
+from ragtrust.config import load_settings
+from ragtrust.documents import Document
+from ragtrust.ingest.store import Store
+from ragtrust.pipeline import TrustGate
 from ragtrust.server.app import create_app
+from ragtrust.testing import HashingEmbedder, LexicalNLI
 
-from .conftest import KB_CONFLICTS, InstrumentedGate, memory_store, real_gate
+from .conftest import KB, KB_CONFLICTS, InstrumentedGate, memory_store, real_gate
 
 pytestmark = pytest.mark.browser
 
@@ -34,7 +39,32 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+#: where ``RAGTRUST_UPDATE_SCREENSHOTS=1`` copies the screenshots the README shows
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+#: the largest screenshot committed (docs/screenshots/*.png)
+MAX_SCREENSHOT_BYTES = 300_000
+
+#: a Markdown guide cut into several chunks (48 tokens): its sentences carry bold, code and
+#: emphasis, and a link; the answer cites three of its chunks, all one URL
+GUIDE = Document(
+    id="password-guide",
+    url="https://kb.example/password-guide.md",
+    text=(
+        "# Password storage\n\n"
+        "Store passwords with a **slow, salted hash** such as `Argon2id`, scrypt or bcrypt. "
+        "See the [hashing guide](hashing.md) for the parameters of each hash.\n\n"
+        "## Work factors\n\n"
+        "- Tune the **work factor** of the password hash so that one hash takes about a second.\n"
+        "- Re-hash stored passwords with the _new_ work factor when users log in.\n\n"
+        "## What to avoid\n\n"
+        "Fast hashes like **MD5** or SHA-1 are unsuitable for password storage (CWE-916).\n"
+    ),
+)
+MD_DOCS = (GUIDE, KB[0], KB[2])
+MD_QUESTION = "How should I store passwords with a slow salted hash and which work factor?"
+MD_CHUNKING = {"chunking": {"chunk_tokens": 48, "overlap_tokens": 0}}
 
 
 def _playwright() -> Any:
@@ -57,6 +87,37 @@ def live_server(tmp_path: Path) -> Iterator[tuple[str, Any]]:
 def conflict_server() -> Iterator[tuple[str, Any]]:
     """The same, with a gate whose every verdict carries :data:`KB_CONFLICTS`."""
     yield from _serve(InstrumentedGate(store=memory_store(), conflicts=KB_CONFLICTS))
+
+
+def md_gate(tmp_path: Path) -> TrustGate:
+    """The real TrustGate over :data:`MD_DOCS` in a real Store, chunked small (fake models)."""
+    settings = load_settings(env={}, overrides=MD_CHUNKING)
+    embedder = HashingEmbedder()
+    store = Store.open(tmp_path / "md-store", embedder, create=True, settings=settings)
+    store.add(MD_DOCS, tier="vetted")
+    gate = TrustGate.from_settings(settings, store=store, nli=LexicalNLI(), embedder=embedder)
+    gate.warm_up()
+    return gate
+
+
+@pytest.fixture
+def md_server(tmp_path: Path) -> Iterator[tuple[str, Any]]:
+    """The live server over the Markdown corpus :data:`MD_DOCS`."""
+    yield from _serve(md_gate(tmp_path))
+
+
+def shot(page: Any, name: str, *, full_page: bool = False) -> Path:
+    """Screenshot ``page`` to test-artifacts/<name>.png; with RAGTRUST_UPDATE_SCREENSHOTS=1 also
+    to docs/screenshots/ (the README's images), refusing one over :data:`MAX_SCREENSHOT_BYTES`."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page, animations="disabled", caret="hide")
+    if os.environ.get("RAGTRUST_UPDATE_SCREENSHOTS") == "1":
+        size = path.stat().st_size
+        assert size < MAX_SCREENSHOT_BYTES, f"{path} is {size} bytes: show less of the page"
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, SCREENSHOTS / path.name)
+    return path
 
 
 def _serve(gate: Any) -> Iterator[tuple[str, Any]]:
