@@ -149,6 +149,22 @@ def export_checkpoint(hf_dir: Path, out: Path, temperature: float | None, quanti
     console.print(f"wrote {manifest}")
 
 
+@contextmanager
+def spinner(message: str, *, enabled: bool = True) -> Iterator[None]:
+    """A rich status spinner on stderr while a slow step runs (``ask``, ``ingest``, ``scan``, ...).
+
+    Drawn only when ``enabled`` (the commands pass ``not --json``) and stderr is a terminal;
+    piped or redirected stderr gets no spinner characters. It is transient: nothing of it
+    stays on the screen once the step ends.
+    """
+    out = err_console  # looked up per call: tests put a forced-terminal Console here
+    if not enabled or not out.is_terminal:
+        yield
+        return
+    with out.status(message, spinner="dots"):
+        yield
+
+
 def print_json(data: Any) -> None:
     """JSON to stdout, unstyled (for scripts)."""
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
@@ -184,6 +200,7 @@ __all__ = [
     "handle_errors",
     "print_json",
     "settings_from",
+    "spinner",
     "store_path",
     "train_extra",
     "verdict_exit",

@@ -15,6 +15,7 @@ from ragtrust.cli.common import (
     handle_errors,
     print_json,
     settings_from,
+    spinner,
     verdict_exit,
 )
 from ragtrust.cli.render import print_verdict
@@ -69,7 +70,8 @@ def ask(
         raise fail("no store given: pass --store DIR (build one with `ragtrust ingest PATHS --store DIR`)", 2)
     opened = Store.open(store_dir, default_embedder(settings), settings=settings)
     gate = TrustGate.from_settings(settings, store=opened, calibration=calibration)
-    verdict = gate.ask(question)
+    with spinner("answering: retrieve, screen, write, verify", enabled=not as_json):
+        verdict = gate.ask(question)
     append_verdict(settings, store_dir, verdict, operation="ask", source="cli")  # never raises: a warning at most
     raise _shown(verdict, as_json, spans=spans)
 
@@ -82,7 +84,7 @@ def _docs(path: Path) -> list:  # type: ignore[type-arg]
 
 @handle_errors
 def screen(
-    docs: Path = typer.Option(..., "--docs", "-d", help="JSONL with id, text, optional url and score."),
+    docs: Path = typer.Option(..., "--docs", "-d", help="JSONL with id, text, optional url and similarity."),
     query: str | None = typer.Option(None, "--query", "-q", help="The query the documents were retrieved for."),
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON."),
     config: Path | None = ConfigOption,
@@ -90,14 +92,16 @@ def screen(
     """Stage 1 alone: screen documents for poisoning before generation."""
     from ragtrust.pipeline import TrustGate
 
-    verdict = TrustGate.from_settings(settings_from(config)).screen(_docs(docs), query)
+    documents = _docs(docs)
+    with spinner("screening the documents", enabled=not as_json):
+        verdict = TrustGate.from_settings(settings_from(config)).screen(documents, query)
     raise _shown(verdict, as_json, title="Stage 1 screening")
 
 
 @handle_errors
 def verify(
     answer: str = typer.Option(..., "--answer", "-a", help="The answer to verify."),
-    docs: Path = typer.Option(..., "--docs", "-d", help="JSONL with id, text, optional url and score."),
+    docs: Path = typer.Option(..., "--docs", "-d", help="JSONL with id, text, optional url and similarity."),
     query: str | None = typer.Option(
         None,
         "--query",
@@ -110,7 +114,9 @@ def verify(
     """Stage 2: verify an answer against documents with NLI (fused with Stage 1's C and P)."""
     from ragtrust.pipeline import TrustGate
 
-    verdict = TrustGate.from_settings(settings_from(config)).verify(answer, _docs(docs), query)
+    documents = _docs(docs)
+    with spinner("verifying the answer", enabled=not as_json):
+        verdict = TrustGate.from_settings(settings_from(config)).verify(answer, documents, query)
     raise _shown(verdict, as_json, title="Stage 2 verification")
 
 

@@ -31,6 +31,7 @@ from ragtrust.cli.common import (
     handle_errors,
     print_json,
     settings_from,
+    spinner,
     store_path,
 )
 from ragtrust.cli.ledger import ByOption, cli_actor, ledger_command, quarantine, vet
@@ -119,7 +120,8 @@ def ingest(
         raise fail(f"--tier must be vetted or unvetted, got {tier!r}", EXIT_USAGE)
     settings = settings_from(config)
     root = store_path(store)
-    loaded = load_paths(paths, include=include, exclude=exclude, limits=settings.ingest)
+    with spinner("reading files", enabled=not json_out):
+        loaded = load_paths(paths, include=include, exclude=exclude, limits=settings.ingest)
     if not loaded.documents:
         _print_skipped(loaded.skipped)
         raise fail("nothing could be ingested: no readable documents in the given paths", EXIT_USAGE)
@@ -185,11 +187,12 @@ def scan(
     opened = Store.open(root, embedder, settings=settings) if root is not None else None
     skipped: list[tuple[str, str]] = []
     if paths:
-        loaded = load_paths(paths, limits=settings.ingest)
+        with spinner("reading and chunking files", enabled=not json_out):
+            loaded = load_paths(paths, limits=settings.ingest)
+            cfg = settings.chunking
+            tokenizer = getattr(embedder, "tokenizer", None)
+            documents = chunk_documents(loaded.documents, cfg.chunk_tokens, cfg.overlap_tokens, tokenizer)
         skipped = loaded.skipped
-        cfg = settings.chunking
-        tokenizer = getattr(embedder, "tokenizer", None)
-        documents = chunk_documents(loaded.documents, cfg.chunk_tokens, cfg.overlap_tokens, tokenizer)
         if not documents:
             _print_skipped(skipped)
             raise fail("nothing to scan: no readable documents in the given paths", EXIT_USAGE)
@@ -198,9 +201,10 @@ def scan(
         documents = opened.documents()
         if not documents:
             raise fail(f"store {root} has no documents to scan", EXIT_USAGE)
-    nli = _nli(settings)
-    ledger = opened.ledger if opened is not None else None
-    signals = build_screener(settings, nli=nli, embedder=embedder, ledger=ledger).signals
+    with spinner("loading the screening models", enabled=not json_out):
+        nli = _nli(settings)
+        ledger = opened.ledger if opened is not None else None
+        signals = build_screener(settings, nli=nli, embedder=embedder, ledger=ledger).signals
     with _progress(not json_out) as progress:
         result = scan_corpus(
             documents,
