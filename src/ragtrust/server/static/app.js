@@ -68,6 +68,7 @@
     $("placeholder").hidden = true;
     $("result-columns").hidden = false;
     RT.viewer.closeViewer();
+    state.citeNumbers = new Map();
     renderAnswer(verdict);
     RT.verdict.renderVerdict(verdict);
     RT.verdict.renderConflicts(verdict);
@@ -98,6 +99,7 @@
       if (!numbers.has(key)) numbers.set(key, numbers.size + 1);
       return numbers.get(key);
     };
+    state.citeNumbers = numbers;
     return sentences.map((sentence) => {
       const spans = sentence.spans || [];
       const used = new Set();

@@ -193,6 +193,13 @@
     );
   }
 
+  // "[n]": the number the answer cites this document's source by (its URL), if it does
+  function citedAs(doc) {
+    const numbers = RT.state.citeNumbers || new Map();
+    const n = numbers.get(doc.url) || numbers.get(doc.doc_id) || numbers.get(doc.doc_id.split("#")[0]);
+    return n ? el("span", { className: "cite-n", title: "Cited in the answer as [" + n + "]", text: "[" + n + "]" }) : null;
+  }
+
   function renderSources(v) {
     const list = $("sources");
     list.replaceChildren();
@@ -205,6 +212,7 @@
           el(
             "div",
             { className: "src-head" },
+            citedAs(doc),
             el("span", { className: "src-id", text: doc.doc_id }),
             el("span", {
               className: "badge " + (doc.suspicious ? "suspicious" : "kept"),

@@ -115,6 +115,8 @@
       $("viewer-heading").focus({ preventScroll: true });
     }
     keepPressedInView(viewer);
+    // what the viewer shows, for whoever waits on it (tests, scripts): "doc:start:end" or the id
+    viewer.dataset.shown = span ? [span.doc_id, span.start, span.end].join(":") : chunk.id;
   }
 
   // Scrolls box (only box, never the page) so that target sits in its middle (or top).
