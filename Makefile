@@ -4,7 +4,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-EXTRAS ?= dev,train,eval,ray,qdrant,browser,llm,langchain,llamaindex,otel
+EXTRAS ?= dev,train,eval,ray,qdrant,browser,llm,langchain,llamaindex,otel,docs
 # llama-cpp-python (the `llm` extra) builds llama.cpp from source; its C++ tools, examples,
 # tests and server are not needed (ragtrust uses the Python server) and are switched off.
 export CMAKE_ARGS ?= -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF

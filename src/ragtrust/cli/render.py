@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, Group
@@ -10,7 +11,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ragtrust.documents import ClaimRef, Conflict, Verdict
+from ragtrust.documents import ClaimRef, Conflict, Span, Verdict
+
+#: the 1-based page of a cited span (PDF sources), else None: ``p. N`` in the span table
+PageOf = Callable[[Span], int | None]
 
 LEVEL_STYLE = {"HIGH": "bold green", "MEDIUM": "bold yellow", "LOW": "bold dark_orange", "VERY LOW": "bold red"}
 #: tokens as the conflict diff cuts them (``ragtrust.screening.claim_diff``): 1.3 and 10,000 stay whole
@@ -149,8 +153,19 @@ def conflicts_table(conflicts: tuple[Conflict, ...] | list[Conflict]) -> Table:
     return table
 
 
-def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = None) -> Panel:
-    """A panel with the decision, scores, answer with citations, documents, conflicts and warnings."""
+def _span_label(span: Span, page_of: PageOf | None) -> str:
+    page = page_of(span) if page_of is not None else None
+    where = f"{span.doc_id}[{span.start}:{span.end}]" + (f" p. {page}" if page else "")
+    return f"{where} “{span.text}”"
+
+
+def verdict_panel(
+    verdict: Verdict, *, spans: bool = False, title: str | None = None, page_of: PageOf | None = None
+) -> Panel:
+    """A panel with the decision, scores, answer with citations, documents, conflicts and warnings.
+
+    ``page_of`` gives a cited span's page (``p. N`` after its offsets; PDF sources).
+    """
     style = LEVEL_STYLE.get(verdict.trust_level, "bold")
     head = Text()
     head.append("TRUSTED" if verdict.trusted else "FLAGGED", style="bold green" if verdict.trusted else "bold red")
@@ -174,7 +189,7 @@ def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = 
         table.add_column("sentence")
         table.add_column("source span")
         for i, sentence in enumerate(verdict.sentences, start=1):
-            quoted = "\n".join(f"{s.doc_id}[{s.start}:{s.end}] “{s.text}”" for s in sentence.spans) or "(no span)"
+            quoted = "\n".join(_span_label(s, page_of) for s in sentence.spans) or "(no span)"
             # document text and ids are data, never rich markup (a "[/b]" in a document must not crash)
             table.add_row(str(i), Text(sentence.text), Text(quoted))
         parts.append(table)
@@ -204,14 +219,17 @@ def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = 
     return Panel(Group(*parts), title=heading, border_style=style.split()[-1])
 
 
-def print_verdict(console: Console, verdict: Verdict, *, spans: bool = False, title: str | None = None) -> None:
+def print_verdict(
+    console: Console, verdict: Verdict, *, spans: bool = False, title: str | None = None, page_of: PageOf | None = None
+) -> None:
     """Print :func:`verdict_panel`."""
-    console.print(verdict_panel(verdict, spans=spans, title=title))
+    console.print(verdict_panel(verdict, spans=spans, title=title, page_of=page_of))
 
 
 __all__ = [
     "CLAIM_WIDTH",
     "LEVEL_STYLE",
+    "PageOf",
     "blame_text",
     "claim_text",
     "conflicts_table",

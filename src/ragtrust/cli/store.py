@@ -37,7 +37,7 @@ from ragtrust.cli.common import (
 from ragtrust.cli.ledger import ByOption, cli_actor, ledger_command, quarantine, vet
 from ragtrust.config import Settings
 
-_INGEST_PATHS = typer.Argument(..., help="files or folders (.txt .md .html .jsonl .csv)")
+_INGEST_PATHS = typer.Argument(..., help="files or folders (.txt .md .html .jsonl .csv; .pdf .docx: docs extra)")
 _SCAN_PATHS = typer.Argument(None, help="files or folders to scan (instead of, or with, --store)")
 _INCLUDE = typer.Option([], "--include", help="glob of files to read under folders (repeatable)")
 _EXCLUDE = typer.Option([], "--exclude", help="glob of files to leave out (repeatable)")

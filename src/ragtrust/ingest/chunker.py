@@ -16,7 +16,7 @@ Every chunk is a :class:`~ragtrust.documents.Document` with id ``<parent id>#<n>
 across re-ingestion of the same text), ``text == parent.text[start:end]`` and metadata
 ``parent_id``, ``parent_hash``, ``chunk_index``, ``start``, ``end``, ``tokens``,
 ``heading`` (the nearest heading at or before the chunk start, or ``None``) plus the
-parent's metadata (without its heading list).
+parent's metadata (without its heading list and a PDF's page list).
 
 Example:
     >>> from ragtrust.documents import Document
@@ -222,7 +222,8 @@ def chunk_document(
         raise _too_many_chunks(doc, max_chunks, len(offsets), chunk_tokens)
     bounds = _bounds(doc, offsets)
     priority = bounds.priority + [_PRIORITY_HEADING]  # the text end is the best boundary
-    parent_meta = {k: v for k, v in doc.metadata.items() if k != "headings"}
+    # a PDF's page list stays with the parent (documents_office.page_of maps an offset to its page)
+    parent_meta = {k: v for k, v in doc.metadata.items() if k not in ("headings", "pages")}
     chunks: list[Document] = []
     start, n = 0, len(offsets)
     while start < n:

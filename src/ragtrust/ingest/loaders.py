@@ -20,6 +20,8 @@ Supported formats (by extension, case-insensitive):
 ``.csv``
     one document per row with a header: ``text`` (required), ``id``, ``url`` columns; any
     other column goes to the metadata. The delimiter (``,`` ``;`` tab ``|``) is sniffed.
+``.pdf`` / ``.docx`` (the ``docs`` extra; :mod:`~ragtrust.ingest.documents_office`)
+    one document; a PDF's page boundaries in ``metadata["pages"]``, a DOCX's headings kept.
 
 Document ids are stable: for a file given directly, its name; for a file found under a
 folder, ``<folder name>/<path relative to the folder>`` (POSIX separators), so ingesting
@@ -70,10 +72,11 @@ from typing import Any
 from ragtrust.config import IngestConfig
 from ragtrust.documents import Document
 from ragtrust.errors import InputError
+from ragtrust.ingest.documents_office import OFFICE_EXTENSIONS, office_text
 from ragtrust.ingest.markup import html_to_text, markdown_metadata
 
 #: extensions that :func:`load_paths` reads
-SUPPORTED_EXTENSIONS = (".txt", ".md", ".markdown", ".html", ".htm", ".jsonl", ".csv")
+SUPPORTED_EXTENSIONS = (".txt", ".md", ".markdown", ".html", ".htm", ".jsonl", ".csv", *OFFICE_EXTENSIONS)
 #: file names (lower case, without a text extension) that :func:`load_paths` skips under folders
 LICENCE_FILE_NAMES = frozenset(
     {"license", "licence", "unlicense", "copying", "copying.lesser", "copyright", "notice", "licenses", "licences"}
@@ -266,8 +269,12 @@ def _load_one(file: Path, doc_id: str, report: LoadReport, seen: dict[str, str],
         )
         return
     try:
-        text, encoding = decode_bytes(_read_bounded(file, limits.max_file_bytes))
-        if suffix == ".jsonl":
+        data = _read_bounded(file, limits.max_file_bytes)
+        office = suffix in OFFICE_EXTENSIONS  # binary formats: their readers decode them
+        text, encoding = ("", "utf-8") if office else decode_bytes(data)
+        if office:
+            docs = [_document(file, doc_id, *office_text(suffix, data))]
+        elif suffix == ".jsonl":
             docs = _jsonl_documents(file, doc_id, text, report, limits.max_line_bytes)
         elif suffix == ".csv":
             docs = _csv_documents(file, doc_id, text, report, limits.max_line_bytes)
