@@ -106,12 +106,15 @@ def md_server(tmp_path: Path) -> Iterator[tuple[str, Any]]:
     yield from _serve(md_gate(tmp_path))
 
 
-def shot(page: Any, name: str, *, full_page: bool = False) -> Path:
-    """Screenshot ``page`` to test-artifacts/<name>.png; with RAGTRUST_UPDATE_SCREENSHOTS=1 also
-    to docs/screenshots/ (the README's images), refusing one over :data:`MAX_SCREENSHOT_BYTES`."""
+def shot(target: Any, name: str) -> Path:
+    """Screenshot ``target`` (a page's viewport or one element) to test-artifacts/<name>.png.
+
+    With ``RAGTRUST_UPDATE_SCREENSHOTS=1`` the file is also copied to docs/screenshots/ (the
+    README's images); one over :data:`MAX_SCREENSHOT_BYTES` fails the test instead.
+    """
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=full_page, animations="disabled", caret="hide")
+    target.screenshot(path=str(path), animations="disabled", caret="hide")
     if os.environ.get("RAGTRUST_UPDATE_SCREENSHOTS") == "1":
         size = path.stat().st_size
         assert size < MAX_SCREENSHOT_BYTES, f"{path} is {size} bytes: show less of the page"
