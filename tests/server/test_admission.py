@@ -196,7 +196,12 @@ async def test_a_lane_sheds_calls_that_would_not_finish_within_their_budget() ->
     fast = lane.full(budget_s=30)  # ~5 s waiting + 5 s working: admitted
     lane.service_s = 20.0
     slow = lane.full(budget_s=30)  # ~20 s waiting + 20 s working: past a 30 s budget, refused now
+    for seconds in [2.0] * 17 + [29.0] * 3:  # most calls are quick, a few take 29 s
+        lane.observe(seconds)
+    lane.service_s = 2.0  # the mean says "quick"
+    tail = lane.full(budget_s=30)  # a short wait, but one more call may take the recent p90 (29 s)
     lane.slots.release()
     idle = lane.full(budget_s=30)  # a free worker: always admitted
     lane.close()
-    assert (fast, slow, idle) == (False, True, False)
+    assert (fast, slow, tail, idle) == (False, True, True, False)
+    assert lane.slow_s == 29.0

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import math
 import threading
@@ -32,6 +33,8 @@ from dataclasses import dataclass, field
 
 #: lanes of the server and what runs in each
 LANES = ("ask", "model", "light")
+#: calls whose durations make a lane's ``slow_s``
+RECENT = 20
 
 
 @dataclass
@@ -42,14 +45,20 @@ class Lane:
         name: the lane's name (metrics, messages).
         workers: calls running at once (the pool's threads).
         max_queue: calls allowed to wait for a worker; one more is refused at once.
-        service_s: moving average of a call's duration (for ``Retry-After``).
+        service_s: moving average of a call's duration (the wait for a worker, ``Retry-After``).
+        slow_s: the 90th percentile of the last :data:`RECENT` calls (how long one more call
+            may take: requests on long documents vary several-fold).
     """
 
     name: str
     workers: int
     max_queue: int
     service_s: float = 1.0
+    slow_s: float = 1.0
     waiting: int = field(default=0, init=False)
+    _recent: collections.deque[float] = field(
+        default_factory=lambda: collections.deque(maxlen=RECENT), init=False, repr=False
+    )
     pool: concurrent.futures.ThreadPoolExecutor = field(init=False, repr=False)
     slots: asyncio.Semaphore = field(init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -65,9 +74,9 @@ class Lane:
         """Whether the next call is refused (every worker busy and the queue full, or too slow).
 
         With ``budget_s``, a call that would likely not finish within it is refused too. The
-        likely finish is the wait for a worker (the calls ahead, spread over the workers) plus
-        one call, both from the lane's recent service time, so a slow lane sheds early
-        instead of admitting requests that would time out in the queue.
+        likely finish is the wait for a worker (the calls ahead, spread over the workers, at
+        the mean service time) plus one slow call (the recent 90th percentile), so a slow
+        lane sheds early instead of admitting requests that would time out in the queue.
         """
         if not self.slots.locked():
             return False
@@ -77,7 +86,7 @@ class Lane:
 
     def expected_finish_s(self) -> float:
         """Likely seconds until a call admitted now has finished (when every worker is busy)."""
-        return self.service_s * ((self.waiting + 1) / self.workers + 1)
+        return self.service_s * (self.waiting + 1) / self.workers + max(self.service_s, self.slow_s)
 
     def retry_after_s(self) -> int:
         """Whole seconds until a worker is likely free for a new call (at least 1)."""
@@ -85,9 +94,13 @@ class Lane:
         return max(1, math.ceil(self.service_s * backlog))
 
     def observe(self, seconds: float) -> None:
-        """Fold one call's duration into :attr:`service_s` (exponential moving average)."""
+        """Fold one call's duration into :attr:`service_s` and :attr:`slow_s`."""
+        seconds = max(0.0, seconds)
         with self._lock:
-            self.service_s = 0.8 * self.service_s + 0.2 * max(0.0, seconds)
+            self.service_s = 0.8 * self.service_s + 0.2 * seconds
+            self._recent.append(seconds)
+            ordered = sorted(self._recent)
+            self.slow_s = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
 
     def close(self) -> None:
         """Stop the pool; running calls finish in their threads, queued ones are dropped."""
