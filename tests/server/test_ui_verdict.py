@@ -32,11 +32,11 @@ def test_before_the_first_question_an_empty_state_not_empty_panels(conflict_serv
     with phone_or_desktop(1366) as page:
         page.goto(base + "/")
         page.wait_for_selector("#server-status.ok")
-        assert page.locator("#placeholder").is_visible()
-        assert "No question yet" in page.inner_text("#placeholder")
+        assert "—" not in visible_text(page)  # no panels of dashes
         for hidden in ("#result-columns", "#verdict", "#conflicts-panel", "#viewer", "#sources"):
             assert page.locator(hidden).is_hidden(), hidden
-        assert "—" not in visible_text(page)  # no panels of dashes
+        assert page.locator("#placeholder").is_visible()
+        assert "No question yet" in page.inner_text("#placeholder")
         ask(page, base, QUESTION)
         assert page.locator("#placeholder").is_hidden() and page.locator("#verdict").is_visible()
 
