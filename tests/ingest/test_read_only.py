@@ -239,3 +239,26 @@ def test_a_read_only_ledger_reads_its_unmerged_wal_or_refuses_never_serves_witho
     assert without_shm["read_only"] and without_shm["error"].startswith(
         "the store at store is read-only: ledger.sqlite-wal holds ledger changes not yet merged"
     )
+
+
+def test_a_read_only_store_refuses_http_writes_with_409_and_writes_no_nli_cache(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from ragtrust.config import load_settings
+    from ragtrust.pipeline import TrustGate
+    from ragtrust.server.app import create_app
+
+    root = _store(tmp_path)
+    before = _contents(root)
+    store = Store.open(root, HashingEmbedder(), read_only=True)
+    gate = TrustGate.from_settings(load_settings(env={}), store=store, embedder=HashingEmbedder())
+    assert getattr(gate.nli, "cache_path", "unset") is None  # the shipped NLI engine keeps its cache in memory
+    app = create_app(gate=gate)
+    with TestClient(app) as client:
+        client.portal.call(app.state.ragtrust.wait_ready, 60)
+        r = client.post("/v1/documents", json={"documents": [{"id": "new", "text": "Use TLS 1.3."}]})
+    store.close()
+    assert r.status_code == 409, r.text
+    assert r.json()["error"]["type"] == "store_read_only"
+    assert r.json()["error"]["message"].startswith(READ_ONLY) and str(tmp_path) not in r.text
+    assert _contents(root) == before and not (root / "nli_cache.sqlite").exists()

@@ -93,7 +93,9 @@ class TrustGate:
         if nli is None:
             # Store exposes its folder as ``root`` (``path`` kept for other store-like objects)
             root = (getattr(store, "root", None) or getattr(store, "path", None)) if store is not None else None
-            cache = str(Path(root) / "nli_cache.sqlite") if root is not None else None
+            # a read-only store keeps the NLI cache in memory (nothing is written into it)
+            read_only = bool(getattr(store, "read_only", False))
+            cache = str(Path(root) / "nli_cache.sqlite") if root is not None and not read_only else None
             nli = default_nli(settings, cache_path=cache)
         return cls(
             settings=settings,

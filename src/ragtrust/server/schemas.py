@@ -42,7 +42,10 @@ class DocumentIn(_Request):
     id: str = Field(min_length=1, max_length=512, description="stable document id")
     text: str = Field(min_length=1, description="full document text; spans index into it")
     url: str | None = Field(None, description="citation target (defaults to the id)")
-    score: float | None = Field(None, ge=0.0, le=1.0, description="retrieval similarity (cosine terms)")
+    similarity: float | None = Field(
+        None, ge=0.0, le=1.0, description="retrieval similarity in [0, 1] (the verdict's documents[].similarity)"
+    )
+    score: float | None = Field(None, ge=0.0, le=1.0, description="older name of similarity (still read)")
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
