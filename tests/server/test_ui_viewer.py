@@ -34,20 +34,37 @@ UNCOVERED = """(e) => { const r = e.getBoundingClientRect(); const x = r.left + 
   const top = document.elementFromPoint(x, y); return top === e || e.contains(top); }"""
 
 
+#: CommonMark with GitHub's strikethrough (the Markdown of the documents ragtrust reads)
+MARKDOWN = MarkdownIt("commonmark").enable("strikethrough")
+
+
 def visible(markdown: str) -> str:
     """The text a reader sees of an inline Markdown source (markdown-it-py, the reference)."""
-    (block,) = [t for t in MarkdownIt().parseInline(markdown) if t.type == "inline"]
-    return "".join(t.content for t in block.children or [] if t.type in ("text", "code_inline"))
+
+    def text(tokens: list[Any]) -> str:
+        return "".join(
+            t.content if t.type in ("text", "code_inline") else text(t.children or [])
+            for t in tokens
+            if t.type in ("text", "code_inline", "image")
+        )
+
+    (block,) = [t for t in MARKDOWN.parseInline(markdown) if t.type == "inline"]
+    return text(block.children or [])
 
 
 @contextmanager
 def phone_or_desktop(width: int) -> Iterator[Any]:
-    """A Chromium page ``width`` px wide and 800 high."""
+    """A Chromium page ``width`` px wide and 800 high; no script error and no CSP violation on it."""
     sync_playwright = _playwright()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
-            yield browser.new_page(viewport={"width": width, "height": 800})
+            page = browser.new_page(viewport={"width": width, "height": 800})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("console", lambda msg: errors.append(msg.text) if "Content Security Policy" in msg.text else None)
+            yield page
+            assert not errors, errors
         finally:
             browser.close()
 
