@@ -8,11 +8,15 @@ exists, is under the size limit and is linked from the "## Web UI" section.
 
 from __future__ import annotations
 
+import itertools
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
+
+from ragtrust.verdict_log import log as verdict_log
 
 from .test_browser import MAX_SCREENSHOT_BYTES, ROOT, SCREENSHOTS, shot
 from .test_log_browser import QUESTION, SCREEN_DOCS, logged_server
@@ -25,8 +29,16 @@ VIEWS = ("ui-verdict.png", "ui-conflicts.png", "ui-log.png", "ui-mobile.png")
 
 
 @pytest.mark.browser
-def test_the_log_view_screenshot(logged_server: tuple[str, Any]) -> None:
+def test_the_log_view_screenshot(logged_server: tuple[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     base, _ = logged_server
+    # the same times on every run, so that the committed screenshot only changes with the UI
+    seconds = itertools.count()
+    start = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+
+    def stamp() -> str:
+        return (start + timedelta(seconds=7 * next(seconds))).isoformat(timespec="milliseconds")
+
+    monkeypatch.setattr(verdict_log, "utc_now", stamp)
     httpx.post(base + "/v1/screen", json={"documents": SCREEN_DOCS, "query": "tls"}, timeout=30).raise_for_status()
     with phone_or_desktop(1366) as page:
         page.goto(base + "/")
@@ -36,6 +48,7 @@ def test_the_log_view_screenshot(logged_server: tuple[str, Any]) -> None:
         page.wait_for_selector("#result-columns:not([hidden])")
         page.click("#nav-log")
         page.wait_for_selector("#log-rows > tr:nth-child(2)")
+        assert page.locator("#log-rows td.log-time").all_inner_texts() == ["2026-12-01 09:30:07", "2026-12-01 09:30:00"]
         page.set_viewport_size({"width": 1366, "height": 520})
         shot(page, "ui-log")
 

@@ -135,6 +135,14 @@ def test_markdown_is_rendered_and_the_cited_span_stays_exact(md_server: tuple[st
         assert "".join(page.locator("#doc-text mark.cite").all_inner_texts()) == spans[-1]["text"]
         assert "**" in page.inner_text("#doc-text")
 
+        # an answer without traced sentences (a /v1/verify verdict, a logged one): Markdown too
+        page.evaluate(
+            "() => window.ragtrust.render({ ...window.ragtrust.state.verdict, sentences: [],"
+            " answer: '**Hash** them.\\n\\nTune the `work factor`.' })"
+        )
+        assert page.locator("#answer p").all_inner_texts() == ["Hash them.", "Tune the work factor."]
+        assert page.locator("#viewer").is_hidden()  # a new verdict closes the old one's source
+
 
 def test_citations_are_numbered_as_the_cli_numbers_them(md_server: tuple[str, Any]) -> None:
     base, gate = md_server

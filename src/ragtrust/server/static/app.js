@@ -158,7 +158,7 @@
     const sentences = verdict.sentences || [];
     if (!sentences.length) {
       const text = verdict.answer || "No answer: the sources did not contain verified evidence.";
-      box.append(el("p", {}, RT.markdown.renderInline(text, [])));
+      for (const paragraph of text.split(/\n\s*\n/)) box.append(el("p", {}, RT.markdown.renderInline(paragraph.trim(), [])));
       return;
     }
     // "The documentation does not explicitly state an answer...": the sentences below are the
