@@ -20,14 +20,16 @@ if TYPE_CHECKING:
     from ragtrust.generation.local import LocalLLM
 
 from ragtrust.cli.common import ConfigOption, console, handle_errors, print_json, settings_from
-
-DEFAULT_DATA_DIR = Path("../shared/data/owasp-cheatsheets")
+from ragtrust.eval.datasets import data_folder
 
 
 @handle_errors
 def evidence(
-    data_dir: Path = typer.Option(
-        DEFAULT_DATA_DIR, "--data-dir", help="Folder of Markdown documents (default: ../shared/data/owasp-cheatsheets)."
+    data_dir: Path | None = typer.Option(
+        None,
+        "--data-dir",
+        help="Folder of Markdown documents (default: owasp-cheatsheets/ of RAGTRUST_DATA_DIR, then ../shared/data).",
+        show_default=False,
     ),
     questions: Path | None = typer.Option(
         None, "--questions", help="JSONL of {question, gold: [file names]} (default: the shipped OWASP set)."
@@ -79,7 +81,7 @@ def evidence(
         with Progress(console=console, transient=True, disable=as_json) as bar:
             task = bar.add_task("answering", total=len(items))
             report = run_evidence_report(
-                data_dir,
+                data_dir if data_dir is not None else data_folder() / "owasp-cheatsheets",
                 items,
                 settings=settings,
                 command=command,

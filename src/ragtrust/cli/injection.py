@@ -26,8 +26,11 @@ from ragtrust.cli.common import (
     train_extra,
 )
 from ragtrust.errors import InputError
+from ragtrust.eval.datasets import data_folder
 
-DATA_HELP = "The shared data folder (owasp-cheatsheets/, truthfulqa/, fever/, nli/)."
+DATA_HELP = (
+    "The data folder (owasp-cheatsheets/, truthfulqa/, fever/, nli/); default RAGTRUST_DATA_DIR, then ../shared/data."
+)
 MODEL_HELP = "'builtin', an exported folder / manifest, or a Hugging Face id / local path."
 
 
@@ -87,7 +90,7 @@ def predict(
 @injection_app.command("train")
 @handle_errors
 def train_cmd(
-    data_dir: Path = typer.Option(Path("../shared/data"), "--data-dir", help=DATA_HELP),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_HELP, show_default=False),
     out: Path = typer.Option(Path("runs/injection"), "--out", help="Output folder (checkpoint, final model, report)."),
     base_model: Path | None = BaseModelOption,
     budget_min: float | None = BudgetOption,
@@ -112,7 +115,7 @@ def train_cmd(
         out_dir=str(out),
         base_model=str(base_model_or_default(base_model)),
         data=DataConfig(
-            data_dir=str(data_dir),
+            data_dir=str(data_folder(data_dir)),
             nli_premises=nli_premises,
             synthetic=synthetic,
             owasp_segments=owasp_segments,
@@ -154,7 +157,7 @@ def export_cmd(
 @injection_app.command("calibrate")
 @handle_errors
 def calibrate_cmd(
-    data_dir: Path = typer.Option(Path("../shared/data"), "--data-dir", help=DATA_HELP),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_HELP, show_default=False),
     model: str = typer.Option("builtin", "--model", help="'builtin' or an exported folder / manifest."),
     fpr: float = typer.Option(0.01, "--fpr", help="False-positive budget per clean document."),
     out: Path | None = typer.Option(None, "--out", help="Write the calibration report (JSON) here."),
@@ -167,7 +170,7 @@ def calibrate_cmd(
     from ragtrust.training.injection_eval import calibrate_injection, write_calibration
 
     signal = _signal(model, threshold=0.5)  # the threshold is what is being measured
-    report = calibrate_injection(signal, data_dir, fpr=fpr)
+    report = calibrate_injection(signal, data_folder(data_dir), fpr=fpr)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
@@ -188,7 +191,7 @@ def calibrate_cmd(
 @injection_app.command("eval")
 @handle_errors
 def eval_cmd(
-    data_dir: Path = typer.Option(Path("../shared/data"), "--data-dir", help=DATA_HELP),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_HELP, show_default=False),
     model: str = typer.Option("builtin", "--model", help=MODEL_HELP),
     out: Path | None = typer.Option(None, "--out", help="Write the report (JSON) here."),
     baselines: bool = typer.Option(True, "--baselines/--no-baselines", help="Also score the regex signals."),
@@ -206,7 +209,7 @@ def eval_cmd(
         ling, struct = LinguisticSignal(), StructuralSignal()
         detectors["linguistic (regex)"] = (lambda docs: signal_scores([ling], docs), 0.7)
         detectors["linguistic + structural P_i"] = (lambda docs: signal_scores([ling, struct], docs), 0.7)
-    report = evaluate(detectors, data_dir)
+    report = evaluate(detectors, data_folder(data_dir))
     report["model"] = signal._model().model_id
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)

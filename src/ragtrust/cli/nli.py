@@ -27,6 +27,7 @@ from ragtrust.cli.common import (
     train_extra,
 )
 from ragtrust.errors import InputError
+from ragtrust.eval.datasets import data_folder
 from ragtrust.record import cli_command
 
 _PredictByDefault = PredictByDefault  # the old name
@@ -119,8 +120,11 @@ def evaluate_cmd(
 @nli_app.command("train")
 @handle_errors
 def train_cmd(
-    data_dir: Path = typer.Option(
-        Path("../shared/data/nli"), "--data-dir", help="The NLI data folder (train/, test/)."
+    data_dir: Path | None = typer.Option(
+        None,
+        "--data-dir",
+        help="The NLI data folder (train/, test/); default: nli/ of RAGTRUST_DATA_DIR, then ../shared/data/nli.",
+        show_default=False,
     ),
     out: Path = typer.Option(Path("runs/nli"), "--out", help="Output folder (checkpoints, final model, report)."),
     base_model: Path | None = BaseModelOption,
@@ -151,7 +155,7 @@ def train_cmd(
     with train_extra():
         from ragtrust.training.nli import TrainConfig, train
     cfg = TrainConfig(
-        data_dir=str(data_dir),
+        data_dir=str(data_dir if data_dir is not None else data_folder() / "nli"),
         out_dir=str(out),
         base_model=str(base_model_or_default(base_model)),
         halueval_dir=str(halueval_dir) if halueval_dir else None,
