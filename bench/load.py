@@ -144,7 +144,7 @@ from ragtrust.models.embedder import default_embedder
 from ragtrust.pipeline import TrustGate
 from ragtrust.server.app import create_app
 from ragtrust.testing import LexicalNLI
-store_path, port, workers, timeout_s = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+store_path, port, workers, timeout_s = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) or None, float(sys.argv[4])
 max_queue = int(sys.argv[5]) if sys.argv[5] != "default" else None
 settings = load_settings()
 embedder = default_embedder(settings)
@@ -158,7 +158,7 @@ uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 def start_server(
     store: Path,
     port: int,
-    workers: int,
+    workers: int | None,
     timeout_s: float,
     nli: str,
     max_queue: int | None = None,
@@ -173,7 +173,7 @@ def start_server(
         env.update(RAGTRUST_GENERATOR__TYPE="openai", RAGTRUST_GENERATOR__BASE_URL=llm_url)
     if nli == "lexical":
         queue = "default" if max_queue is None else str(max_queue)
-        argv = [str(store), str(port), str(workers), str(timeout_s), queue]
+        argv = [str(store), str(port), str(workers or 0), str(timeout_s), queue]
         return subprocess.Popen([sys.executable, "-c", _LEXICAL_SERVER, *argv], env=env)
     cmd = [
         sys.executable,
@@ -186,8 +186,6 @@ def start_server(
         "127.0.0.1",
         "--port",
         str(port),
-        "--workers",
-        str(workers),
         "--timeout",
         str(timeout_s),
         "--log-level",
@@ -195,6 +193,8 @@ def start_server(
     ]
     if max_queue is not None:
         cmd += ["--max-queue", str(max_queue)]
+    if workers is not None:
+        cmd += ["--workers", str(workers)]
     return subprocess.Popen(cmd, env=env)
 
 
@@ -300,6 +300,9 @@ async def run_load(
                 except httpx.HTTPError as exc:
                     side_statuses[type(exc).__name__] += 1
                     continue
+                except asyncio.CancelledError:  # still waiting when the measured clients stopped
+                    side_statuses["still waiting at the end"] += 1
+                    raise
                 side_statuses[f"{response.status_code} {_kind(response)}"] += 1
                 wait = _retry_after(response)
                 if wait is not None:
@@ -402,7 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server-pid", type=int, help="pid of the --url server, for its peak RSS")
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
-    parser.add_argument("--workers", type=int, default=2, help="server worker threads (when started here)")
+    parser.add_argument(
+        "--workers", type=int, help="server workers per lane (when started here; default: one per 2 cores)"
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="server per-request timeout (when started here)")
     parser.add_argument(
         "--nli",

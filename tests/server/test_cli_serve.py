@@ -55,10 +55,15 @@ def test_serve_starts_uvicorn_with_the_app(cli: typer.Typer, calls: list[dict[st
     assert created["max_queue"] is None and "3 workers per lane, 12 may wait" in result.output
 
 
-def test_serve_passes_the_queue_bound(cli: typer.Typer, calls: list[dict[str, Any]], tmp_path: Path) -> None:
+def test_serve_passes_the_queue_bound(
+    cli: typer.Typer, calls: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
     result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--max-queue", "5"])
     assert result.exit_code == 0, result.output
     assert calls[0]["create_app"]["max_queue"] == 5 and "5 may wait" in result.output
+    # without --workers: one per two cores (each call's models already use two threads)
+    assert calls[0]["create_app"]["workers"] == 4 and "4 workers per lane" in result.output
     negative = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path), "--max-queue", "-1"])
     assert negative.exit_code == 2
 

@@ -57,7 +57,14 @@ StoreOption = typer.Option(
 )
 HostOption = typer.Option("127.0.0.1", "--host", help="address to bind")
 PortOption = typer.Option(8000, "--port", min=0, max=65535, help="port to bind")
-WorkersOption = typer.Option(2, "--workers", min=1, max=64, help="threads for model work")
+WorkersOption = typer.Option(
+    None,
+    "--workers",
+    min=1,
+    max=64,
+    help="calls run at once per lane (default: one per two cores; each call's models use two threads)",
+    show_default=False,
+)
 TimeoutOption = typer.Option(
     30.0, "--timeout", min=0.1, help="per-request budget in seconds (a deadline the pipeline checks between stages)"
 )
@@ -110,7 +117,7 @@ def register(app: typer.Typer) -> None:
         host: str = HostOption,
         port: int = PortOption,
         config: Path | None = ConfigOption,
-        workers: int = WorkersOption,
+        workers: int | None = WorkersOption,
         timeout_s: float = TimeoutOption,
         max_body_bytes: int = MaxBodyOption,
         allow_remote: bool = AllowRemoteOption,
@@ -121,6 +128,7 @@ def register(app: typer.Typer) -> None:
         """Serve the JSON API (/v1/...) and the web UI (/) for a document store."""
         import uvicorn
 
+        from ragtrust.server.admission import default_workers
         from ragtrust.server.app import create_app, is_loopback_host
 
         keys = api_keys_from_env()
@@ -140,6 +148,7 @@ def register(app: typer.Typer) -> None:
         if problem is not None:  # before the models load; uvicorn would exit 3, our "flagged"
             raise fail(problem, EXIT_USAGE)
         settings = settings_from(config)
+        workers = default_workers() if workers is None else workers
         api = create_app(
             settings,
             store_path=store,

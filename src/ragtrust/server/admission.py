@@ -28,6 +28,7 @@ import asyncio
 import collections
 import concurrent.futures
 import math
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -35,6 +36,20 @@ from dataclasses import dataclass, field
 LANES = ("ask", "model", "light")
 #: calls whose durations make a lane's ``slow_s``
 RECENT = 20
+
+
+def default_workers(cpus: int | None = None) -> int:
+    """Calls to run at once per lane: one per two cores (each call's ONNX sessions use two threads).
+
+    On 2 cores, 1 worker answered 50 clients on 512-token OWASP chunks with p50 1.4 s and
+    3.6 requests/s, 2 workers with p50 3.0 s and 3.3 requests/s: two calls at once only
+    share the cores (docs/benchmarks.md).
+
+    Example:
+        >>> default_workers(2), default_workers(8), default_workers(1)
+        (1, 4, 1)
+    """
+    return max(1, (cpus if cpus is not None else os.cpu_count() or 2) // 2)
 
 
 @dataclass
@@ -107,4 +122,4 @@ class Lane:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
-__all__ = ["LANES", "Lane"]
+__all__ = ["LANES", "Lane", "default_workers"]

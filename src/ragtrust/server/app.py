@@ -40,6 +40,7 @@ from fastapi_offline import FastAPIOffline
 from ragtrust import __version__
 from ragtrust.config import Settings, load_settings
 from ragtrust.errors import ConfigError
+from ragtrust.server.admission import default_workers
 from ragtrust.server.auth import ApiKey, parse_api_keys
 from ragtrust.server.errors import ApiError, error_response, error_responses, install_error_handlers, map_exception
 from ragtrust.server.metrics import ServerMetrics
@@ -136,7 +137,7 @@ def create_app(
     allowed_hosts: Sequence[str] | None = None,
     max_body_bytes: int = 1_000_000,
     request_timeout_s: float = 30,
-    workers: int = 2,
+    workers: int | None = None,
     max_queue: int | None = None,
     build_gate: GateFactory | None = None,
     verdict_log: VerdictLog | None = None,
@@ -158,7 +159,8 @@ def create_app(
             the list: no check.
         max_body_bytes: larger request bodies get 413.
         request_timeout_s: per-request budget (waiting for a worker included); past it, 503.
-        workers: threads for model work; at most this many gate calls run at once per lane
+        workers: threads for model work (``None``: :func:`~ragtrust.server.admission.default_workers`,
+            one per two cores); at most this many gate calls run at once per lane
             (``ask``, and ``model`` for screen / verify / align / ingest).
         max_queue: calls allowed to wait for a worker per lane (``None``: ``4 * workers``);
             past it a request gets 503 with ``Retry-After`` at once.
@@ -179,6 +181,7 @@ def create_app(
         raise ConfigError(f"max_body_bytes must be >= 1, got {max_body_bytes}")
     if request_timeout_s <= 0:
         raise ConfigError(f"request_timeout_s must be > 0, got {request_timeout_s}")
+    workers = default_workers() if workers is None else workers
     if workers < 1:
         raise ConfigError(f"workers must be >= 1, got {workers}")
     if max_queue is not None and max_queue < 0:
