@@ -76,8 +76,8 @@ class MetricsMiddleware:
             self.metrics.in_flight.dec()
             route = _route_label(self.fastapi_app, scope)
             method = str(scope.get("method", ""))
-            self.metrics.requests.inc(method=method, route=route, status=str(status))
-            self.metrics.latency.observe(time.perf_counter() - started, method=method, route=route)
+            self.metrics.requests.labels(method=method, route=route, status=str(status)).inc()
+            self.metrics.latency.labels(method=method, route=route).observe(time.perf_counter() - started)
 
 
 class ApiKeyMiddleware:

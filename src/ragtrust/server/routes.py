@@ -18,6 +18,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, PlainTextResponse
+from prometheus_client import generate_latest
 
 from ragtrust import __version__
 from ragtrust.documents import Document
@@ -260,7 +261,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
     async def metrics(request: Request) -> PlainTextResponse:
         """Request counts, latencies, verdict levels (Prometheus text format 0.0.4)."""
         rt = runtime_of(request)
-        return PlainTextResponse(rt.metrics.registry.render(), media_type=CONTENT_TYPE)
+        return PlainTextResponse(generate_latest(rt.metrics.registry), media_type=CONTENT_TYPE)
 
     @app.get("/", include_in_schema=False)
     async def index() -> FileResponse:

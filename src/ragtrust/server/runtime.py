@@ -195,7 +195,7 @@ class Runtime:
         """
         ln = self.lanes[lane]
         if ln.full(budget_s=self.request_timeout_s):
-            self.metrics.shed.inc(lane=ln.name)
+            self.metrics.shed.labels(lane=ln.name).inc()
             wait = ln.retry_after_s()
             raise ApiError(
                 503,
@@ -282,8 +282,8 @@ class Runtime:
 
     def verdict_out(self, verdict: Verdict) -> S.VerdictOut:
         """Response model of a verdict; records the verdict metrics."""
-        self.metrics.verdicts.inc(stage=verdict.stage, level=verdict.trust_level, decision=verdict.decision)
-        self.metrics.trust_score.observe(verdict.trust_score, stage=verdict.stage)
+        self.metrics.verdicts.labels(stage=verdict.stage, level=verdict.trust_level, decision=verdict.decision).inc()
+        self.metrics.trust_score.labels(stage=verdict.stage).observe(verdict.trust_score)
         return S.VerdictOut.model_validate({**verdict.to_dict(), "decision": verdict.decision})
 
 
