@@ -116,6 +116,14 @@ PY
     python bench/bench_ingest.py --synthetic 100000 --embedder hashing > runs/bench/ingest_synthetic.txt
     python bench/bench_scan.py --data "$DATA/owasp-cheatsheets" --limit 60 > runs/bench/scan.txt
     python bench/load.py --build-kb runs/bench/kb-store --clients 20 --duration 60 --timeout 120 --json runs/bench/load.json
+    # issue 19: 50 clients with admission control, on the KB and on the OWASP chunks; a hung LLM beside /v1/screen
+    python bench/load.py --store runs/bench/kb-store --clients 50 --duration 60 --baseline 20 --timeout 30 --json runs/load/kb_c50.json
+    python bench/load.py --store runs/bench/kb-store --clients 5 --duration 60 --baseline 20 --timeout 30 --json runs/load/kb_c5.json
+    [ -d runs/owasp-store ] || ragtrust ingest "$DATA/owasp-cheatsheets" --store runs/owasp-store
+    python bench/load.py --store runs/owasp-store --questions owasp --clients 50 --duration 60 --baseline 150 --timeout 30 --json runs/load/owasp_c50.json
+    for asks in 0 4; do
+      python bench/load.py --store runs/bench/kb-store --endpoint screen --hung-llm --ask-clients $asks --clients 4 --duration 30 --baseline 5 --workers 2 --json runs/load/screen_hung$asks.json
+    done
     ;;
   *)
     echo "usage: $0 model RUN_DIR | injection RUN_DIR | results | acceptance | relevance | fusion | conflicts | llm | bench" >&2
