@@ -6,34 +6,8 @@
   const $ = (id) => document.getElementById(id);
   const QUERY_CHARS = 120;
 
-  function apiKey() {
-    return sessionStorage.getItem("ragtrust-api-key") || "";
-  }
-
-  async function getJson(path) {
-    const headers = { Accept: "application/json" };
-    const key = apiKey();
-    if (key) headers["Authorization"] = "Bearer " + key;
-    let response;
-    try {
-      response = await fetch(path, { headers });
-    } catch (err) {
-      throw new Error("The server cannot be reached (" + err.message + ").");
-    }
-    let data = null;
-    try {
-      data = await response.json();
-    } catch (_) {
-      data = null;
-    }
-    if (!response.ok) {
-      const error = (data && data.error) || {};
-      const wrapped = new Error(error.message || "The server answered " + response.status + ".");
-      wrapped.status = response.status;
-      throw wrapped;
-    }
-    return data;
-  }
+  // the JSON API helper every view shares (ui.js): API key, error body -> Error with .status
+  const getJson = (path) => window.RT.api(path);
 
   function cell(text, className) {
     const td = document.createElement("td");
