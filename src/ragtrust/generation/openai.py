@@ -95,6 +95,8 @@ class ChatClient:
         max_concurrency / breaker_failures / breaker_cooldown_s: the backend's
             :class:`~ragtrust.generation.backend.BackendGuard` (requests in flight,
             consecutive failures that open the breaker, seconds it stays open).
+        seed: the sampling seed sent with each request (``None``: not sent, the server's
+            own); llama.cpp's server and vLLM honour it, OpenAI best-effort.
     """
 
     base_url: str
@@ -109,6 +111,7 @@ class ChatClient:
     max_concurrency: int = 2
     breaker_failures: int = 5
     breaker_cooldown_s: float = 30.0
+    seed: int | None = None
     guard: BackendGuard = field(init=False, repr=False)
     _client: httpx.Client | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -198,6 +201,8 @@ class ChatClient:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
+        if self.seed is not None:
+            payload["seed"] = self.seed
         deadline.check("the LLM call")
         with self.guard.call(wait_s=deadline.remaining(self.timeout_s)):
             try:
