@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -79,7 +80,7 @@ def attack(
 
 @handle_errors
 def run(
-    suite: str = typer.Option("quick", "--suite", help="paper | quick | DATASET | DATASET:STRATEGY[,...]."),
+    suite: str = typer.Option("quick", "--suite", help="paper | quick | threats | DATASET | DATASET:STRATEGY[,...]."),
     out: Path = typer.Option(..., "--out", "-o", help="Run directory to write."),
     k: list[int] = typer.Option([], "--k", help="Top-K (repeatable: --k 3 --k 5); default: the suite's."),
     strategy: list[str] = typer.Option([], "--strategy", help="Keep only these strategies (repeatable)."),
@@ -92,13 +93,45 @@ def run(
     ),
     no_attack_success: bool = typer.Option(False, "--no-attack-success", help="Skip the end-to-end adoption check."),
     seed: int | None = typer.Option(None, "--seed", help="Seed (default 42)."),
+    dataset: list[str] = typer.Option(
+        [], "--dataset", help="threats: datasets (repeatable; default truthfulqa and secure_coding)."
+    ),
+    llm_cache: Path | None = typer.Option(
+        None, "--llm-cache", help="threats: LLM-written poison (JSONL, e.g. docs/results/threats/llm_poison.jsonl)."
+    ),
+    llm_generate: bool = typer.Option(
+        False, "--llm-generate", help="threats: write missing LLM poison with the packaged local LLM."
+    ),
+    no_llm: bool = typer.Option(False, "--no-llm", help="threats: leave out the LLM-written poison cells."),
     data_dir: Path | None = DataDirOption,
     config: Path | None = ConfigOption,
 ) -> None:
-    """Run the Part A + Part B protocol and store every sample under --out."""
+    """Run the Part A + Part B protocol (or the threat-model suite) and store every sample under --out."""
     from ragtrust.eval.runner import EvalRunner, parse_suite
 
     settings = settings_from(config, {"seed": seed})
+    if suite.strip() == "threats":
+        from ragtrust.eval.threats import ThreatRunner, threat_suite
+
+        cells = threat_suite(dataset or ("truthfulqa", "secure_coding"), llm=not no_llm)
+        threat_runner = ThreatRunner(
+            settings=settings,
+            out_dir=out,
+            data_dir=data_dir,
+            n=n or 100,
+            seed=settings.seed,
+            k=(k or [5])[0],
+            llm_cache=llm_cache,
+            llm_generate=llm_generate,
+            command=_command_line(),
+        )
+        started = time.perf_counter()
+        folder = threat_runner.run(cells)
+        console.print(
+            f"{len(cells)} threat cells in {time.perf_counter() - started:.0f} s -> {folder}\n"
+            f"next: ragtrust eval report {folder}"
+        )
+        return
     specs = parse_suite(suite, strategies=strategy or None, ks=k or None)
     runner = EvalRunner(
         settings=settings,
@@ -120,14 +153,29 @@ def run(
     )
 
 
+def _is_threat_run(run_dir: Path) -> bool:
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("suite") == "threats"
+
+
 @handle_errors
 def report(
     run_dir: Path = typer.Argument(..., help="A directory written by `ragtrust eval run`."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Report folder (default RUN_DIR/report)."),
     bootstrap: int | None = typer.Option(None, "--bootstrap", min=100, help="Bootstrap resamples (default 20000)."),
 ) -> None:
-    """Render Markdown, JSON, PNG figures and a self-contained HTML page for a run."""
+    """Render Markdown, JSON, PNG figures and a self-contained HTML page for a run (Markdown + JSON for threats)."""
     from ragtrust.eval.report import build_report
+
+    if _is_threat_run(run_dir):
+        from ragtrust.eval.threats_report import build_threat_report
+
+        written = build_threat_report(run_dir, out)
+        console.print(f"wrote {written.markdown} and {written.json}")
+        return
 
     paths = build_report(run_dir, out, bootstrap=bootstrap)
     console.print(f"wrote {paths.markdown}, {paths.json}, {paths.html} and {len(paths.figures)} figure(s)")

@@ -325,6 +325,77 @@ class AttackGenerator:
             skipped=tuple(skipped),
         )
 
+    def entities(self, documents: Sequence[Document]) -> list[list[Entity]]:
+        """Named entities of each document's body (empty lists when this configuration swaps none)."""
+        return self._entities(documents)
+
+    def attack_targets(
+        self,
+        documents: Sequence[Document],
+        indices: Sequence[int],
+        strategies: Sequence[str] | None = None,
+        *,
+        entities: Sequence[Sequence[Entity]] | None = None,
+    ) -> AttackResult:
+        """Poison exactly the documents at ``indices`` (the threat-model benchmark's targets).
+
+        Each target's strategy is drawn from ``strategies`` (default: this generator's
+        strategy) in a seeded order per document; when no family of the drawn strategy
+        applies to it, the next one is tried, and a document none applies to is listed in
+        ``skipped``. ``entities`` (from :meth:`entities`) saves finding them again when one
+        corpus is attacked many times.
+
+        Raises:
+            InputError: empty corpus, duplicate ids or an index outside the corpus.
+            ConfigError: an unknown strategy.
+        """
+        docs = list(documents)
+        if not docs:
+            raise InputError("the attack generator needs at least one document")
+        if len({d.id for d in docs}) != len(docs):
+            raise InputError("document ids must be unique to pair clean and poisoned corpora")
+        bad = [i for i in indices if not 0 <= i < len(docs)]
+        if bad:
+            raise InputError(f"target index {bad[0]} is outside the corpus of {len(docs)} documents")
+        pool_strategies = list(strategies or [self.strategy])
+        unknown = [s for s in pool_strategies if s not in ATTACK_STRATEGIES]
+        if unknown:
+            raise ConfigError(f"unknown attack strategy {unknown[0]!r}; valid: {', '.join(ATTACK_STRATEGIES)}")
+        targets = sorted(set(indices))
+        found = [list(e) for e in entities] if entities is not None else self._entities(docs)
+        if len(found) != len(docs):
+            raise InputError(f"entities for {len(found)} documents, corpus of {len(docs)}")
+        pool = _entity_pool(found)
+        poisoned = list(docs)
+        records: list[PoisonRecord] = []
+        skipped: list[str] = []
+        for index in targets:
+            doc = docs[index]
+            order = list(pool_strategies)
+            random.Random(f"{self.seed}:targets:{index}:{doc.id}").shuffle(order)
+            record = None
+            for strat in order:
+                record = self.poison(doc, index=index, strategy=strat, entities=found[index], entity_pool=pool)
+                if record is not None:
+                    break
+            if record is None:
+                skipped.append(doc.id)
+                continue
+            records.append(record)
+            poisoned[index] = Document(
+                id=doc.id, text=record.poisoned, url=doc.url, source=doc.source, metadata=dict(doc.metadata)
+            )
+        return AttackResult(
+            clean=tuple(docs),
+            poisoned=tuple(poisoned),
+            records=tuple(records),
+            strategy=self.strategy,
+            rate=len(records) / len(docs),
+            seed=self.seed,
+            families=self.families,
+            skipped=tuple(skipped),
+        )
+
     def poison(
         self,
         doc: Document,

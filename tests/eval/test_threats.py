@@ -1,0 +1,191 @@
+"""The threat-model suite (issue 17): corpora per protocol, labels, metrics, report, CLI.
+
+Runs use the secure-coding knowledge base (shipped in the package) and the shipped fakes,
+so no dataset folder and no model is needed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from ragtrust.cli.main import app
+from ragtrust.config import load_settings
+from ragtrust.documents import Document
+from ragtrust.errors import ConfigError, InputError
+from ragtrust.eval.attacks import AttackGenerator
+from ragtrust.eval.threats import ThreatCell, ThreatRunner, load_threat_run, threat_suite
+from ragtrust.eval.threats_report import analyse, analyse_cell, gaps, render_markdown
+from ragtrust.testing import HashingEmbedder, LexicalNLI
+
+
+def _runner(tmp_path, **kw):
+    return ThreatRunner(
+        settings=load_settings(env={}),
+        out_dir=tmp_path / "run",
+        n=4,
+        nli=LexicalNLI(),
+        embedder=HashingEmbedder(),
+        use_spacy=False,
+        progress=False,
+        command="pytest threats",
+        **kw,
+    )
+
+
+def test_suite_cells():
+    keys = [c.key for c in threat_suite(["truthfulqa"], llm=True)]
+    assert keys[:2] == ["injection/truthfulqa", "beside_truth/truthfulqa/template/m1"]
+    assert "beside_truth/truthfulqa/llm/m5" in keys
+    assert {"vetted_edit/truthfulqa", "unwitnessed/truthfulqa"} <= set(keys)
+    assert not any("llm" in c.key for c in threat_suite(["secure_coding"], llm=True))  # TruthfulQA only
+    assert ThreatCell("injection", "secure_coding").strategies == ("instruction_injection",)
+    assert "instruction_injection" not in ThreatCell("unwitnessed", "secure_coding").strategies
+
+
+def test_attack_targets_poisons_exactly_the_targets():
+    docs = [Document(id=f"d{i}", text=f"Is {i} small? Yes, {i} is a small number.") for i in range(10)]
+    result = AttackGenerator(strategy="mixed", seed=3, use_spacy=False).attack_targets(
+        docs, [1, 4, 7], ["contradiction", "subtle_manipulation"]
+    )
+    assert {r.doc_id for r in result.records} | set(result.skipped) == {"d1", "d4", "d7"}
+    assert all(r.strategy in ("contradiction", "subtle_manipulation") for r in result.records)
+    changed = {d.id for d, c in zip(result.poisoned, result.clean, strict=True) if d.text != c.text}
+    assert changed == {r.doc_id for r in result.records}
+    with pytest.raises(InputError):
+        AttackGenerator().attack_targets(docs, [10])
+    with pytest.raises(ConfigError):
+        AttackGenerator().attack_targets(docs, [1], ["bogus"])
+
+
+def test_beside_truth_keeps_the_clean_original_and_adds_copies(tmp_path):
+    runner = _runner(tmp_path)
+    corpus = runner.build_corpus(ThreatCell("beside_truth", "secure_coding", "template", 3))
+    clean = {d.id: d.text for d in runner.benchmark("secure_coding").documents}
+    by_id = {d.id: d.text for d in corpus.documents}
+    assert corpus.poison and all(p.added for p in corpus.poison.values())
+    for p in corpus.poison.values():
+        assert by_id[p.target_id] == clean[p.target_id]  # the witness is still in the corpus
+        assert p.doc_id not in clean and by_id[p.doc_id] == p.text != clean[p.target_id]
+    per_target: dict[str, int] = {}
+    for p in corpus.poison.values():
+        per_target[p.target_id] = per_target.get(p.target_id, 0) + 1
+    assert max(per_target.values()) <= 3 and len(corpus.documents) == len(clean) + len(corpus.poison)
+
+
+def test_in_place_protocols_replace_the_source(tmp_path):
+    runner = _runner(tmp_path)
+    corpus = runner.build_corpus(ThreatCell("unwitnessed", "secure_coding"))
+    by_id = {d.id: d.text for d in corpus.documents}
+    assert corpus.poison and all(not p.added and by_id[p.doc_id] == p.text for p in corpus.poison.values())
+    assert {p.strategy for p in corpus.poison.values()} <= {"contradiction", "entity_swap", "subtle_manipulation"}
+    targets = {q.doc_id for q in runner.benchmark("secure_coding").eval_queries}
+    assert corpus.target_ids == targets - set(corpus.skipped)
+
+
+def test_vetted_edit_store_has_ledger_history(tmp_path):
+    runner = _runner(tmp_path)
+    runner._models()
+    corpus = runner.build_corpus(ThreatCell("vetted_edit", "secure_coding"))
+    ledger = corpus.store.ledger
+    for p in corpus.poison.values():
+        record = ledger.get(p.doc_id)
+        assert record is not None and record.tier == "vetted" and record.changed_since_vetted
+        assert len(ledger.history(p.doc_id)) == 2  # the vetted version and the edit
+        assert ledger.version_text(p.doc_id, record.vetted_hash) != p.text
+        assert any(e.actor == "attacker" for e in ledger.events(p.doc_id))
+    untouched = next(d.id for d in corpus.documents if d.id not in corpus.poison)
+    assert not ledger.get(untouched).changed_since_vetted
+    clean_ledger = corpus.clean_store.ledger  # the baseline: the vetted corpus before any edit
+    assert not any(clean_ledger.get(p.doc_id).changed_since_vetted for p in corpus.poison.values())
+
+
+def test_llm_cells_need_llm_poison(tmp_path):
+    runner = _runner(tmp_path)
+    with pytest.raises(InputError, match="llm-cache"):
+        runner.run([ThreatCell("beside_truth", "secure_coding", "llm", 1)])
+
+
+def test_run_labels_and_report(tmp_path):
+    runner = _runner(tmp_path)
+    cells = [ThreatCell("injection", "secure_coding"), ThreatCell("beside_truth", "secure_coding", "template", 1)]
+    out = runner.run(cells)
+    manifest, samples = load_threat_run(out)
+    assert manifest["suite"] == "threats" and [c["key"] for c in manifest["cells"]] == [c.key for c in cells]
+    clean = [s for s in samples if s["part"] == "clean"]
+    attack = [s for s in samples if s["part"] == "attack"]
+    assert len(clean) == 4 and len(attack) == 8  # one clean baseline shared by both in-memory cells
+    assert not any(s["target"] or s["label_retrieval"] for s in clean)
+    poisoned = {
+        c.key: {json.loads(x)["doc_id"] for x in (out / "attacks" / (c.key.replace("/", "-") + ".jsonl")).open()}
+        for c in cells
+    }
+    for s in attack:
+        ids = {d["base_id"] for d in s["retrieved"]}
+        assert s["label_retrieval"] == bool(ids & poisoned[s["cell"]])
+        assert {d["base_id"] for d in s["retrieved"] if d["poisoned"]} == ids & poisoned[s["cell"]]
+        assert "adoption" in s and "trusted" in s["default"]
+    report = analyse(out)
+    text = render_markdown(report)
+    assert "## injection:" in text and "## beside_truth:" in text and "## Honest gaps" in text
+    assert all(c["targets"] == 4 for c in report["cells"])
+
+
+def _sample(part, retrieved, trusted, adopted=False, adopted_trusted=False, label=None):
+    return {
+        "part": part,
+        "retrieved": [{"poisoned": p, "poison_probability": s, "suspicious": s > 0.7} for p, s in retrieved],
+        "label_retrieval": any(p for p, _ in retrieved) if label is None else label,
+        "trusted": trusted,
+        "latency_s": 0.1,
+        "nli_pairs": 10,
+        "default": {"trusted": trusted},
+        "adoption": {"adopted_plain": adopted, "adopted_default": adopted, "adopted_and_trusted": adopted_trusted},
+    }
+
+
+def test_metrics_on_a_toy_cell():
+    clean = [_sample("clean", [(False, 0.1 * i / 10)], True) for i in range(10)]
+    attack = [
+        _sample("attack", [(True, 0.9), (False, 0.05)], False, adopted=True),  # caught, adopted, not trusted
+        _sample("attack", [(True, 0.95)], False),
+        _sample("attack", [(True, 0.02)], True, adopted=True, adopted_trusted=True),  # missed
+        _sample("attack", [(False, 0.01)], True, label=False),  # poison not retrieved
+    ]
+    row = analyse_cell(attack, clean)
+    assert row["document"]["positives"] == 3 and row["document"]["negatives"] == 12
+    assert row["document"]["recall_1pct"]["k"] == 2
+    assert row["query_recall_1pct"]["k"] == 2 and row["query_recall_1pct"]["n"] == 4
+    assert row["query_recall_1pct_exposed"]["n"] == 3
+    assert row["decision_recall"]["k"] == 2 and row["decision_fpr"]["k"] == 0
+    assert row["asr_without"]["k"] == 2 and row["asr_with"]["k"] == 1 and row["asr_with"]["n"] == 4
+    cells = [
+        {"key": "injection/x", "protocol": "injection", "copies": 1, **row},
+        {"key": "beside_truth/x/llm/m1", "protocol": "beside_truth", "copies": 1, **row},
+        {"key": "beside_truth/x/llm/m5", "protocol": "beside_truth", "copies": 5, **row},
+    ]
+    found = gaps(cells)
+    assert any(g.startswith("injection/x: query recall") for g in found)  # 50% < 90%
+    assert any(g.startswith("beside_truth/x/llm/m1: attack success") for g in found)  # 25% > 5%
+    assert any(g.startswith("beside_truth/x/llm/m5: attack success") for g in found)  # 25% > 20%
+
+
+def test_cli_report_on_a_threat_run(tmp_path):
+    out = _runner(tmp_path).run([ThreatCell("injection", "secure_coding")])
+    result = CliRunner().invoke(app, ["eval", "report", str(out), "--out", str(tmp_path / "rep")])
+    assert result.exit_code == 0, result.output
+    md = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    assert md.startswith("# ragtrust benchmark by threat model") and "Attack realism" in md
+    data = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
+    assert data["cells"][0]["key"] == "injection/secure_coding"
+
+
+def test_load_threat_run_rejects_other_folders(tmp_path):
+    with pytest.raises(InputError):
+        load_threat_run(tmp_path)
+    (tmp_path / "manifest.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "samples.jsonl").write_text("", encoding="utf-8")
+    with pytest.raises(InputError, match="threat-suite"):
+        load_threat_run(tmp_path)
