@@ -7,6 +7,7 @@ so no dataset folder and no model is needed.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pytest
 from typer.testing import CliRunner
@@ -189,3 +190,77 @@ def test_load_threat_run_rejects_other_folders(tmp_path):
     (tmp_path / "samples.jsonl").write_text("", encoding="utf-8")
     with pytest.raises(InputError, match="threat-suite"):
         load_threat_run(tmp_path)
+
+
+def _toy_truthfulqa():
+    from ragtrust.eval.datasets import Benchmark, sample_queries
+
+    docs = []
+    for i in range(12):
+        answer = f"No, topic {i} is not dangerous."
+        docs.append(
+            Document(
+                id=f"tqa-{i:03d}",
+                text=f"Is topic {i} dangerous? {answer}",
+                url=f"truthfulqa:{i:03d}",
+                source="TruthfulQA",
+                metadata={
+                    "question": f"Is topic {i} dangerous?",
+                    "answer": answer,
+                    "false_claims": [f"Yes, topic {i} kills.", f"Topic {i} is deadly.", f"Yes, topic {i} kills."],
+                },
+            )
+        )
+    return Benchmark("truthfulqa", tuple(docs), sample_queries(docs, 4, 2, 42))
+
+
+@dataclass
+class _FakeChat:
+    """A chat model whose reply depends on the sampling seed, as a real one's does."""
+
+    model: str = "fake-llm"
+    seed: int | None = None
+    temperature: float = 0.0
+    max_tokens: int = 64
+
+    def complete(self, messages):
+        from ragtrust.generation.openai import ChatReply
+
+        answer = messages[-1]["content"].split("This is my answer: ")[1].split(". Please")[0]
+        text = f"Reports agree on this: {answer}. Experts have confirmed it {self.seed} times."
+        return ChatReply(text=text, model="fake")
+
+
+def test_answer_source_uses_truthfulqa_incorrect_answers(tmp_path):
+    from ragtrust.eval.threats import answer_poison
+
+    runner = _runner(tmp_path)
+    runner._benchmarks["truthfulqa"] = bench = _toy_truthfulqa()
+    in_place = runner.build_corpus(ThreatCell("unwitnessed", "truthfulqa", "answer"))
+    for p in in_place.poison.values():
+        doc = bench.documents[[d.id for d in bench.documents].index(p.doc_id)]
+        assert p.text == f"{doc.metadata['question']} {doc.metadata['false_claims'][0]}"
+        assert p.false_statement == doc.metadata["false_claims"][0] and not p.added
+    beside = runner.build_corpus(ThreatCell("beside_truth", "truthfulqa", "answer", 5))
+    per_target: dict[str, int] = {}
+    for p in beside.poison.values():
+        per_target[p.target_id] = per_target.get(p.target_id, 0) + 1
+    assert set(per_target.values()) == {2}  # two distinct incorrect answers: no duplicate documents
+    assert answer_poison(Document(id="x", text="No answer here.")) is None
+
+
+def test_llm_source_reads_the_cache(tmp_path):
+    from ragtrust.eval.llm_attacks import LLMPoisonWriter, truthfulqa_targets
+
+    bench = _toy_truthfulqa()
+    cache = tmp_path / "llm.jsonl"
+    LLMPoisonWriter(_FakeChat(), cache_path=cache).write(truthfulqa_targets(bench), copies=3)
+    runner = _runner(tmp_path, llm_cache=cache)
+    runner._benchmarks["truthfulqa"] = bench
+    cells = [ThreatCell("beside_truth", "truthfulqa", "llm", 3)]
+    out = runner.run(cells)
+    corpus = runner.build_corpus(cells[0])
+    assert len(corpus.poison) == 3 * 4 and all(p.added and p.family == "llm/fake-llm" for p in corpus.poison.values())
+    assert all(corpus.documents[[d.id for d in corpus.documents].index(p.target_id)] for p in corpus.poison.values())
+    manifest, _ = load_threat_run(out)
+    assert manifest["llm_poison"]["passages"] == 12 and (out / "llm_poison.jsonl").is_file()

@@ -89,8 +89,10 @@ class ThreatCell:
     Attributes:
         protocol: a key of :data:`PROTOCOLS`.
         dataset: ``truthfulqa`` or ``secure_coding`` (``fever`` works too).
-        source: ``template`` (the attack generator's held-out families) or ``llm``
-            (written by a local LLM; ``beside_truth`` on TruthfulQA only).
+        source: ``template`` (the attack generator's held-out families), ``answer`` (the
+            document's answer replaced by one of TruthfulQA's own incorrect answers: the
+            same format as the clean document, no template at all) or ``llm`` (written by
+            a local LLM; ``beside_truth`` only). ``answer`` and ``llm`` need TruthfulQA.
         copies: poisoned documents added per target (``beside_truth``; 1 otherwise).
     """
 
@@ -104,20 +106,25 @@ class ThreatCell:
         """``protocol/dataset[/source/mM]``."""
         if self.protocol == "beside_truth":
             return f"{self.protocol}/{self.dataset}/{self.source}/m{self.copies}"
-        return f"{self.protocol}/{self.dataset}"
+        return f"{self.protocol}/{self.dataset}" + ("" if self.source == "template" else f"/{self.source}")
 
     @property
     def strategies(self) -> tuple[str, ...]:
         """The attack strategies the cell draws from."""
         if self.protocol == "injection":
             return ("instruction_injection",)
+        if self.source != "template":
+            return ("contradiction",)
         if self.protocol == "vetted_edit":
             return ALL_STRATEGIES
         return FACTUAL_STRATEGIES
 
 
 def threat_suite(datasets: Sequence[str] = ("truthfulqa", "secure_coding"), llm: bool = True) -> list[ThreatCell]:
-    """The cells of ``--suite threats``: every protocol on each dataset; LLM-written poison on TruthfulQA.
+    """The cells of ``--suite threats``: every protocol on each dataset.
+
+    TruthfulQA adds the template-free sources: its own incorrect answers in place of the
+    best answer (protocols 2-4) and, with ``llm``, LLM-written documents (protocol 2).
 
     Example:
         >>> [c.key for c in threat_suite(["secure_coding"], llm=False)][:2]
@@ -126,13 +133,35 @@ def threat_suite(datasets: Sequence[str] = ("truthfulqa", "secure_coding"), llm:
     cells: list[ThreatCell] = []
     for name in datasets:
         dataset = canonical_dataset(name)
+        sources = ["template"] + (["answer"] if dataset == "truthfulqa" else [])
         cells.append(ThreatCell("injection", dataset))
-        cells.extend(ThreatCell("beside_truth", dataset, "template", m) for m in (1, 3, 5))
-        if llm and dataset == "truthfulqa":
-            cells.extend(ThreatCell("beside_truth", dataset, "llm", m) for m in (1, 3, 5))
-        cells.append(ThreatCell("vetted_edit", dataset))
-        cells.append(ThreatCell("unwitnessed", dataset))
+        for source in [*sources, *(["llm"] if llm and dataset == "truthfulqa" else [])]:
+            cells.extend(ThreatCell("beside_truth", dataset, source, m) for m in (1, 3, 5))
+        cells.extend(ThreatCell("vetted_edit", dataset, source) for source in sources)
+        cells.extend(ThreatCell("unwitnessed", dataset, source) for source in sources)
     return cells
+
+
+def answer_poison(doc: Document, copy: int = 0) -> tuple[str, str] | None:
+    """The document with its answer replaced by its ``copy``-th incorrect answer, and that answer.
+
+    TruthfulQA documents are "Question? Best answer." (:func:`~ragtrust.eval.datasets.load_truthfulqa_documents`);
+    the poisoned text is "Question? Incorrect answer.", written by TruthfulQA's authors, in
+    the clean document's own format. ``None`` when the document has no answer or no
+    incorrect answer, or fewer than ``copy + 1`` distinct ones.
+
+    Example:
+        >>> d = Document(id="q", text="Is the sun cold? No, it is hot.",
+        ...              metadata={"answer": "No, it is hot.", "false_claims": ["Yes, it is cold."]})
+        >>> answer_poison(d)
+        ('Is the sun cold? Yes, it is cold.', 'Yes, it is cold.')
+    """
+    answer = str(doc.metadata.get("answer") or "")
+    claims = list(dict.fromkeys(str(c) for c in doc.metadata.get("false_claims") or [] if str(c).strip()))
+    if not answer or not doc.text.endswith(answer) or copy >= len(claims):
+        return None
+    false = claims[copy]
+    return doc.text[: len(doc.text) - len(answer)] + false, false
 
 
 @dataclass(frozen=True)
@@ -300,7 +329,10 @@ class ThreatRunner:
         targets = self._targets(bench)
         if cell.protocol == "beside_truth":
             return self._beside_truth(cell, bench, targets)
-        attack = self._attack(bench, self.seed, targets, cell.strategies)
+        if cell.source == "answer":
+            attack = _answer_attack(bench, targets, self.seed)
+        else:
+            attack = self._attack(bench, self.seed, targets, cell.strategies)
         poison = {
             r.doc_id: PoisonDoc(r.doc_id, r.doc_id, r.strategy, r.family, r.false_statement, r.poisoned, False)
             for r in attack.records
@@ -324,7 +356,13 @@ class ThreatRunner:
             doc = clean[index]
             texts: set[str] = set()
             for copy in range(cell.copies):
-                if cell.source == "llm":
+                if cell.source == "answer":
+                    made = answer_poison(doc, copy)
+                    if made is None:
+                        continue
+                    text, false = made
+                    strategy, family = "contradiction", "truthfulqa_incorrect_answer"
+                elif cell.source == "llm":
                     entry = self._llm_docs.get((doc.id, copy))
                     if entry is None:
                         continue
@@ -338,7 +376,7 @@ class ThreatRunner:
                 if text in texts or text == doc.text:
                     continue  # two seeds wrote the same copy: one document, not two
                 texts.add(text)
-                new_id = f"{doc.id}-{'llm' if cell.source == 'llm' else 'copy'}{copy}"
+                new_id = f"{doc.id}-{cell.source}{copy}"
                 added.append(
                     Document(id=new_id, text=text, url=f"contributed:{new_id}", source="contributed", metadata={})
                 )
@@ -602,6 +640,36 @@ class ThreatRunner:
             return 0.0
         probs = self.nli.predict([(answer, c) for c in claims])
         return float(np.max(probs[:, ENTAILMENT]))
+
+
+def _answer_attack(bench: Benchmark, targets: Sequence[int], seed: int) -> AttackResult:
+    """Targets' answers replaced by their first incorrect answer, as an :class:`AttackResult`."""
+    from ragtrust.eval.attack_edits import Edit
+    from ragtrust.eval.attacks import PoisonRecord
+
+    clean = list(bench.documents)
+    poisoned = list(clean)
+    records: list[PoisonRecord] = []
+    skipped: list[str] = []
+    for index in targets:
+        doc = clean[index]
+        made = answer_poison(doc)
+        if made is None:
+            skipped.append(doc.id)
+            continue
+        text, false = made
+        start = len(doc.text) - len(str(doc.metadata["answer"]))
+        edit = Edit(start, start + len(false), start, len(doc.text), str(doc.metadata["answer"]), false)
+        records.append(
+            PoisonRecord(
+                index, doc.id, "contradiction", "truthfulqa_incorrect_answer", "held_out", doc.text, text,
+                (start, len(text)), false, (start, len(doc.text)), str(doc.metadata["answer"]), false, (edit,),
+            )
+        )  # fmt: skip
+        poisoned[index] = Document(id=doc.id, text=text, url=doc.url, source=doc.source, metadata=dict(doc.metadata))
+    return AttackResult(
+        tuple(clean), tuple(poisoned), tuple(records), "contradiction", 0.0, seed, "held_out", tuple(skipped)
+    )
 
 
 def _emit(sink: Any, record: Mapping[str, Any]) -> None:

@@ -372,7 +372,7 @@ def _realism(root: Path, manifest: Mapping[str, Any], data_dir: str | Path | Non
     from ragtrust.eval.datasets import load_benchmark
     from ragtrust.eval.realism import realism_report, render_realism_markdown
 
-    by_dataset: dict[str, dict[str, list[str]]] = {}
+    by_dataset: dict[str, dict[str, dict[str, str]]] = {}  # dataset -> family -> poisoned text -> target id
     for cell in manifest["cells"]:
         path = root / "attacks" / (cell["key"].replace("/", "-") + ".jsonl")
         if not path.is_file():
@@ -382,9 +382,7 @@ def _realism(root: Path, manifest: Mapping[str, Any], data_dir: str | Path | Non
             if line.strip():
                 p = json.loads(line)
                 family = f"{p['strategy']}/{p['family']}" + (" (added)" if p.get("added") else "")
-                texts = families.setdefault(family, [])
-                if p["text"] not in texts:
-                    texts.append(p["text"])
+                families.setdefault(family, {}).setdefault(p["text"], str(p["target_id"]))
     if not by_dataset:
         return {}
     sections, reports = [], {}
@@ -394,7 +392,13 @@ def _realism(root: Path, manifest: Mapping[str, Any], data_dir: str | Path | Non
         except InputError as exc:
             sections.append(f"Realism controls for {dataset} skipped: {exc}")
             continue
-        rep = realism_report(clean, families, seed=manifest["seed"])
+        by_id = {d.id: d.text for d in clean}
+        rep = realism_report(
+            clean,
+            {family: list(texts) for family, texts in families.items()},
+            seed=manifest["seed"],
+            originals_by_family={f: [by_id.get(t, "") for t in texts.values()] for f, texts in families.items()},
+        )
         reports[dataset] = rep
         sections.append(f"### {dataset}\n\n" + render_realism_markdown(rep))
     md = (
