@@ -62,6 +62,13 @@ class TrustConfig(_Section):
     low_retrieval_floor: float = Field(0.5, ge=0, le=1, description="T multiplier when s_max = 0")
     level_high: float = Field(0.8, ge=0, le=1, description="HIGH iff T >= level_high")
     level_low: float = Field(0.3, ge=0, le=1, description="LOW iff level_low <= T < tau; VERY LOW below")
+    #: an answer sentence with neither a verified verbatim span nor NLI entailment (issue 16).
+    #: Not part of T: F is computed over every sentence the writer wrote, whatever this says.
+    unsupported: Literal["refuse", "drop"] = Field(
+        "refuse",
+        description="an unsupported answer sentence: 'refuse' = the answer is not trusted (fail closed); "
+        "'drop' = the sentence is removed from the answer and the rest is decided on",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> TrustConfig:

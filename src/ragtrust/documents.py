@@ -354,11 +354,15 @@ class Verdict(_JsonMixin):
         trust_score: T_final in [0, 1] after dampener and low-retrieval modifier.
         trust_level: HIGH / MEDIUM / LOW / VERY LOW (never above LOW when not trusted).
         trusted: ragtrust's decision: ``trust_score >= tau`` (the paper's Trust Index) *and*
-            no internal failure, an answer was given, some sentence of it is grounded, and
-            no suspicious document was used in its context (see :mod:`ragtrust.trust`).
+            no internal failure, an answer was given, every sentence of it is grounded
+            (``trust.unsupported``), and no suspicious document was used in its context (see
+            :mod:`ragtrust.trust`).
         factuality / consistency / poison_probability: F, C, P.
         documents: per-document poison probabilities with the signal values behind them.
         sentences: the answer's sentences with citations and verified spans.
+        dropped_sentences: the sentences removed from ``answer`` because the evidence does
+            not support them (``trust.unsupported = "drop"``; a warning names them); empty
+            otherwise. F was computed over the answer as written, these included.
         warnings: plain-language warnings for a person.
         errors: internal failures (any makes ``trusted`` false: fail closed).
         context_relevance: best cosine between the question and a sentence of the evidence
@@ -393,6 +397,7 @@ class Verdict(_JsonMixin):
     answer: str = ""
     preface: str = ""
     sentences: tuple[AnswerSentence, ...] = ()
+    dropped_sentences: tuple[AnswerSentence, ...] = ()
     documents: tuple[DocumentScreening, ...] = ()
     passages: tuple[Passage, ...] = ()
     context_relevance: float | None = None

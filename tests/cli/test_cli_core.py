@@ -46,6 +46,7 @@ VERDICT_KEYS = {
     "answer",
     "preface",
     "sentences",
+    "dropped_sentences",
     "documents",
     "passages",
     "context_relevance",

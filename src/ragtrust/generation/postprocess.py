@@ -140,23 +140,38 @@ def postprocess(answer: GroundedAnswer, config: EvidenceConfig, *, answers_quest
             continue
         index[key] = len(merged)
         merged.append(dataclasses.replace(sentence, text=text, citations=citations))
-    starts = _paragraph_starts(merged)
-    body, sources = render_answer(merged, starts)
+    _, sources = render_answer(merged)
     warnings = list(answer.warnings)
     preface = ""
     if not answers_question or not merged:
         warnings.append("the retrieved evidence does not explicitly answer the question")
         preface = f"{NOT_STATED_PREFACE} {CLOSEST_EVIDENCE}" if merged else NOT_STATED_PREFACE
-        body = f"{preface}\n\n{body}" if merged else preface
     return dataclasses.replace(
         answer,
-        text=body,
+        text=render_body(merged, preface),
         sentences=tuple(merged),
         sources=sources,
         unsupported_sentences=sum(not s.supported for s in merged),
         warnings=tuple(dict.fromkeys(warnings)),
         preface=preface,
     )
+
+
+def render_body(sentences: Sequence[AnswerSentence], preface: str = "") -> str:
+    r"""The answer's text: ``preface``, then the sentences in paragraphs with ``[n]`` markers.
+
+    The same rendering :func:`postprocess` gives, so an answer rebuilt from some of its
+    sentences (``trust.unsupported = "drop"``) numbers its citations as the UI and CLI do.
+
+    Example:
+        >>> from ragtrust.documents import AnswerSentence
+        >>> render_body([AnswerSentence("Use Argon2id.", citations=("https://a",))], "Note.")
+        'Note.\n\nUse Argon2id. [1]'
+    """
+    body, _ = render_answer(sentences, _paragraph_starts(sentences))
+    if not preface:
+        return body
+    return f"{preface}\n\n{body}" if sentences else preface
 
 
 def _paragraph_starts(sentences: Sequence[AnswerSentence]) -> list[int]:
@@ -181,5 +196,6 @@ __all__ = [
     "evidence_answers_question",
     "normalize_terms",
     "postprocess",
+    "render_body",
     "says_not_stated",
 ]

@@ -1,9 +1,11 @@
 """The decision: what the stages found (:class:`Outcome`) fused into a :class:`~ragtrust.documents.Verdict`.
 
 ``Verdict.trusted`` needs ``T >= tau`` *and* no failed condition: no internal failure, an
-answer, a grounded sentence, no suspicious document in the context, evidence about the
-question and an answer that addresses it, no "does not explicitly state", no answer built on
-a contested claim. :func:`failed_conditions` lists the conditions that failed (in words, the
+answer, every sentence of it grounded (``trust.unsupported = "refuse"``; under ``"drop"``
+:func:`drop_unsupported` removes the others first and some sentence must remain), no
+suspicious document in the context, evidence about the question and an answer that
+addresses it, no "does not explicitly state", no answer built on a contested claim.
+:func:`failed_conditions` lists the conditions that failed (in words, the
 ``decision_reasons``) with the warnings that go with them; :func:`decide` scores T (see
 :mod:`ragtrust.trust`) and assembles the verdict.
 """
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING
 from ragtrust.config import Settings
 from ragtrust.documents import AnswerSentence, Conflict, Passage, RetrievedDoc, Verdict
 from ragtrust.pipeline.gating import Gated
-from ragtrust.pipeline.rules import conflict_use, score_reason, suspicious_use
+from ragtrust.pipeline.rules import conflict_use, score_reason, suspicious_use, unsupported_use
 from ragtrust.pipeline.stopwatch import Stopwatch
 from ragtrust.trust import TrustResult, compute_trust
 
@@ -40,6 +42,7 @@ class Outcome:
         factuality / factuality_errors: F and the verifier's failures.
         passages: the verified evidence passages the generator saw.
         answer / preface / sentences: the answer, what the writer put before it, its sentences.
+        dropped: the unsupported sentences :func:`drop_unsupported` removed from the answer.
         refusal: why there is no answer to trust (blocked, nothing kept, no evidence...).
         relevance / relevance_errors: the relevance judge's report and failures.
         not_stated: the answer says the documentation does not explicitly state one.
@@ -57,6 +60,7 @@ class Outcome:
     answer: str = ""
     preface: str = ""
     sentences: tuple[AnswerSentence, ...] = ()
+    dropped: tuple[AnswerSentence, ...] = ()
     refusal: str | None = None
     relevance: RelevanceReport | None = None
     relevance_errors: Sequence[str] = ()
@@ -94,11 +98,14 @@ def failed_conditions(out: Outcome, settings: Settings) -> tuple[list[str], list
         used_reasons, used_warnings = suspicious_use(out.stage, used, out.passages)
         reasons.extend(used_reasons)
         warnings.extend(used_warnings)
-    # An answer none of whose sentences is grounded (no verified span, no NLI entailment)
-    # is not trusted: SPEC's F = 0.5 "inconclusive" must not let it pass on C and P alone.
-    if out.stage != "screen" and out.sentences and not any(s.supported for s in out.sentences):
-        warnings.append("No sentence of the answer is supported by the documents: the answer is not trusted.")
-        reasons.append("no sentence of the answer is supported by the documents")
+    # A sentence that is not grounded (no verified span, no NLI entailment) is the writer's
+    # own: under 'refuse' it fails the answer, under 'drop' it was removed (issue 16).
+    if out.stage != "screen":
+        unsupported_reasons, unsupported_warnings = unsupported_use(
+            out.sentences, out.dropped, settings.trust.unsupported
+        )
+        reasons.extend(unsupported_reasons)
+        warnings.extend(unsupported_warnings)
     # The RAG triad's other two legs: evidence about the question, an answer that addresses
     # it. T measures neither (a grounded answer to another question scores as well).
     if out.relevance is not None:
@@ -114,6 +121,27 @@ def failed_conditions(out: Outcome, settings: Settings) -> tuple[list[str], list
     reasons.extend(conflict_reasons)
     warnings.extend(conflict_warnings)
     return reasons, warnings
+
+
+def drop_unsupported(out: Outcome, settings: Settings) -> None:
+    """Under ``trust.unsupported = "drop"``, remove the unsupported sentences from the answer.
+
+    The answer is rendered again from the remaining sentences (``[n]`` markers renumbered
+    by first use, the writer's preface kept), so ``answer`` and ``sentences`` agree; the
+    removed ones go to ``out.dropped``. F is not recomputed: it stays the verifier's score
+    of the answer as written (SPEC 4, every sentence). Call it after the sentences' support
+    is known and before relevance is judged, so that the rest is decided on what remains.
+    """
+    if settings.trust.unsupported != "drop" or out.stage == "screen":
+        return
+    dropped = tuple(s for s in out.sentences if not s.supported)
+    if not dropped:
+        return
+    from ragtrust.generation.postprocess import render_body
+
+    out.sentences = tuple(s for s in out.sentences if s.supported)
+    out.dropped = dropped
+    out.answer = render_body(out.sentences, out.preface)
 
 
 def score_warnings(out: Outcome, settings: Settings) -> list[str]:
@@ -178,6 +206,7 @@ def _assemble(
         answer=out.answer,
         preface=out.preface,
         sentences=tuple(out.sentences),
+        dropped_sentences=tuple(out.dropped),
         documents=out.gated.documents,
         passages=tuple(out.passages),
         context_relevance=None if relevance is None else relevance.context,
@@ -229,4 +258,4 @@ def empty_verdict(
     )
 
 
-__all__ = ["Outcome", "decide", "empty_verdict", "failed_conditions", "score_warnings"]
+__all__ = ["Outcome", "decide", "drop_unsupported", "empty_verdict", "failed_conditions", "score_warnings"]

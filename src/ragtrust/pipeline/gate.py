@@ -24,7 +24,7 @@ from ragtrust.models.base import Embedder, NLIModel
 from ragtrust.pipeline.calibration import apply_calibration, load_calibration
 from ragtrust.pipeline.checks import checked_factuality, checked_relevance, merge_support, no_evidence
 from ragtrust.pipeline.components import default_extractor, default_generator, model_ids
-from ragtrust.pipeline.decision import Outcome, decide, empty_verdict
+from ragtrust.pipeline.decision import Outcome, decide, drop_unsupported, empty_verdict
 from ragtrust.pipeline.gating import Gated, gate_documents
 from ragtrust.pipeline.inputs import DocsIn, as_retrieved_docs
 from ragtrust.pipeline.parts import Aligns, Extracts, GateStore, Grounds, JudgesRelevance, Screens, Verifies
@@ -301,6 +301,7 @@ class TrustGate:
             AnswerSentence(text=s.text, support=s.support, supported=s.supported, best_doc_id=s.best_doc_id)
             for s in fact.sentences
         )
+        drop_unsupported(out, self.settings)
         if query and query.strip():
             # no passages here: only the answer's relevance to the question is measured
             with watch.stage("relevance"):
@@ -431,6 +432,7 @@ class TrustGate:
             return
         out.factuality, out.factuality_errors = fact.factuality, fact.errors
         out.sentences = merge_support(grounded.sentences, fact.sentences)
+        drop_unsupported(out, self.settings)
 
     def _extract(
         self, question: str, context: Sequence[RetrievedDoc], warnings: list[str]

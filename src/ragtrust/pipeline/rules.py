@@ -1,7 +1,8 @@
-"""Decision rules about what the answer used: suspicious text, contradicted claims.
+"""Decision rules about what the answer used: suspicious text, contradicted claims, unsupported sentences.
 
 A suspicious document kept in the context (policy ``flag``) or a claim that another source
-contradicts fails the decision when the answer used it.
+contradicts fails the decision when the answer used it; so does an answer sentence that the
+evidence does not support, unless ``trust.unsupported = "drop"`` removed it.
 
 Each rule returns the decision reasons (conditions that failed, in words) and the warnings
 for a person; :mod:`ragtrust.pipeline.decision` adds them to the verdict.
@@ -92,6 +93,44 @@ def touches(sentence: AnswerSentence, claim: ClaimRef) -> bool:
     return bool(mine and theirs) and (theirs in mine or mine in theirs)
 
 
+def unsupported_use(
+    sentences: Sequence[AnswerSentence], dropped: Sequence[AnswerSentence], mode: str
+) -> tuple[list[str], list[str]]:
+    """Decision reasons and warnings for answer sentences the evidence does not support (issue 16).
+
+    ``sentences`` are the answer's sentences as the user gets them, ``dropped`` the
+    unsupported ones removed under ``trust.unsupported = "drop"``. An answer none of whose
+    sentences is supported (or with none left) always fails; under ``"refuse"`` a single
+    unsupported sentence fails it too, naming each one.
+
+    Example:
+        >>> ok, bad = AnswerSentence("Use Argon2id.", supported=True), AnswerSentence("The sky is green.")
+        >>> unsupported_use([ok, bad], [], "refuse")[0]
+        ["1 of 2 answer sentences are not supported by the evidence: 'The sky is green.'"]
+        >>> unsupported_use([ok], [bad], "drop")[0]
+        []
+    """
+    reasons: list[str] = []
+    warnings: list[str] = []
+    written = len(sentences) + len(dropped)
+    if dropped:
+        warnings.append(
+            f"{len(dropped)} of {written} answer sentence(s) were removed from the answer because the evidence "
+            f"does not support them (no verified span, no NLI entailment): {_named(dropped)}"
+        )
+    unsupported = [s for s in sentences if not s.supported]
+    if (sentences or dropped) and len(unsupported) == len(sentences):
+        # nothing left, or nothing supported: SPEC's F = 0.5 "inconclusive" must not let it
+        # pass on C and P alone
+        warnings.append("No sentence of the answer is supported by the documents: the answer is not trusted.")
+        reasons.append("no sentence of the answer is supported by the documents")
+    elif unsupported and mode == "refuse":
+        reasons.append(
+            f"{len(unsupported)} of {written} answer sentences are not supported by the evidence: {_named(unsupported)}"
+        )
+    return reasons, warnings
+
+
 def score_reason(trust_score: float, tau: float) -> str:
     """The decision reason of a score below tau."""
     return f"T = {trust_score:.3f} < tau {tau:g}"
@@ -101,9 +140,15 @@ def _uses(documents: Sequence[DocumentScreening]) -> str:
     return ", ".join(f"{d.doc_id} (P = {d.poison_probability:.2f})" for d in documents)
 
 
+def _named(sentences: Sequence[AnswerSentence], most: int = 3) -> str:
+    """The first ``most`` sentences, each quoted and shortened, and how many more."""
+    named = ", ".join(_short(s.text) for s in sentences[:most])
+    return f"{named}, \u2026 ({len(sentences) - most} more)" if len(sentences) > most else named
+
+
 def _short(text: str, limit: int = 100) -> str:
     text = " ".join(text.split())
     return repr(text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026")
 
 
-__all__ = ["conflict_use", "score_reason", "suspicious_use", "touches"]
+__all__ = ["conflict_use", "score_reason", "suspicious_use", "touches", "unsupported_use"]

@@ -271,6 +271,11 @@ class VerdictOut(_Response):
         default="", description="what the writer put before the answer's sentences (e.g. 'does not explicitly state')"
     )
     sentences: list[AnswerSentenceOut] = []
+    dropped_sentences: list[AnswerSentenceOut] = Field(
+        default=[],
+        description="sentences removed from the answer because the evidence does not support them "
+        "(trust.unsupported = 'drop'); empty otherwise",
+    )
     documents: list[DocumentScreeningOut] = []
     passages: list[PassageOut] = []
     context_relevance: float | None = Field(
