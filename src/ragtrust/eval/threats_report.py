@@ -244,10 +244,20 @@ def _num(x: float | None, digits: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
+def _batches(m: Mapping[str, Any]) -> str:
+    per_dataset: dict[str, int] = {}
+    for cell in m.get("cells", []):
+        per_dataset[cell["dataset"]] = int((m.get("counts", {}).get(cell["key"]) or {}).get("batches", 1))
+    return ", ".join(f"{d}: {n} batch{'es' if n != 1 else ''} of targets" for d, n in per_dataset.items())
+
+
 def _cell_label(c: Mapping[str, Any]) -> str:
     label = str(c["dataset"])
+    source = {"template": "template families", "answer": "TruthfulQA incorrect answer", "llm": "LLM-written"}
     if c["protocol"] == "beside_truth":
-        label += f", {c['source']}, {c['copies']} poisoned/target"
+        label += f", {source.get(c['source'], c['source'])}, {c['copies']} poisoned/target"
+    elif c.get("source", "template") != "template" or c["protocol"] in ("vetted_edit", "unwitnessed"):
+        label += f", {source.get(c.get('source', 'template'), c.get('source'))}"
     return label
 
 
@@ -259,7 +269,9 @@ def render_markdown(report: Mapping[str, Any], realism_md: str | None = None) ->
         "",
         f"Run `{Path(str(report['run_dir'])).name}`, created {m['created']}, {m['elapsed_s']:.0f} s on this host, "
         f"seed {m['seed']}, K = {m['k']}, {m['n']} target questions per dataset (the evaluation split), "
-        f"held-out attack families, extractive writer, adoption = NLI entailment >= {m['adoption_threshold']}.",
+        f"held-out attack families, extractive writer, adoption = NLI entailment >= {m['adoption_threshold']}, "
+        f"at most {100 * float(m.get('max_poisoned_share', 1.0)):.0f}% of a corpus attacked at once "
+        f"({_batches(m)}).",
         "",
         f"Command: `{m['command']}`",
         "",
@@ -358,6 +370,13 @@ def build_threat_report(
     report = analyse(run_dir)
     realism = _realism(Path(run_dir), report["manifest"], data_dir)
     report["realism"] = realism.get("report") if realism else None
+    for dataset, rep in (report["realism"] or {}).items():
+        if rep.get("leaking"):
+            report["gaps"].append(
+                f"{dataset}: {len(rep['leaking'])} poisoned families leak their format (format-only AUC >= "
+                f"{rep.get('leak_auc', 0.7):.2f}): {', '.join(rep['leaking'])}; their detection numbers may "
+                "measure the template, not the attack"
+            )
     folder = Path(out) if out is not None else Path(run_dir) / "report"
     folder.mkdir(parents=True, exist_ok=True)
     md = folder / "report.md"
