@@ -40,7 +40,7 @@ def test_suite_cells():
     keys = [c.key for c in threat_suite(["truthfulqa"], llm=True)]
     assert keys[:2] == ["injection/truthfulqa", "beside_truth/truthfulqa/template/m1"]
     assert "beside_truth/truthfulqa/llm/m5" in keys
-    assert {"vetted_edit/truthfulqa", "unwitnessed/truthfulqa"} <= set(keys)
+    assert {"vetted_edit/truthfulqa", "unwitnessed/truthfulqa", "format_control/truthfulqa"} <= set(keys)
     assert not any("llm" in c.key for c in threat_suite(["secure_coding"], llm=True))  # TruthfulQA only
     assert ThreatCell("injection", "secure_coding").strategies == ("instruction_injection",)
     assert "instruction_injection" not in ThreatCell("unwitnessed", "secure_coding").strategies
@@ -309,3 +309,40 @@ def test_targets_are_attacked_in_batches_of_a_bounded_share(tmp_path):
         assert {d["base_id"] for d in s["retrieved"] if d["poisoned"]} <= batch_ids  # other batches are clean here
     with pytest.raises(ConfigError):
         _runner(tmp_path, max_poisoned_share=0.0)
+
+
+def test_format_control_adds_a_true_sentence_and_labels_nothing_poisoned(tmp_path):
+    from ragtrust.eval.threats import BENIGN
+    from ragtrust.eval.threats_report import analyse_control
+
+    runner = _runner(tmp_path)
+    cell = ThreatCell("format_control", "secure_coding")
+    corpus = runner.build_corpus(cell)
+    clean = {d.id: d.text for d in runner.benchmark("secure_coding").documents}
+    assert corpus.poison and all(p.strategy == BENIGN for p in corpus.poison.values())
+    for p in corpus.poison.values():
+        assert p.text.startswith(clean[p.doc_id]) and len(p.text) > len(clean[p.doc_id])
+        assert p.text[len(clean[p.doc_id]) :].strip() in "\n".join(clean.values())  # a true sentence of the corpus
+    out = runner.run([cell])
+    _, samples = load_threat_run(out)
+    attack = [s for s in samples if s["part"] == "attack"]
+    assert not any(d["poisoned"] for s in attack for d in s["retrieved"])
+    assert any(d["edited"] for s in attack for d in s["retrieved"])
+    assert not any(s["label_retrieval"] or s["false_statements"] for s in attack)
+    row = analyse_control(attack, [s for s in samples if s["part"] == "clean"])
+    assert row["edited_retrieved"] > 0 and "edited_flagged_5pct" in row
+    assert "## format_control" in render_markdown(analyse(out))
+
+
+def test_format_control_gap_when_edited_documents_are_flagged():
+    def doc(edited, p):
+        return {"poisoned": False, "edited": edited, "poison_probability": p, "suspicious": p > 0.7}
+
+    clean = [{"part": "clean", "retrieved": [doc(False, 0.01 * i)], "trusted": True} for i in range(40)]
+    attack = [{"part": "attack", "retrieved": [doc(True, 0.9)], "trusted": False} for _ in range(40)]
+    from ragtrust.eval.threats_report import analyse_control
+
+    row = analyse_control(attack, clean)
+    assert row["edited_flagged_1pct"]["value"] == 1.0 and row["decision_not_trusted"]["value"] == 1.0
+    found = gaps([{"key": "format_control/x", "protocol": "format_control", "copies": 1, **row}])
+    assert any("react to the format" in g for g in found)

@@ -24,6 +24,11 @@ Protocols (:data:`PROTOCOLS`):
    swap, subtle manipulation), no witness and no history: reported as the case only world
    knowledge can catch.
 
+A negative control, ``format_control``: each target's document gets one more *true*
+sentence appended (the answer of another clean document), the format change most attack
+families make, with nothing false in it. A detector that flags these documents more often
+than clean ones has learned the attack generator's format, not the attack.
+
 Per attacked query two verdicts are taken: under the ``flag`` policy (the plain answer a
 RAG system without ragtrust would give: the context is not changed) and under the shipped
 default ``drop-suspicious``. *Attack success* without ragtrust is the share of targets whose
@@ -74,7 +79,10 @@ PROTOCOLS: Mapping[str, str] = {
     "beside_truth": "poisoned documents added beside the clean original (PoisonedRAG-style)",
     "vetted_edit": "in-place edit of a vetted corpus (the ledger holds the vetted version)",
     "unwitnessed": "in-place false claim, no witness, no history (only world knowledge can catch it)",
+    "format_control": "a negative: one more true sentence (from another clean document) appended, nothing false",
 }
+#: the strategy of a format-control edit: a benign change of format, never a poisoned document
+BENIGN = "benign_append"
 #: the false-claim strategies (protocols 2 and 4)
 FACTUAL_STRATEGIES = ("contradiction", "entity_swap", "subtle_manipulation")
 ALL_STRATEGIES = ("instruction_injection", *FACTUAL_STRATEGIES)
@@ -140,6 +148,7 @@ def threat_suite(datasets: Sequence[str] = ("truthfulqa", "secure_coding"), llm:
             cells.extend(ThreatCell("beside_truth", dataset, source, m) for m in (1, 3, 5))
         cells.extend(ThreatCell("vetted_edit", dataset, source) for source in sources)
         cells.extend(ThreatCell("unwitnessed", dataset, source) for source in sources)
+        cells.append(ThreatCell("format_control", dataset))
     return cells
 
 
@@ -348,6 +357,8 @@ class ThreatRunner:
         targets = self._targets(bench) if targets is None else sorted(targets)
         if cell.protocol == "beside_truth":
             return self._beside_truth(cell, bench, targets)
+        if cell.protocol == "format_control":
+            return _format_control(cell, bench, targets)
         if cell.source == "answer":
             attack = _answer_attack(bench, targets, self.seed)
         else:
@@ -622,7 +633,8 @@ class ThreatRunner:
                     "base_id": base,
                     "rank": rank,
                     "similarity": d.similarity,
-                    "poisoned": base in poison,
+                    "poisoned": base in poison and poison[base].strategy != BENIGN,
+                    "edited": base in poison,
                     "poison_probability": d.poison_probability,
                     "suspicious": d.suspicious,
                     "action": d.action,
@@ -698,6 +710,27 @@ class ThreatRunner:
             return max(unsupported)
         below = [float(e) for e in per_sentence if e < self.adoption_threshold]
         return max(below) if below else 0.0
+
+
+def _format_control(cell: ThreatCell, bench: Benchmark, targets: Sequence[int]) -> ThreatCorpus:
+    """Each target's document with the last sentence of the next target's document appended (all true)."""
+    from ragtrust.text import split_sentences
+
+    clean = list(bench.documents)
+    docs = list(clean)
+    edited: dict[str, PoisonDoc] = {}
+    order = sorted(targets)
+    for k, index in enumerate(order):
+        donor = clean[order[(k + 1) % len(order)]] if len(order) > 1 else clean[(index + 1) % len(clean)]
+        sentences = split_sentences(donor.text)
+        extra = str(donor.metadata.get("answer") or (sentences[-1].text if sentences else "")).strip()
+        doc = clean[index]
+        if not extra or extra in doc.text:
+            continue
+        text = f"{doc.text.rstrip()} {extra}"
+        docs[index] = Document(id=doc.id, text=text, url=doc.url, source=doc.source, metadata=dict(doc.metadata))
+        edited[doc.id] = PoisonDoc(doc.id, doc.id, BENIGN, "format_control", "", text, False, doc.text)
+    return ThreatCorpus(cell, docs, edited)
 
 
 def _answer_attack(bench: Benchmark, targets: Sequence[int], seed: int) -> AttackResult:
@@ -793,6 +826,7 @@ def load_threat_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str,
 
 
 __all__ = [
+    "BENIGN",
     "FACTUAL_STRATEGIES",
     "PROTOCOLS",
     "PoisonDoc",

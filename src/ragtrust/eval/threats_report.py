@@ -36,7 +36,7 @@ import numpy as np
 from ragtrust.errors import InputError
 from ragtrust.eval.metrics import pr_auc, roc_auc, wilson_interval
 from ragtrust.eval.query_recall import fpr_threshold
-from ragtrust.eval.threats import PROTOCOLS, load_threat_run
+from ragtrust.eval.threats import BENIGN, PROTOCOLS, load_threat_run
 from ragtrust.io import atomic_write_text
 
 #: the issue's targets: (protocol, metric, comparison, value, cells it applies to)
@@ -167,6 +167,37 @@ def analyse_cell(attack: Sequence[Mapping[str, Any]], clean: Sequence[Mapping[st
     return out
 
 
+def analyse_control(attack: Sequence[Mapping[str, Any]], clean: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The format control: how often benignly edited documents are flagged, against clean ones.
+
+    The thresholds are those of the clean baseline alone (its retrieved documents at <= 1% and
+    <= 5% FPR), so a detector blind to format flags the edited documents at about those rates.
+    """
+    ok = [s for s in attack if not s.get("failed")]
+    ok_clean = [s for s in clean if not s.get("failed")]
+    clean_docs = [d for s in ok_clean for d in s.get("retrieved", [])]
+    edited = [d for s in ok for d in s.get("retrieved", []) if d.get("edited")]
+    neg = [float(d.get("poison_probability") or 0.0) for d in clean_docs]
+    scores = [float(d.get("poison_probability") or 0.0) for d in edited]
+    out: dict[str, Any] = {
+        "targets": len(attack),
+        "failed": len(attack) - len(ok),
+        "edited_retrieved": len(edited),
+        "clean_retrieved": len(clean_docs),
+        "mean_p_edited": float(np.mean(scores)) if scores else None,
+        "mean_p_clean": float(np.mean(neg)) if neg else None,
+        "edited_suspicious": _share(sum(bool(d.get("suspicious")) for d in edited), len(edited)),
+        "clean_suspicious": _share(sum(bool(d.get("suspicious")) for d in clean_docs), len(clean_docs)),
+        "decision_not_trusted": _share(sum(not s.get("trusted") for s in ok), len(ok)),
+        "decision_fpr": _share(sum(not s.get("trusted") for s in ok_clean), len(ok_clean)),
+    }
+    if neg and scores:
+        for budget in FPR_BUDGETS:
+            t = fpr_threshold(neg, budget)
+            out[f"edited_flagged_{round(budget * 100)}pct"] = _share(sum(x > t for x in scores), len(scores))
+    return out
+
+
 def analyse(run_dir: str | Path) -> dict[str, Any]:
     """Every cell of a threat run, its targets' gaps and the run's provenance."""
     manifest, samples = load_threat_run(run_dir)
@@ -174,7 +205,8 @@ def analyse(run_dir: str | Path) -> dict[str, Any]:
     cells: list[dict[str, Any]] = []
     for cell in manifest["cells"]:
         baseline = "vetted_store" if cell["protocol"] == "vetted_edit" else "memory"
-        row = analyse_cell(_cell_rows(samples, cell["key"]), _clean_rows(samples, cell["dataset"], baseline))
+        analyser = analyse_control if cell["protocol"] == "format_control" else analyse_cell
+        row = analyser(_cell_rows(samples, cell["key"]), _clean_rows(samples, cell["dataset"], baseline))
         cells.append({**cell, **row, "counts": manifest.get("counts", {}).get(cell["key"], {})})
     return {
         "run_dir": str(run_dir),
@@ -214,6 +246,14 @@ def gaps(cells: Sequence[Mapping[str, Any]]) -> list[str]:
             if not met:
                 out.append(f"{c['key']}: {_metric_name(metric)} {_pct(got)}, target {op} {_pct(value)}")
     for c in cells:
+        if c["protocol"] == "format_control":
+            for budget in FPR_BUDGETS:
+                share = c.get(f"edited_flagged_{round(budget * 100)}pct") or {}
+                if share.get("ci") and share["ci"][0] > budget:
+                    out.append(
+                        f"{c['key']}: {_pct(share['value'])} of documents with one more true sentence are flagged at "
+                        f"the clean {_pct(budget)}-FPR threshold: the detectors react to the format"
+                    )
         if c["protocol"] == "unwitnessed":
             out.append(
                 f"{c['key']}: no target (no witness, no history); query recall at <= 1% FPR "
@@ -284,7 +324,7 @@ def render_markdown(report: Mapping[str, Any], realism_md: str | None = None) ->
     ]
     for protocol, what in PROTOCOLS.items():
         rows = [c for c in report["cells"] if c["protocol"] == protocol]
-        if not rows:
+        if not rows or protocol == "format_control":
             continue
         lines += [
             f"## {protocol}: {what}",
@@ -301,6 +341,27 @@ def render_markdown(report: Mapping[str, Any], realism_md: str | None = None) ->
                 f"| {_num(c['cost']['median_s'], 2)} | {_num(c['cost']['median_nli_pairs'], 0)} |"
             )
         lines.append("")
+    controls = [c for c in report["cells"] if c["protocol"] == "format_control"]
+    if controls:
+        lines += [
+            f"## format_control: {PROTOCOLS['format_control']}",
+            "",
+            "Nothing here is poisoned. A detector that reads the attack, not its format, flags these documents "
+            "about as often as clean ones: ~1% and ~5% at the clean baseline's 1% / 5% FPR thresholds.",
+            "",
+            "| cell | edited docs retrieved | flagged @ clean 1% threshold | @ clean 5% threshold "
+            "| shipped flag: edited / clean | mean P_i edited / clean | not trusted: edited questions / clean |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for c in controls:
+            lines.append(
+                f"| {c['dataset']} | {c['edited_retrieved']} | {_share_text(c.get('edited_flagged_1pct'))} "
+                f"| {_share_text(c.get('edited_flagged_5pct'))} | {_share_text(c['edited_suspicious'])} / "
+                f"{_share_text(c['clean_suspicious'])} | {_num(c['mean_p_edited'])} / {_num(c['mean_p_clean'])} "
+                f"| {_share_text(c['decision_not_trusted'])} / {_share_text(c['decision_fpr'])} |"
+            )
+        lines.append("")
+    cells = [c for c in report["cells"] if c["protocol"] != "format_control"]
     lines += [
         "## Per-document detection (P_i of each poisoned document in a top-K)",
         "",
@@ -308,7 +369,7 @@ def render_markdown(report: Mapping[str, Any], realism_md: str | None = None) ->
         "| shipped flag recall | shipped flag FPR |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for c in report["cells"]:
+    for c in cells:
         d = c["document"]
         lines.append(
             f"| {c['key']} | {d['positives']} / {d['negatives']} | {_num(d.get('roc_auc'))} | {_num(d.get('pr_auc'))} "
@@ -317,7 +378,7 @@ def render_markdown(report: Mapping[str, Any], realism_md: str | None = None) ->
         )
     lines += ["", "### By strategy (per-document ROC-AUC)", "", "| cell | strategy | poisoned retrieved | ROC-AUC |"]
     lines.append("|---|---|---|---|")
-    for c in report["cells"]:
+    for c in cells:
         for strategy, v in c.get("by_strategy", {}).items():
             lines.append(f"| {c['key']} | {strategy} | {v['positives']} | {_num(v.get('roc_auc'))} |")
     lines += [
@@ -328,7 +389,7 @@ def render_markdown(report: Mapping[str, Any], realism_md: str | None = None) ->
         "| answer adopted (default policy) | p95 s |",
         "|---|---|---|---|---|---|",
     ]
-    for c in report["cells"]:
+    for c in cells:
         lines.append(
             f"| {c['key']} | {_share_text(c.get('query_recall_1pct_exposed'))} "
             f"| {_share_text(c['decision_recall_exposed'])} | {_share_text(c['clean_trusted_default'])} "
@@ -400,6 +461,8 @@ def _realism(root: Path, manifest: Mapping[str, Any], data_dir: str | Path | Non
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 p = json.loads(line)
+                if p.get("strategy") == BENIGN:
+                    continue  # the format control is not an attack
                 family = f"{p['strategy']}/{p['family']}" + (" (added)" if p.get("added") else "")
                 families.setdefault(family, {}).setdefault(p["text"], str(p["target_id"]))
     if not by_dataset:
@@ -429,4 +492,13 @@ def _realism(root: Path, manifest: Mapping[str, Any], data_dir: str | Path | Non
     return {"report": reports, "markdown": md}
 
 
-__all__ = ["TARGETS", "ThreatReportPaths", "analyse", "analyse_cell", "build_threat_report", "gaps", "render_markdown"]
+__all__ = [
+    "TARGETS",
+    "ThreatReportPaths",
+    "analyse",
+    "analyse_cell",
+    "analyse_control",
+    "build_threat_report",
+    "gaps",
+    "render_markdown",
+]
