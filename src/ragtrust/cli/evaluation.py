@@ -84,7 +84,9 @@ def run(
     out: Path = typer.Option(..., "--out", "-o", help="Run directory to write."),
     k: list[int] = typer.Option([], "--k", help="Top-K (repeatable: --k 3 --k 5); default: the suite's."),
     strategy: list[str] = typer.Option([], "--strategy", help="Keep only these strategies (repeatable)."),
-    n: int | None = typer.Option(None, "--n", min=1, help="Evaluation queries per dataset (default 50; threats: 100 targets)."),
+    n: int | None = typer.Option(
+        None, "--n", min=1, help="Evaluation queries per dataset (default 50; threats: 100 targets)."
+    ),
     n_calib: int | None = typer.Option(None, "--n-calib", min=0, help="Calibration queries (default n // 2)."),
     repeats: int = typer.Option(1, "--repeats", min=1, help="Attack repeats (seeds seed, seed+1, ...)."),
     generator: Literal["extractive", "openai"] = typer.Option("extractive", "--generator", help="Answer writer."),
