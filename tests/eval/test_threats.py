@@ -346,3 +346,12 @@ def test_format_control_gap_when_edited_documents_are_flagged():
     assert row["edited_flagged_1pct"]["value"] == 1.0 and row["decision_not_trusted"]["value"] == 1.0
     found = gaps([{"key": "format_control/x", "protocol": "format_control", "copies": 1, **row}])
     assert any("react to the format" in g for g in found)
+
+
+def test_cli_refuses_paper_suite_options_with_threats(tmp_path):
+    result = CliRunner().invoke(
+        app,
+        ["eval", "run", "--suite", "threats", "--out", str(tmp_path / "run"), "--repeats", "2", "--strategy", "mixed"],
+    )
+    assert result.exit_code != 0
+    assert "--strategy, --repeats do(es) not apply to --suite threats" in result.output

@@ -115,9 +115,23 @@ def run(
     if suite.strip() == "threats":
         from ragtrust.eval.threats import ThreatRunner, threat_suite
 
+        ignored = [
+            flag
+            for flag, given in (
+                ("--strategy", bool(strategy)),
+                ("--n-calib", n_calib is not None),
+                ("--repeats", repeats != 1),
+                ("--families", families != "held_out"),
+                ("--no-attack-success", no_attack_success),
+                ("--k with more than one value", len(k) > 1),
+            )
+            if given
+        ]
+        if ignored:
+            raise ConfigError(f"{', '.join(ignored)} do(es) not apply to --suite threats (it fixes its own protocols)")
         cells = threat_suite(dataset or ("truthfulqa", "secure_coding"), llm=not no_llm)
         threat_runner = ThreatRunner(
-            settings=settings,
+            settings=settings.with_overrides({"generator": {"type": generator}}),
             out_dir=out,
             data_dir=data_dir,
             n=n or 100,

@@ -309,7 +309,8 @@ def render_markdown(report: Mapping[str, Any], realism_md: str | None = None) ->
         "",
         f"Run `{Path(str(report['run_dir'])).name}`, created {m['created']}, {m['elapsed_s']:.0f} s on this host, "
         f"seed {m['seed']}, K = {m['k']}, {m['n']} target questions per dataset (the evaluation split), "
-        f"held-out attack families, extractive writer, adoption = NLI entailment >= {m['adoption_threshold']}, "
+        f"held-out attack families, {m.get('settings', {}).get('generator', {}).get('type', 'extractive')} writer, "
+        f"adoption = NLI entailment >= {m['adoption_threshold']}, "
         f"at most {100 * float(m.get('max_poisoned_share', 1.0)):.0f}% of a corpus attacked at once "
         f"({_batches(m)}).",
         "",
