@@ -212,13 +212,18 @@ class RetrievedDoc(_JsonMixin):
 
 @dataclass(frozen=True)
 class Span(_JsonMixin):
-    """A character span ``text == document.text[start:end]`` in a document."""
+    """A character span ``text == document.text[start:end]`` in a document.
+
+    ``page`` is the 1-based PDF page holding the span's start (``None`` for other sources
+    or when unknown); see :func:`ragtrust.ingest.documents_office.with_pages`.
+    """
 
     doc_id: str
     start: int
     end: int
     text: str
     url: str | None = None
+    page: int | None = None
 
     def __post_init__(self) -> None:
         """Offsets must be ordered and non-negative."""

@@ -6,6 +6,7 @@ PDFs by hand (a text object per page), the DOCX with python-docx."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import sys
 from pathlib import Path
@@ -224,3 +225,25 @@ def test_cli_spans_show_the_pdf_page(tmp_path: Path) -> None:
 
 
 runner = CliRunner()
+
+
+@pytest.mark.usefixtures("cli_fakes")
+def test_cli_json_spans_carry_the_pdf_page(tmp_path: Path) -> None:
+    (tmp_path / "guide.pdf").write_bytes(make_pdf(PAGES))
+    (tmp_path / "notes.md").write_text("Bcrypt with a cost of 12 is a fallback for password hashing.\n")
+    ingested = runner.invoke(app, ["ingest", "guide.pdf", "notes.md", "--store", "kb", "--json"])
+    assert ingested.exit_code == 0, ingested.output
+    result = runner.invoke(
+        app, ["ask", "Which algorithm is the first choice for password hashing?", "--store", "kb", "--json"]
+    )
+    assert result.exit_code in (0, 3), result.output
+    verdict = json.loads(result.stdout)
+    spans = [s for sentence in verdict["sentences"] for s in sentence["spans"]]
+    spans += [s for passage in verdict["passages"] for s in passage["spans"]]
+    pdf = [s for s in spans if s["doc_id"].startswith("guide.pdf")]
+    assert pdf, verdict
+    for span in pdf:
+        (number,) = [n for n, page in enumerate(PAGES, start=1) if span["text"] in page]
+        assert span["page"] == number
+    assert 2 in {s["page"] for s in pdf}
+    assert all(s["page"] is None for s in spans if not s["doc_id"].startswith("guide.pdf"))

@@ -18,6 +18,7 @@ from ragtrust.documents import (
     AnswerSentence,
     ClaimRef,
     Conflict,
+    Document,
     DocumentScreening,
     Passage,
     SignalResult,
@@ -25,6 +26,7 @@ from ragtrust.documents import (
     Verdict,
 )
 from ragtrust.errors import BackendError, ConfigError, InputError, ModelError
+from ragtrust.ingest.documents_office import PAGE_SEPARATOR
 from ragtrust.server import schemas as S
 from ragtrust.server.app import create_app, is_loopback_host
 
@@ -511,3 +513,23 @@ async def test_real_trust_gate_end_to_end(tmp_path: Path, make_client: Any) -> N
     assert stored.json()["text"] == new["text"]
     assert stored.json()["provenance"] is not None
     assert json.dumps(screen.json())  # JSON-serialisable end to end
+
+
+async def test_ask_spans_carry_the_pdf_page(tmp_path: Path, make_client: Any) -> None:
+    pages = [
+        "Password storage. Use a slow, salted hash for every stored password.",
+        "Argon2id is the first choice for password hashing; bcrypt is the fallback.",
+    ]
+    text = PAGE_SEPARATOR.join(pages)
+    bounds = [[text.index(page), text.index(page) + len(page)] for page in pages]
+    pdf = Document(id="guide.pdf", text=text, metadata={"format": "pdf", "pages": bounds, "page_count": 2})
+    notes = Document(id="notes", text="Bcrypt with a cost of 12 is the fallback for password hashing.")
+    gate = real_gate(tmp_path, [pdf, notes])
+    async with make_client(create_app(gate=gate)) as client:
+        r = await client.post("/v1/ask", json={"question": "Which algorithm is the first choice for password hashing?"})
+    assert r.status_code == 200, r.text
+    spans = [s for sentence in r.json()["sentences"] for s in sentence["spans"]]
+    assert spans and all("page" in s for s in spans)
+    pdf_pages = {s["page"] for s in spans if s["doc_id"].startswith("guide.pdf")}
+    assert pdf_pages == {2}, spans
+    assert all(s["page"] is None for s in spans if not s["doc_id"].startswith("guide.pdf"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +18,11 @@ from markdown_it import MarkdownIt
 from rich.console import Console
 
 from ragtrust.cli.render import print_verdict
+from ragtrust.documents import Document
+from ragtrust.ingest.documents_office import PAGE_SEPARATOR
 
-from .test_browser import CHROMIUM, CHROMIUM_ARGS, GUIDE, MD_QUESTION, _playwright, md_server, shot
+from .conftest import real_gate
+from .test_browser import CHROMIUM, CHROMIUM_ARGS, GUIDE, MD_QUESTION, _playwright, _serve, md_server, shot
 
 pytestmark = pytest.mark.browser
 __all__ = ["md_server"]  # the fixture, imported for the tests below
@@ -200,3 +204,25 @@ def test_no_horizontal_scroll_at_phone_width(md_server: tuple[str, Any]) -> None
         assert page.evaluate("document.scrollingElement.scrollWidth") <= 390, page.evaluate(WIDER_THAN_SCREEN)
         sheet = page.locator("#viewer").bounding_box()
         assert sheet is not None and sheet["x"] >= 0 and sheet["x"] + sheet["width"] <= 390
+
+
+@pytest.fixture
+def pdf_server(tmp_path: Path) -> Iterator[tuple[str, Any]]:
+    """The live server over one two-page PDF document (its page list as the PDF loader keeps it)."""
+    pages = [
+        "Password storage. Use a slow, salted hash for every stored password.",
+        "Argon2id is the first choice for password hashing; bcrypt is the fallback.",
+    ]
+    text = PAGE_SEPARATOR.join(pages)
+    bounds = [[text.index(page), text.index(page) + len(page)] for page in pages]
+    pdf = Document(id="guide.pdf", text=text, metadata={"format": "pdf", "pages": bounds, "page_count": 2})
+    yield from _serve(real_gate(tmp_path, [pdf]))
+
+
+def test_a_pdf_citation_shows_its_page(pdf_server: tuple[str, Any]) -> None:
+    base, _ = pdf_server
+    with phone_or_desktop(1366) as page:
+        ask(page, base, "Which algorithm is the first choice for password hashing?")
+        button = open_citation(page, 0)
+        assert button.get_attribute("aria-label").endswith(", p. 2")
+        assert page.inner_text("#viewer-meta").startswith("p. 2")

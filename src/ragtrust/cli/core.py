@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import typer
 
@@ -18,8 +18,8 @@ from ragtrust.cli.common import (
     spinner,
     verdict_exit,
 )
-from ragtrust.cli.render import PageOf, print_verdict
-from ragtrust.documents import Span, Verdict
+from ragtrust.cli.render import print_verdict
+from ragtrust.documents import Verdict
 from ragtrust.errors import InputError
 from ragtrust.verdict_log import append_verdict
 
@@ -33,14 +33,12 @@ def _policy_overrides(policy: str | None, top_k: int | None) -> dict[str, object
     return overrides
 
 
-def _shown(
-    verdict: Verdict, as_json: bool, *, spans: bool = False, title: str | None = None, page_of: PageOf | None = None
-) -> typer.Exit:
+def _shown(verdict: Verdict, as_json: bool, *, spans: bool = False, title: str | None = None) -> typer.Exit:
     """Print the verdict (JSON, or the panel); the exit to raise: 0 trusted, 3 flagged."""
     if as_json:
         print_json(verdict.to_dict())
     else:
-        print_verdict(console, verdict, spans=spans, title=title, page_of=page_of)
+        print_verdict(console, verdict, spans=spans, title=title)
     return verdict_exit(verdict.trusted)
 
 
@@ -60,6 +58,7 @@ def ask(
     config: Path | None = ConfigOption,
 ) -> None:
     """Answer QUESTION from a store with a trust verdict (exit 0 trusted, 3 flagged)."""
+    from ragtrust.ingest.documents_office import with_pages
     from ragtrust.ingest.store import Store
     from ragtrust.models.embedder import default_embedder
     from ragtrust.pipeline import TrustGate
@@ -73,24 +72,9 @@ def ask(
     opened = Store.open(store_dir, default_embedder(settings), settings=settings)
     gate = TrustGate.from_settings(settings, store=opened, calibration=calibration)
     with spinner("answering: retrieve, screen, write, verify", enabled=not as_json):
-        verdict = gate.ask(question)
+        verdict = with_pages(gate.ask(question), opened)  # a cited PDF span knows its page
     append_verdict(settings, store_dir, verdict, operation="ask", source="cli")  # never raises: a warning at most
-    raise _shown(verdict, as_json, spans=spans, page_of=_store_pages(opened))
-
-
-def _store_pages(store: Any) -> PageOf:
-    """A cited span's PDF page: its chunk's offset into the parent, looked up in the parent's page list."""
-    from ragtrust.ingest.documents_office import page_of
-
-    def page(span: Span) -> int | None:
-        try:
-            chunk = store.get(span.doc_id)
-            parent = store.get(str(chunk.metadata.get("parent_id", span.doc_id)))
-        except InputError:
-            return None
-        return page_of(parent.metadata, int(chunk.metadata.get("start", 0)) + span.start)
-
-    return page
+    raise _shown(verdict, as_json, spans=spans)
 
 
 def _docs(path: Path) -> list:  # type: ignore[type-arg]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, Group
@@ -12,9 +11,6 @@ from rich.table import Table
 from rich.text import Text
 
 from ragtrust.documents import ClaimRef, Conflict, Span, Verdict
-
-#: the 1-based page of a cited span (PDF sources), else None: ``p. N`` in the span table
-PageOf = Callable[[Span], int | None]
 
 LEVEL_STYLE = {"HIGH": "bold green", "MEDIUM": "bold yellow", "LOW": "bold dark_orange", "VERY LOW": "bold red"}
 #: tokens as the conflict diff cuts them (``ragtrust.screening.claim_diff``): 1.3 and 10,000 stay whole
@@ -153,18 +149,15 @@ def conflicts_table(conflicts: tuple[Conflict, ...] | list[Conflict]) -> Table:
     return table
 
 
-def _span_label(span: Span, page_of: PageOf | None) -> str:
-    page = page_of(span) if page_of is not None else None
-    where = f"{span.doc_id}[{span.start}:{span.end}]" + (f" p. {page}" if page else "")
+def _span_label(span: Span) -> str:
+    where = f"{span.doc_id}[{span.start}:{span.end}]" + (f" p. {span.page}" if span.page else "")
     return f"{where} “{span.text}”"
 
 
-def verdict_panel(
-    verdict: Verdict, *, spans: bool = False, title: str | None = None, page_of: PageOf | None = None
-) -> Panel:
+def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = None) -> Panel:
     """A panel with the decision, scores, answer with citations, documents, conflicts and warnings.
 
-    ``page_of`` gives a cited span's page (``p. N`` after its offsets; PDF sources).
+    A cited span with a ``page`` (PDF sources) shows ``p. N`` after its offsets.
     """
     style = LEVEL_STYLE.get(verdict.trust_level, "bold")
     head = Text()
@@ -189,7 +182,7 @@ def verdict_panel(
         table.add_column("sentence")
         table.add_column("source span")
         for i, sentence in enumerate(verdict.sentences, start=1):
-            quoted = "\n".join(_span_label(s, page_of) for s in sentence.spans) or "(no span)"
+            quoted = "\n".join(_span_label(s) for s in sentence.spans) or "(no span)"
             # document text and ids are data, never rich markup (a "[/b]" in a document must not crash)
             table.add_row(str(i), Text(sentence.text), Text(quoted))
         parts.append(table)
@@ -219,17 +212,14 @@ def verdict_panel(
     return Panel(Group(*parts), title=heading, border_style=style.split()[-1])
 
 
-def print_verdict(
-    console: Console, verdict: Verdict, *, spans: bool = False, title: str | None = None, page_of: PageOf | None = None
-) -> None:
+def print_verdict(console: Console, verdict: Verdict, *, spans: bool = False, title: str | None = None) -> None:
     """Print :func:`verdict_panel`."""
-    console.print(verdict_panel(verdict, spans=spans, title=title, page_of=page_of))
+    console.print(verdict_panel(verdict, spans=spans, title=title))
 
 
 __all__ = [
     "CLAIM_WIDTH",
     "LEVEL_STYLE",
-    "PageOf",
     "blame_text",
     "claim_text",
     "conflicts_table",

@@ -26,11 +26,13 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
+from ragtrust.documents import Document, Span, Verdict
 from ragtrust.errors import InputError
 
 #: extensions read by this module
@@ -125,6 +127,37 @@ def page_of(metadata: Mapping[str, Any], offset: int) -> int | None:
     return len(pages) if offset <= int(pages[-1][1]) else None
 
 
+class _DocumentSource(Protocol):
+    def get(self, doc_id: str) -> Document: ...
+
+
+def span_page(store: _DocumentSource, span: Span) -> int | None:
+    """The PDF page of a cited span: its chunk's offset into the parent, in the parent's page list.
+
+    ``None`` when the span's document is not a PDF or is not in ``store``.
+    """
+    try:
+        chunk = store.get(span.doc_id)
+        parent = store.get(str(chunk.metadata.get("parent_id", span.doc_id)))
+    except (InputError, KeyError):
+        return None
+    return page_of(parent.metadata, int(chunk.metadata.get("start", 0)) + span.start)
+
+
+def with_pages(verdict: Verdict, store: _DocumentSource) -> Verdict:
+    """``verdict`` with ``page`` set on the spans of its sentences and passages (PDF sources)."""
+
+    def spans(items: tuple[Span, ...]) -> tuple[Span, ...]:
+        return tuple(dataclasses.replace(s, page=span_page(store, s)) for s in items)
+
+    return dataclasses.replace(
+        verdict,
+        sentences=tuple(dataclasses.replace(s, spans=spans(s.spans)) for s in verdict.sentences),
+        dropped_sentences=tuple(dataclasses.replace(s, spans=spans(s.spans)) for s in verdict.dropped_sentences),
+        passages=tuple(dataclasses.replace(p, spans=spans(p.spans)) for p in verdict.passages),
+    )
+
+
 def docx_text(data: bytes) -> tuple[str, dict[str, Any]]:
     """The text of a DOCX: paragraphs and tables in order, headings as Markdown headings."""
     try:
@@ -176,4 +209,14 @@ def _heading_level(style: str) -> int:
     return min(int(match.group(1)), 6) if match and int(match.group(1)) > 0 else 0
 
 
-__all__ = ["INSTALL_HINT", "OFFICE_EXTENSIONS", "PAGE_SEPARATOR", "docx_text", "office_text", "page_of", "pdf_text"]
+__all__ = [
+    "INSTALL_HINT",
+    "OFFICE_EXTENSIONS",
+    "PAGE_SEPARATOR",
+    "docx_text",
+    "office_text",
+    "page_of",
+    "pdf_text",
+    "span_page",
+    "with_pages",
+]

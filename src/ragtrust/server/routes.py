@@ -23,6 +23,7 @@ from prometheus_client import generate_latest
 from ragtrust import __version__
 from ragtrust.documents import Document
 from ragtrust.errors import InputError
+from ragtrust.ingest.documents_office import with_pages
 from ragtrust.server import schemas as S
 from ragtrust.server.auth import principal_of
 from ragtrust.server.errors import ERROR_RESPONSES, ApiError, error_responses
@@ -81,9 +82,11 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
         rt = runtime_of(request)
         if not body.question.strip():
             raise ApiError(422, "invalid_input", "the question is empty: send a non-empty 'question'")
-        rt.require_store()
+        store = rt.require_store()
         gate = rt.require_gate()
-        return await logged(request, "ask", rt.verdict_of(lambda: gate.ask(body.question), lane="ask", request=request))
+        # a cited PDF span carries its page (the web UI shows "p. N")
+        answer = rt.verdict_of(lambda: with_pages(gate.ask(body.question), store), lane="ask", request=request)
+        return await logged(request, "ask", answer)
 
     @app.post(
         "/v1/screen",

@@ -164,6 +164,7 @@ class SpanOut(_Response):
     end: int
     text: str
     url: str | None = None
+    page: int | None = Field(default=None, description="1-based PDF page of the span's start; null when unknown")
 
 
 class SignalOut(_Response):

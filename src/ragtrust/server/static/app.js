@@ -131,7 +131,7 @@
       return el("button", {
         type: "button",
         className: "citation",
-        "aria-label": "Citation " + n + ": show the cited passage in " + span.doc_id,
+        "aria-label": "Citation " + n + ": show the cited passage in " + span.doc_id + (span.page ? ", p. " + span.page : ""),
         "aria-pressed": "false",
         "aria-controls": "viewer",
         dataset: { doc: span.doc_id, start: String(span.start), end: String(span.end), n: String(n) },

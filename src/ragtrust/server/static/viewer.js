@@ -60,9 +60,11 @@
     draw();
   }
 
-  function metaLine(chunk, shown) {
+  // what the viewer shows about the document, after its id: the cited span's PDF page first
+  function metaLine(chunk, shown, span) {
     const meta = [];
     const m = chunk.metadata || {};
+    if (span && Number.isInteger(span.page)) meta.push("p. " + span.page);
     if (shown.whole) {
       const length = Array.from(chunk.text).length;
       meta.push("passage " + (Number(m.chunk_index) + 1) + " of " + shown.doc.id + " (characters " + m.start + "–" + (m.start + length) + "), shown in the whole document");
@@ -82,7 +84,7 @@
     viewer.hidden = false;
     document.body.classList.add("viewer-open");
     $("viewer-heading").textContent = chunk.id;
-    $("viewer-meta").textContent = metaLine(chunk, shown);
+    $("viewer-meta").textContent = metaLine(chunk, shown, span);
     const note = $("viewer-note");
     note.hidden = true;
     if (span) {
