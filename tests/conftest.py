@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +65,25 @@ def tiny_injection_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         attention_probs_dropout_prob=0.0,
         initializer_range=0.5,
     )
+
+
+@pytest.fixture
+def cli_fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The CLI on the shipped fakes (no models), no RAGTRUST_* variables, no verdict log, relevance off, in tmp_path."""
+    import ragtrust.cli.store as store_cli
+    import ragtrust.models.embedder as embedder_module
+    import ragtrust.models.nli as nli_module
+    from ragtrust.models.nli import NLIEngine
+    from ragtrust.testing import HashingEmbedder, LexicalNLI
+
+    monkeypatch.setattr(nli_module, "default_nli", lambda settings=None, *, cache_path=None: NLIEngine(LexicalNLI()))
+    monkeypatch.setattr(embedder_module, "default_embedder", lambda settings=None: HashingEmbedder())
+    monkeypatch.setattr(store_cli, "_embedder", lambda settings: HashingEmbedder())
+    monkeypatch.setattr(store_cli, "_nli", lambda settings: LexicalNLI())
+    for name in list(os.environ):
+        if name.startswith("RAGTRUST_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("RAGTRUST_LOG__ENABLED", "false")
+    monkeypatch.setenv("RAGTRUST_RELEVANCE__CONTEXT_THRESHOLD", "0")
+    monkeypatch.setenv("RAGTRUST_RELEVANCE__ANSWER_THRESHOLD", "0")
+    monkeypatch.chdir(tmp_path)

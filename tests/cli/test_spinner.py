@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -16,14 +15,10 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 import ragtrust.cli.common as common
-import ragtrust.cli.store as store_cli
-import ragtrust.models.embedder as embedder_module
-import ragtrust.models.nli as nli_module
 from ragtrust.cli.main import app
 from ragtrust.documents import Document
 from ragtrust.ingest.store import Store
-from ragtrust.models.nli import NLIEngine
-from ragtrust.testing import HashingEmbedder, LexicalNLI
+from ragtrust.testing import HashingEmbedder
 
 runner = CliRunner()
 #: rich's spinners draw with Braille patterns (``dots``) and line-erase escapes
@@ -47,18 +42,7 @@ class SpyConsole(Console):
 
 
 @pytest.fixture(autouse=True)
-def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(nli_module, "default_nli", lambda settings=None, *, cache_path=None: NLIEngine(LexicalNLI()))
-    monkeypatch.setattr(embedder_module, "default_embedder", lambda settings=None: HashingEmbedder())
-    monkeypatch.setattr(store_cli, "_embedder", lambda settings: HashingEmbedder())
-    monkeypatch.setattr(store_cli, "_nli", lambda settings: LexicalNLI())
-    for name in list(os.environ):
-        if name.startswith("RAGTRUST_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("RAGTRUST_LOG__ENABLED", "false")
-    monkeypatch.setenv("RAGTRUST_RELEVANCE__CONTEXT_THRESHOLD", "0")
-    monkeypatch.setenv("RAGTRUST_RELEVANCE__ANSWER_THRESHOLD", "0")
-    monkeypatch.chdir(tmp_path)
+def fakes(cli_fakes: None, tmp_path: Path) -> None:
     folder = tmp_path / "corpus"
     folder.mkdir()
     for name, text in TEXTS.items():

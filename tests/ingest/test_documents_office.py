@@ -7,22 +7,16 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-import ragtrust.cli.store as store_cli
-import ragtrust.models.embedder as embedder_module
-import ragtrust.models.nli as nli_module
 from ragtrust.cli.main import app
 from ragtrust.ingest.chunker import chunk_document
 from ragtrust.ingest.documents_office import PAGE_SEPARATOR, page_of
 from ragtrust.ingest.loaders import SUPPORTED_EXTENSIONS, load_paths
-from ragtrust.models.nli import NLIEngine
-from ragtrust.testing import HashingEmbedder, LexicalNLI
 
 pytest.importorskip("pypdf")
 pytest.importorskip("docx")
@@ -194,21 +188,6 @@ def test_without_the_extra_the_file_is_skipped_naming_the_install(
 
 
 # --------------------------------------------------------------------------- p. N in the CLI's spans
-
-
-@pytest.fixture
-def cli_fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(nli_module, "default_nli", lambda settings=None, *, cache_path=None: NLIEngine(LexicalNLI()))
-    monkeypatch.setattr(embedder_module, "default_embedder", lambda settings=None: HashingEmbedder())
-    monkeypatch.setattr(store_cli, "_embedder", lambda settings: HashingEmbedder())
-    monkeypatch.setattr(store_cli, "_nli", lambda settings: LexicalNLI())
-    for name in list(os.environ):
-        if name.startswith("RAGTRUST_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("RAGTRUST_LOG__ENABLED", "false")
-    monkeypatch.setenv("RAGTRUST_RELEVANCE__CONTEXT_THRESHOLD", "0")
-    monkeypatch.setenv("RAGTRUST_RELEVANCE__ANSWER_THRESHOLD", "0")
-    monkeypatch.chdir(tmp_path)
 
 
 @pytest.mark.usefixtures("cli_fakes")

@@ -5,8 +5,10 @@ in-memory index); :class:`CachingEmbedder` lets the clean and poisoned copies of
 share the embeddings of the documents they have in common.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -64,9 +66,82 @@ class CachingEmbedder:
         return np.stack([self._cache[t] for t in texts]).astype(np.float32)
 
 
+def load_models(
+    settings: Settings, embedder: Embedder | None, nli: NLIModel | None
+) -> tuple[CachingEmbedder, NLIModel]:
+    """The run's shared models, built from ``settings`` when not given, warmed, the embedder memoised."""
+    if embedder is None:
+        from ragtrust.models.embedder import default_embedder
+
+        embedder = default_embedder(settings)
+    if nli is None:
+        from ragtrust.models.nli import default_nli
+
+        nli = cast(NLIModel, default_nli(settings))
+    warm_up(embedder, nli)
+    return (embedder if isinstance(embedder, CachingEmbedder) else CachingEmbedder(embedder)), nli
+
+
+def retrieved_records(verdict: Any, poisoned: Callable[[str], bool]) -> list[dict[str, Any]]:
+    """Per retrieved document of a verdict, what the reports read (``poisoned(base_id)`` gives the label).
+
+    Fields: ``id``, ``base_id`` (the parent of a ``<doc>#<n>`` chunk), ``rank``, ``similarity``,
+    ``poisoned``, ``poison_probability``, ``suspicious``, ``action``, ``signals`` (name -> score,
+    ``None`` when skipped).
+    """
+    out: list[dict[str, Any]] = []
+    for rank, d in enumerate(verdict.documents, start=1):
+        base = d.doc_id.split("#", 1)[0]
+        out.append(
+            {
+                "id": d.doc_id,
+                "base_id": base,
+                "rank": rank,
+                "similarity": d.similarity,
+                "poisoned": poisoned(base),
+                "poison_probability": d.poison_probability,
+                "suspicious": d.suspicious,
+                "action": d.action,
+                "signals": {s.name: (None if s.skipped else s.score) for s in d.signals},
+            }
+        )
+    return out
+
+
+@contextmanager
+def progress_bar(
+    total: int, label: str, describe: Callable[[dict[str, Any]], str], *, enabled: bool = True
+) -> Iterator[Callable[..., None]]:
+    """A rich progress bar; yields ``advance(record | None, steps=1)`` (a no-op when not ``enabled``)."""
+    if not enabled:
+        yield lambda record, steps=1: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, transient=False) as bar:
+        task = bar.add_task(label, total=total)
+
+        def advance(record: dict[str, Any] | None, steps: int = 1) -> None:
+            if record is not None:
+                bar.update(task, description=describe(record))
+            bar.advance(task, steps)
+
+        yield advance
+
+
 def corpus_view(documents: Sequence[Document]) -> list[Document]:
     """Documents as the gate sees them: no metadata (it holds the attack's false claims)."""
     return [Document(id=d.id, text=d.text, url=d.url, source=d.source) for d in documents]
 
 
-__all__ = ["CachingEmbedder", "Gate", "GateFactory", "corpus_view", "trustgate_factory"]
+__all__ = [
+    "CachingEmbedder",
+    "Gate",
+    "GateFactory",
+    "corpus_view",
+    "load_models",
+    "progress_bar",
+    "retrieved_records",
+    "trustgate_factory",
+]

@@ -50,11 +50,10 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -63,12 +62,19 @@ from ragtrust.documents import Document
 from ragtrust.errors import ConfigError, RagTrustError
 from ragtrust.eval.attacks import AttackGenerator, AttackResult
 from ragtrust.eval.datasets import Benchmark, BenchmarkQuery, load_benchmark
-from ragtrust.eval.run_gates import CachingEmbedder, Gate, GateFactory, corpus_view, trustgate_factory
+from ragtrust.eval.run_gates import (
+    Gate,
+    GateFactory,
+    corpus_view,
+    load_models,
+    progress_bar,
+    retrieved_records,
+    trustgate_factory,
+)
 from ragtrust.eval.suites import SUITES, RunSpec, parse_suite
 from ragtrust.io import atomic_write_text
 from ragtrust.models.base import ENTAILMENT, Embedder, NLIModel
 from ragtrust.record import utc_iso, versions
-from ragtrust.registry import warm_up
 
 SAMPLES_FILE = "samples.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -158,15 +164,7 @@ class EvalRunner:
 
     # ------------------------------------------------------------------ setup
     def _models(self) -> None:
-        if self.embedder is None:
-            from ragtrust.models.embedder import default_embedder
-
-            self.embedder = default_embedder(self.settings)
-        if self.nli is None:
-            from ragtrust.models.nli import default_nli
-
-            self.nli = cast(NLIModel, default_nli(self.settings))
-        warm_up(self.embedder, self.nli)
+        self.embedder, self.nli = load_models(self.settings, self.embedder, self.nli)
 
     def _benchmark(self, dataset: str) -> Benchmark:
         if dataset not in self._benchmarks:
@@ -202,8 +200,6 @@ class EvalRunner:
         for spec in specs:  # fail early on missing data, before any model loads
             self._benchmark(spec.dataset)
         self._models()
-        if self.embedder is not None and not isinstance(self.embedder, CachingEmbedder):
-            self.embedder = cast(Embedder, CachingEmbedder(self.embedder))
         samples_path = out / SAMPLES_FILE
         tmp_path = out / (SAMPLES_FILE + ".partial")
         attacks_summary: dict[str, Any] = {}
@@ -300,28 +296,8 @@ class EvalRunner:
         atomic_write_text(out / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
         return RunSummary(out, n_samples, n_errors, time.perf_counter() - started, tuple(specs))
 
-    @contextmanager
-    def _progress(self, total: int) -> Iterator[Callable[..., None]]:
-        if not self.progress:
-            yield lambda record, steps=1: None
-            return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            transient=False,
-        ) as bar:
-            task = bar.add_task("queries", total=total)
-
-            def advance(record: dict[str, Any] | None, steps: int = 1) -> None:
-                if record is not None:
-                    bar.update(task, description=f"{record['run']} part {record['part']}")
-                bar.advance(task, steps)
-
-            yield advance
+    def _progress(self, total: int) -> Any:
+        return progress_bar(total, "queries", lambda r: f"{r['run']} part {r['part']}", enabled=self.progress)
 
     # ------------------------------------------------------------------ samples
     def _sample(
@@ -361,22 +337,7 @@ class EvalRunner:
             )  # fmt: skip
             return record
         latency = time.perf_counter() - start
-        retrieved: list[dict[str, Any]] = []
-        for rank, d in enumerate(verdict.documents, start=1):
-            base = _base_id(d.doc_id)
-            retrieved.append(
-                {
-                    "id": d.doc_id,
-                    "base_id": base,
-                    "rank": rank,
-                    "similarity": d.similarity,
-                    "poisoned": base in poisoned_ids,
-                    "poison_probability": d.poison_probability,
-                    "suspicious": d.suspicious,
-                    "action": d.action,
-                    "signals": {s.name: (None if s.skipped else s.score) for s in d.signals},
-                }
-            )
+        retrieved = retrieved_records(verdict, lambda base: base in poisoned_ids)
         sims = [r["similarity"] for r in retrieved if r["similarity"] is not None]
         record.update(
             label_retrieval=any(r["poisoned"] for r in retrieved),

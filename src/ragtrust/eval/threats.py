@@ -56,22 +56,20 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ragtrust.config import Settings
 from ragtrust.documents import Document
 from ragtrust.errors import ConfigError, InputError, RagTrustError
 from ragtrust.eval.attacks import AttackGenerator, AttackResult
 from ragtrust.eval.datasets import Benchmark, BenchmarkQuery, canonical_dataset, load_benchmark
-from ragtrust.eval.run_gates import CachingEmbedder, Gate, corpus_view, trustgate_factory
+from ragtrust.eval.run_gates import Gate, corpus_view, load_models, progress_bar, retrieved_records, trustgate_factory
 from ragtrust.io import atomic_write_text
 from ragtrust.models.base import ENTAILMENT, Embedder, NLIModel
 from ragtrust.record import utc_iso, versions
-from ragtrust.registry import warm_up
 
 #: protocol name -> what it models (the report's wording)
 PROTOCOLS: Mapping[str, str] = {
@@ -294,17 +292,7 @@ class ThreatRunner:
         return self._benchmarks[dataset]
 
     def _models(self) -> None:
-        if self.embedder is None:
-            from ragtrust.models.embedder import default_embedder
-
-            self.embedder = default_embedder(self.settings)
-        if self.nli is None:
-            from ragtrust.models.nli import default_nli
-
-            self.nli = cast(NLIModel, default_nli(self.settings))
-        warm_up(self.embedder, self.nli)
-        if not isinstance(self.embedder, CachingEmbedder):
-            self.embedder = cast(Embedder, CachingEmbedder(self.embedder))
+        self.embedder, self.nli = load_models(self.settings, self.embedder, self.nli)
 
     def _settings(self, policy: str) -> Settings:
         return self.settings.with_overrides(
@@ -573,23 +561,8 @@ class ThreatRunner:
         atomic_write_text(out / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
         return out
 
-    @contextmanager
-    def _progress(self, total: int) -> Iterator[Callable[..., None]]:
-        if not self.progress:
-            yield lambda record, steps=1: None
-            return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        with Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()
-        ) as bar:
-            task = bar.add_task("verdicts", total=total)
-
-            def advance(record: dict[str, Any], steps: int = 1) -> None:
-                bar.update(task, description=f"{record['cell']} {record['part']}")
-                bar.advance(task, steps)
-
-            yield advance
+    def _progress(self, total: int) -> Any:
+        return progress_bar(total, "verdicts", lambda r: f"{r['cell']} {r['part']}", enabled=self.progress)
 
     # ------------------------------------------------------------------ samples
     def _sample(
@@ -624,23 +597,9 @@ class ThreatRunner:
             return record
         record["latency_s"] = time.perf_counter() - start
         record["nli_pairs"] = pairs() - before
-        retrieved: list[dict[str, Any]] = []
-        for rank, d in enumerate(verdict.documents, start=1):
-            base = _base_id(d.doc_id)
-            retrieved.append(
-                {
-                    "id": d.doc_id,
-                    "base_id": base,
-                    "rank": rank,
-                    "similarity": d.similarity,
-                    "poisoned": base in poison and poison[base].strategy != BENIGN,
-                    "edited": base in poison,
-                    "poison_probability": d.poison_probability,
-                    "suspicious": d.suspicious,
-                    "action": d.action,
-                    "signals": {s.name: (None if s.skipped else s.score) for s in d.signals},
-                }
-            )
+        retrieved = retrieved_records(verdict, lambda base: base in poison and poison[base].strategy != BENIGN)
+        for r in retrieved:
+            r["edited"] = r["base_id"] in poison
         exposed = sorted({str(r["base_id"]) for r in retrieved if r["poisoned"]})
         record.update(
             label_retrieval=bool(exposed),
