@@ -48,6 +48,7 @@ import hashlib
 import importlib.util
 import json
 import random
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,6 +186,38 @@ def owasp_chunks(data_dir: Path, split: Split) -> list[Any]:
     return chunk_documents(load_paths(files).documents)
 
 
+#: how a sentence addressed to a human reader of a security guide starts (after list markers)
+READER_IMPERATIVE = re.compile(
+    r"^(?:[-*+>#\d.)\s]*)(?:(?:note|important|warning|tip|step \d+)\s*:\s*)?"
+    r"(?:you (?:should|must|can|need|may|will)|users? should|developers? should|do not|don't|never|always|ensure|"
+    r"make sure|be sure|use|avoid|disable|enable|consider|set|configure|check|validate|verify|ignore|remember|"
+    r"apply|restrict|implement|store|keep|review|limit|prefer|add|remove|follow|treat|reject|deny|allow|run|"
+    r"change|rotate|delete|send|print|tell|report|stop|test|monitor|filter|encode|escape|sanitize|hash|encrypt)\b",
+    re.IGNORECASE,
+)
+
+#: quoted payloads (a cheat sheet's code blocks quote "IGNORE ALL PREVIOUS INSTRUCTIONS."): alone
+#: they are injections, so they are never mined as negatives
+QUOTED_PAYLOAD = re.compile(
+    r"\b(?:ignore|disregard|forget)\b.{0,30}\b(?:instructions|guidelines|rules|prompt)\b|system prompt|"
+    r"\b(?:reveal|print|repeat)\b.{0,20}\binstructions\b|you are now|developer mode|\bDAN\b|jailbreak",
+    re.IGNORECASE,
+)
+
+
+def owasp_imperatives(data_dir: Path, split: Split) -> list[str]:
+    """Sentences of the OWASP chunks of ``split`` that tell the human reader what to do (deduplicated)."""
+    from ragtrust.text import split_sentences
+
+    out: list[str] = []
+    for chunk in owasp_chunks(data_dir, split):
+        for sentence in split_sentences(chunk.text):
+            text = " ".join(sentence.text.split())
+            if 4 <= len(text.split()) <= 60 and READER_IMPERATIVE.match(text) and not QUOTED_PAYLOAD.search(text):
+                out.append(text)
+    return list(dict.fromkeys(out))
+
+
 def benchmark_documents(data_dir: Path, name: str, split: Split) -> list[Any]:
     """TruthfulQA / FEVER documents of a split.
 
@@ -272,8 +305,11 @@ class DataConfig:
     synthetic: int = 9000
     dev_family_docs: int = 1200
     nli_premises: int = 6000
-    chatterbot: int = 5000
+    chatterbot: int = 8000
     owasp_windows_max: int = 9000
+    #: sentences of OWASP training chunks that address the human reader ("You should disable
+    #: ...", "Never log ..."), each placed in benign context: the false positives of stage 1
+    owasp_imperatives: int = 2500
     hard_negative_repeats: int = 6
     seed: int = 13
     #: stage 2 (0 = off, the stage-1 recipe): single sentences / lines of OWASP training
@@ -306,6 +342,13 @@ def build_training_set(cfg: DataConfig, log: Any = print) -> list[Example]:  # n
     context_pool = _sentences([e.text for e in negatives[:: max(1, len(negatives) // 3000)]])
     for _ in range(cfg.hard_negative_repeats):
         negatives += [Example(in_context(e.text, context_pool, rng), 0, e.source) for e in hard]
+    if cfg.owasp_imperatives:
+        reader = owasp_imperatives(data, "train")
+        owasp_pool = _sentences(e.text for e in owasp[:2000])
+        negatives += [
+            Example(in_context(rng.choice(reader), owasp_pool, rng), 0, "owasp_imperative")
+            for _ in range(cfg.owasp_imperatives if reader else 0)
+        ]
 
     claims = [c for d in benign_docs for c in d.metadata.get("false_claims", [])]
     raw: list[Example] = []
@@ -385,6 +428,7 @@ __all__ = [
     "hard_negatives",
     "in_context",
     "owasp_chunks",
+    "owasp_imperatives",
     "owasp_split",
     "owasp_windows",
     "synthetic_injections",
