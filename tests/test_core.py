@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import ragtrust
-from ragtrust.config import Settings, env_overrides, load_settings
+from ragtrust.config import Settings, load_settings
 from ragtrust.documents import (
     AnswerSentence,
     Document,
@@ -159,10 +159,6 @@ def test_config_errors_are_clear(tmp_path: Path, text: str, env: dict[str, str],
     cfg.write_text(text)
     with pytest.raises(ConfigError, match=match):
         load_settings(cfg, env=env)
-
-
-def test_env_overrides_nesting() -> None:
-    assert env_overrides({"RAGTRUST_TRUST__TAU": "0.4", "HOME": "/"}) == {"trust": {"tau": "0.4"}}
 
 
 def test_documents_jsonl_validation(tmp_path: Path) -> None:

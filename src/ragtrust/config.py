@@ -20,17 +20,29 @@ from __future__ import annotations
 import os
 import tomllib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+    TomlConfigSettingsSource,
+)
 
 from ragtrust.errors import ConfigError
 from ragtrust.registry import canonical_spec
 
+#: the prefix of ragtrust's environment variables
+ENV_PREFIX = "RAGTRUST_"
 #: environment variables with the RAGTRUST_ prefix that are read at the edges, not config
-NON_CONFIG_ENV = frozenset({"DATA_DIR", "API_KEYS", "LLM_API_KEY", "STORE", "HOST", "PORT", "CONFIG"})
+NON_CONFIG_ENV = frozenset({"DATA_DIR", "API_KEYS", "LLM_API_KEY", "STORE", "HOST", "PORT", "CONFIG", "DEBUG"})
 #: short environment variables for a config key (``RAGTRUST_OTEL=1`` turns telemetry on)
 ENV_ALIASES = {"OTEL": "TELEMETRY__ENABLED"}
 
@@ -310,8 +322,23 @@ class EvalConfig(_Section):
     calibration_percentile: float = Field(10.0, gt=0, lt=100)
 
 
-class Settings(_Section):
-    """All of ragtrust's configuration."""
+class Settings(BaseSettings):
+    """All of ragtrust's configuration.
+
+    ``Settings()`` is the built-in defaults (and the sections given as arguments): it reads
+    no file and no environment, so library code may build one anywhere. :func:`load_settings`
+    reads ``ragtrust.toml`` and the ``RAGTRUST_*`` variables, at the edges.
+    """
+
+    model_config = SettingsConfigDict(
+        extra="forbid",
+        frozen=True,
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        # keys in a file or in overrides are exact (``SEED = 7`` is an unknown key); the
+        # environment source matches variable names in any case
+        case_sensitive=True,
+    )
 
     seed: int = 42
     trust: TrustConfig = TrustConfig()
@@ -326,6 +353,18 @@ class Settings(_Section):
     eval: EvalConfig = EvalConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     log: LogConfig = LogConfig()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Only the arguments: the file and the environment are :func:`load_settings`'s."""
+        return (init_settings,)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form that :func:`load_settings` accepts back as overrides."""
@@ -347,51 +386,87 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors())
+
+
 def _validate(data: Mapping[str, Any]) -> Settings:
     try:
         return Settings.model_validate(dict(data))
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
-        )
-        raise ConfigError(f"invalid configuration: {problems}") from exc
+        raise ConfigError(f"invalid configuration: {_problems(exc)}") from exc
 
 
-def _coerce_env(raw: str) -> Any:
-    text = raw.strip()
-    if text.startswith(("[", "{")):
-        import json
-
-        try:
-            return json.loads(text)
-        except ValueError:
-            return raw
-    if "," in text and not text.replace(",", "").replace(".", "").isdigit():
-        return [part.strip() for part in text.split(",") if part.strip()]
-    return raw
+def _is_sequence(field: FieldInfo | None) -> bool:
+    origin = get_origin(field.annotation) if field is not None else None
+    return isinstance(origin, type) and issubclass(origin, Sequence) and not issubclass(origin, str)
 
 
-def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
-    """Collect ``RAGTRUST_SECTION__KEY`` variables into nested overrides."""
-    out: dict[str, Any] = {}
-    for name, raw in env.items():
-        if not name.startswith("RAGTRUST_"):
-            continue
-        key = name[len("RAGTRUST_") :]
-        if key in NON_CONFIG_ENV:
-            continue
-        key = ENV_ALIASES.get(key, key)
-        parts = [p.lower() for p in key.split("__")]
-        if len(parts) == 1 and parts[0] not in Settings.model_fields:
+class _EnvironmentSource(EnvSettingsSource):
+    """The ``RAGTRUST_*`` variables of a given mapping, every one of them checked.
+
+    pydantic-settings reads the variables that match a field and ignores the rest; here a
+    ``RAGTRUST_`` name must be configuration (or one of :data:`NON_CONFIG_ENV`), so a typo is
+    an error rather than a setting silently left at its default. Names match in any case;
+    :data:`ENV_ALIASES` are short forms (the full name wins when both are set); a list takes
+    JSON or a comma list.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ  # read by _load_env_vars, which the base __init__ calls
+        super().__init__(settings_cls, case_sensitive=False)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        aliased: dict[str, str | None] = {}
+        named: dict[str, str | None] = {}
+        for name, value in self._environ.items():
+            if not name.upper().startswith(ENV_PREFIX):
+                continue
+            key = name[len(ENV_PREFIX) :].upper()
+            if key in NON_CONFIG_ENV:
+                continue
+            self._check(name, ENV_ALIASES.get(key, key).lower())
+            target = aliased if key in ENV_ALIASES else named
+            target[f"{ENV_PREFIX}{ENV_ALIASES.get(key, key)}".lower()] = value
+        return aliased | named
+
+    def _check(self, name: str, key: str) -> None:
+        fields = self.settings_cls.model_fields
+        section, nested, rest = key.partition("__")
+        if section not in fields:
             raise ConfigError(
                 f"unknown environment variable {name}: config variables look like "
-                f"RAGTRUST_<SECTION>__<KEY> (sections: {', '.join(sorted(Settings.model_fields))})"
+                f"{ENV_PREFIX}<SECTION>__<KEY> (sections: {', '.join(sorted(fields))})"
             )
-        target = out
-        for part in parts[:-1]:
-            target = target.setdefault(part, {})
-        target[parts[-1]] = _coerce_env(raw)
-    return out
+        if not nested:
+            return
+        model = fields[section].annotation
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise ConfigError(
+                f"unknown environment variable {name}: {section} has no keys, set {ENV_PREFIX}{section.upper()}"
+            )
+        if (entry := rest.partition("__")[0]) not in model.model_fields:
+            raise ConfigError(
+                f"unknown environment variable {name}: [{section}] has no key {entry!r} "
+                f"(keys: {', '.join(sorted(model.model_fields))})"
+            )
+
+    def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
+        """A list takes JSON (``["a", "b"]``) or a comma list (``a,b``); anything else, JSON."""
+        if isinstance(value, str) and _is_sequence(field) and not value.lstrip().startswith("["):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return super().decode_complex_value(field_name, field, value)
+
+
+def _toml_source(file: Path) -> TomlConfigSettingsSource:
+    if not file.is_file():
+        raise ConfigError(f"config file {file} {'is not a file' if file.exists() else 'does not exist'}")
+    try:
+        return TomlConfigSettingsSource(Settings, toml_file=file)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {file} is not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"config file {file} cannot be read: {exc.strerror or exc}") from exc
 
 
 def load_settings(
@@ -402,6 +477,9 @@ def load_settings(
 ) -> Settings:
     """Build :class:`Settings` from defaults, a TOML file, the environment and overrides.
 
+    The sources are pydantic-settings', highest first: the overrides, the environment, the
+    file; each is merged key by key into the ones below it, over the defaults.
+
     Args:
         path: a ``ragtrust.toml``; when ``None``, ``./ragtrust.toml`` is used if present
             (or the file named by ``RAGTRUST_CONFIG``).
@@ -409,26 +487,25 @@ def load_settings(
         overrides: nested values that win over everything else (CLI flags).
 
     Raises:
-        ConfigError: unknown keys, wrong types or values, unreadable files.
+        ConfigError: unknown keys or variables, wrong types or values, unreadable files.
     """
     env = os.environ if env is None else env
-    data: dict[str, Any] = {}
     if path is None:
         named = env.get("RAGTRUST_CONFIG")
         candidate = Path(named) if named else Path("ragtrust.toml")
         path = candidate if candidate.exists() or named else None
+    sources: list[PydanticBaseSettingsSource] = [
+        InitSettingsSource(Settings, dict(overrides or {})),
+        _EnvironmentSource(Settings, env),
+    ]
     if path is not None:
-        file = Path(path)
-        try:
-            data = tomllib.loads(file.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise ConfigError(f"config file {file} does not exist") from exc
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"config file {file} is not valid TOML: {exc}") from exc
-    data = _merge(data, env_overrides(env))
-    if overrides:
-        data = _merge(data, overrides)
-    return _validate(data)
+        sources.append(_toml_source(Path(path)))
+    try:
+        return Settings(_build_sources=(tuple(sources), {}))
+    except ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {_problems(exc)}") from exc
+    except SettingsError as exc:  # a variable's value is not valid JSON
+        raise ConfigError(f"invalid configuration: {exc}: {exc.__cause__}") from exc
 
 
 __all__ = [
