@@ -1,30 +1,47 @@
-"""Per-query cost of the trust layer: Stage 1 + Stage 2 (excluding generation) and full ask().
+"""Per-query cost of the trust layer: Stage 1 + Stage 2 (excluding generation), NLI pairs per stage and signal.
 
 Usage:
-    python bench/bench_pipeline.py [--n 40] [--top-k 5] [--threads 2] [--fake] [--out result.json]
+    python bench/bench_pipeline.py [--n 40] [--k 5] [--threads 2] [--fake] [--out result.json]
+    python bench/bench_pipeline.py --store runs/owasp-store --questions owasp --n 12 --k 3 5 10 20
 
-Runs the 40 questions of the bundled secure-coding knowledge base (each once per pass)
-through :class:`ragtrust.pipeline.TrustGate` over an in-memory dense index of the 40 rules,
-with the packaged MiniLM int8 ONNX embedder and the shipped NLI model
+Two corpora:
+
+* the default: the 40 questions of the bundled secure-coding knowledge base over an in-memory
+  dense index of its 40 one-paragraph rules;
+* ``--store`` with ``--questions owasp``: a store built by ``ragtrust ingest`` (the OWASP cheat
+  sheets, 512-token chunks) and the 36 bundled OWASP questions
+  (``ragtrust/data/owasp_questions.jsonl``), with the store's witnesses, as a server sees them.
+
+Models: the packaged MiniLM int8 ONNX embedder and the shipped NLI model
 (``ragtrust.models.nli.default_nli``). When the shipped NLI model is missing the bench
 falls back to ``NLIEngine(LexicalNLI())`` and says so in ``nli_fallback``: its Stage 2
 numbers then do not measure a neural NLI model. ``--fake`` uses the fakes for both models
 (a smoke test of the bench itself).
 
-Two passes:
+Passes, each with a fresh gate per K:
 
-* ``cold`` — the NLI pair cache and the gate's embedding cache are disabled, and the index
-  is built by a separate embedder instance (as when a store's vectors are read from disk):
-  every query pays for every NLI pair and document embedding (documents never seen before);
-* ``warm`` — the default caches (a long-running server, ``TrustGate.from_documents``):
-  documents embedded at indexing or screened for an earlier query are not re-computed.
+* ``cold`` — the NLI pair cache and the gate's embedding cache are disabled, and (knowledge
+  base) the index is built by a separate embedder instance: every query pays for every NLI
+  pair and document embedding (documents never seen before);
+* ``warm`` — the default caches (a long-running server). Knowledge base: each question once,
+  from empty caches (documents screened for an earlier question are not screened again).
+  Store: each question is asked once to fill the caches and timed on its second ask (the
+  figure of a question, or a retrieved set, seen before); the first ask is reported as
+  ``first_ask_s``.
 
 Per query it records the stage timings the Verdict carries. ``stage12_s`` = screen +
 verify + trust (SPEC section 2's Stage 1 + Stage 2, excluding retrieval, extraction,
 generation and post-processing); ``generation_s`` = extract + align + generate +
-postprocess; ``ask_s`` = wall time of ``ask()``. Also ``screen_only_s``: the stand-alone
-pre-generation gate (``TrustGate.screen`` on the retrieved documents, ``ragtrust screen``).
-Prints one JSON object (median / p90 / mean per quantity, models, versions, machine).
+postprocess; ``ask_s`` = wall time of ``ask()``. Knowledge base only: ``screen_only_s``, the
+stand-alone pre-generation gate (``TrustGate.screen`` on the retrieved documents).
+
+**NLI pairs** are counted where they are spent: every ``predict`` call on the NLI engine is
+attributed to the screening signal or the verifier that made it (``intra_consistency``,
+``claim_conflict``, ``factuality``, ...). ``requested`` = (premise, hypothesis) pairs the
+caller asked for; ``scored`` = pairs the model ran after the engine split long premises into
+windows and removed duplicates (and, warm, cache hits). ``nli_pairs_per_query`` is the total
+scored. Prints one JSON object (median / p90 / p95 / mean per quantity, models, versions,
+machine, load, commit).
 """
 
 from __future__ import annotations
@@ -34,8 +51,13 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -44,23 +66,59 @@ import numpy as np
 from ragtrust.config import Settings, load_settings
 from ragtrust.data.kb import load_knowledge_base, load_rules
 from ragtrust.errors import MissingDependencyError, ModelError
+from ragtrust.models.nli_engine import NLIEngine, WindowedPrediction
 from ragtrust.pipeline import TrustGate
 from ragtrust.record import versions
 
+KB_CORPUS = "ragtrust secure-coding knowledge base (40 rules, in-memory dense index)"
 GENERATION_STAGES = ("extract", "align", "generate", "postprocess")
+#: the modules whose NLI calls are attributed to a signal or a stage (the last dotted part names it)
+_CALLERS = ("ragtrust.screening.", "ragtrust.verification.", "ragtrust.evidence.", "ragtrust.generation.")
+_SIGNAL_OF_MODULE = {"intra": "intra_consistency", "conflicts": "claim_conflict", "cross": "cross_consistency"}
 
 
-def _models(settings: Settings, fake: bool, cache: bool) -> tuple[Any, Any, str | None]:
-    """Embedder, NLI engine and the reason for an NLI fallback (``None`` when none).
+@dataclass
+class CountingEngine(NLIEngine):
+    """An :class:`NLIEngine` that counts the pairs each caller asks for and the pairs it runs."""
+
+    requested: Counter[str] = field(default_factory=Counter, init=False)
+    scored: Counter[str] = field(default_factory=Counter, init=False)
+
+    @staticmethod
+    def _caller() -> str:
+        frame = sys._getframe(2)
+        while frame is not None:
+            module = str(frame.f_globals.get("__name__", ""))
+            if module.startswith(_CALLERS):
+                last = module.rsplit(".", 1)[-1]
+                return _SIGNAL_OF_MODULE.get(last, last)
+            frame = frame.f_back  # type: ignore[assignment]
+        return "other"
+
+    def predict_windows(self, pairs: Sequence[tuple[str, str]]) -> list[WindowedPrediction]:
+        """Count, then score as the engine does."""
+        who = self._caller()
+        before = self.pairs_scored
+        out = super().predict_windows(pairs)
+        self.requested[who] += len(pairs)
+        self.scored[who] += self.pairs_scored - before
+        return out
+
+    def snapshot(self) -> tuple[Counter[str], Counter[str]]:
+        """Copies of the counters, to diff around one query."""
+        return Counter(self.requested), Counter(self.scored)
+
+
+def _models(settings: Settings, fake: bool, cache: bool) -> tuple[Any, CountingEngine, str | None]:
+    """Embedder, counting NLI engine and the reason for an NLI fallback (``None`` when none).
 
     Without ``cache`` the embedder's and the NLI engine's caches are disabled.
     """
-    from ragtrust.models.nli import NLIEngine
     from ragtrust.testing import HashingEmbedder, LexicalNLI
 
     cache_size = settings.models.nli_cache_size if cache else 0
     if fake:
-        return HashingEmbedder(dim=384), NLIEngine(LexicalNLI(), cache_size=cache_size), "--fake"
+        return HashingEmbedder(dim=384), CountingEngine(LexicalNLI(), cache_size=cache_size), "--fake"
     from ragtrust.models.embedder import default_embedder
     from ragtrust.models.nli import default_nli
 
@@ -68,12 +126,12 @@ def _models(settings: Settings, fake: bool, cache: bool) -> tuple[Any, Any, str 
     if not cache and hasattr(embedder, "cache_size"):
         embedder.cache_size = 0
     embedder.warm_up()
-    nli = default_nli(settings)
-    nli.cache_size = cache_size
+    shipped = default_nli(settings)
+    nli = CountingEngine(shipped.model, cache_size=cache_size)
     try:
         nli.warm_up()
     except (ModelError, MissingDependencyError) as exc:
-        return embedder, NLIEngine(LexicalNLI(), cache_size=cache_size), f"shipped NLI model unavailable: {exc}"
+        return embedder, CountingEngine(LexicalNLI(), cache_size=cache_size), f"shipped NLI model unavailable: {exc}"
     return embedder, nli, None
 
 
@@ -82,19 +140,24 @@ def _summary(values: list[float]) -> dict[str, float]:
     return {
         "median": round(float(np.median(arr)), 5),
         "p90": round(float(np.percentile(arr, 90)), 5),
+        "p95": round(float(np.percentile(arr, 95)), 5),
         "mean": round(float(arr.mean()), 5),
         "min": round(float(arr.min()), 5),
         "max": round(float(arr.max()), 5),
     }
 
 
-def run_pass(settings: Settings, questions: list[str], *, fake: bool, cache: bool) -> dict[str, Any]:
-    """One pass over ``questions`` with a fresh gate; returns the timing summary."""
+def _gate(settings: Settings, store: str | None, fake: bool, cache: bool) -> tuple[TrustGate, CountingEngine, Any]:
+    """A fresh gate over the store (or the knowledge base) with a counting NLI engine."""
     from ragtrust.retrieval.dense import DenseIndex, DenseRetriever
 
     embedder, nli, fallback = _models(settings, fake, cache)
-    started = time.perf_counter()
-    if cache:
+    if store is not None:
+        from ragtrust.ingest.store import Store
+
+        opened = Store.open(store, embedder, settings=settings, read_only=True)
+        gate = TrustGate.from_settings(settings, store=opened, nli=nli, embedder=embedder)
+    elif cache:
         gate = TrustGate.from_documents(load_knowledge_base(), settings, nli=nli, embedder=embedder)
     else:
         # a separate (caching) embedder builds the index, so the gate's embedder starts cold
@@ -103,19 +166,38 @@ def run_pass(settings: Settings, questions: list[str], *, fake: bool, cache: boo
         retriever = DenseRetriever(index=index, default_top_k=settings.retrieval.top_k)
         gate = TrustGate.from_settings(settings, retriever=retriever, nli=nli, embedder=embedder)
     gate.warm_up()
+    return gate, nli, fallback
+
+
+def run_pass(
+    settings: Settings, questions: list[str], *, fake: bool, cache: bool, store: str | None = None
+) -> dict[str, Any]:
+    """One pass over ``questions`` with a fresh gate; returns the timing and pair summary."""
+    started = time.perf_counter()
+    gate, nli, fallback = _gate(settings, store, fake, cache)
     setup_s = time.perf_counter() - started
-    rows: dict[str, list[float]] = {
-        k: [] for k in ("retrieve_s", "screen_s", "verify_s", "stage12_s", "generation_s", "ask_s", "screen_only_s")
-    }
+    repeat = cache and store is not None
+    names = ("retrieve_s", "screen_s", "verify_s", "stage12_s", "generation_s", "ask_s")
+    rows: dict[str, list[float]] = {k: [] for k in (*names, "first_ask_s" if repeat else "screen_only_s")}
     pairs: list[int] = []
+    per_caller: dict[str, list[int]] = {}
+    requested: dict[str, list[int]] = {}
     trusted = 0
     errors: list[str] = []
     for question in questions:
-        before = getattr(nli, "pairs_scored", 0)
+        if repeat:
+            t0 = time.perf_counter()
+            gate.ask(question)
+            rows["first_ask_s"].append(time.perf_counter() - t0)
+        asked, ran = nli.snapshot()
         t0 = time.perf_counter()
         verdict = gate.ask(question)
         ask_s = time.perf_counter() - t0
-        pairs.append(getattr(nli, "pairs_scored", 0) - before)
+        asked, ran = nli.requested - asked, nli.scored - ran
+        pairs.append(sum(ran.values()))
+        for who in set(per_caller) | set(ran) | set(asked):
+            per_caller.setdefault(who, [0] * (len(pairs) - 1)).append(ran.get(who, 0))
+            requested.setdefault(who, [0] * (len(pairs) - 1)).append(asked.get(who, 0))
         timings = verdict.timings_s
         rows["ask_s"].append(ask_s)
         rows["retrieve_s"].append(timings.get("retrieve", 0.0))
@@ -125,18 +207,28 @@ def run_pass(settings: Settings, questions: list[str], *, fake: bool, cache: boo
         rows["generation_s"].append(sum(timings.get(s, 0.0) for s in GENERATION_STAGES))
         trusted += verdict.trusted
         errors.extend(verdict.errors)
-        # the stand-alone pre-generation gate on the same retrieved set; cold pass: no cache,
-        # warm pass: the documents were just screened, so this shows the cache at work
-        docs, _ = gate.retrieve(question)
-        t1 = time.perf_counter()
-        gate.screen(docs, question)
-        rows["screen_only_s"].append(time.perf_counter() - t1)
+        if not repeat:
+            # the stand-alone pre-generation gate on the same retrieved set; cold pass: no cache,
+            # warm pass: the documents were just screened, so this shows the cache at work
+            docs, _ = gate.retrieve(question)
+            t1 = time.perf_counter()
+            gate.screen(docs, question)
+            rows["screen_only_s"].append(time.perf_counter() - t1)
     return {
         "nli_cache": cache,
         "setup_and_warm_up_s": round(setup_s, 3),
         "nli_fallback": fallback,
         "models": dict(verdict.models),
         "nli_pairs_per_query": {"median": statistics.median(pairs), "max": max(pairs)},
+        "nli_pairs_by_caller": {
+            who: {
+                "scored_median": statistics.median(v),
+                "scored_max": max(v),
+                "requested_median": statistics.median(requested[who]),
+            }
+            for who, v in sorted(per_caller.items())
+        },
+        "nli_pairs_per_question": pairs,
         "trusted": trusted,
         "errors": sorted(set(errors)),
         **{k: _summary(v) for k, v in rows.items()},
@@ -162,35 +254,97 @@ def _machine() -> dict[str, Any]:
     }
 
 
+def _commit() -> str | None:
+    """The checkout's commit (with ``+dirty`` when files differ), or ``None`` outside git."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "src", "bench"],
+            cwd=here.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def _versions() -> dict[str, str]:
     return versions("ragtrust", "onnxruntime", "tokenizers", "numpy", "faiss-cpu")
+
+
+def _questions(name: str) -> list[str]:
+    if name == "kb":
+        return [rule.question for rule in load_rules()]
+    text = resources.files("ragtrust.data").joinpath("owasp_questions.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line)["question"] for line in text.splitlines() if line.strip()]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the bench and print its JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=40, help="queries per pass (the KB has 40 questions)")
-    parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--store", help="a store built by `ragtrust ingest` (default: the in-memory knowledge base)")
+    parser.add_argument("--questions", choices=("kb", "owasp"), help="default: owasp with --store, else kb")
+    parser.add_argument("--n", type=int, default=None, help="queries per pass (default: all questions)")
+    parser.add_argument("--k", "--top-k", dest="k", type=int, nargs="+", default=[5], help="retrieval K (several)")
     parser.add_argument("--threads", type=int, default=2, help="ONNX Runtime threads per model")
     parser.add_argument("--passes", nargs="+", choices=("cold", "warm"), default=["cold", "warm"])
     parser.add_argument("--fake", action="store_true", help="HashingEmbedder + LexicalNLI (smoke test)")
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=JSON",
+        help="a settings override, e.g. --set 'screening.witnesses=0' (repeatable)",
+    )
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
-    if not 1 <= args.n <= 40:
-        parser.error("--n must be between 1 and 40")
-    settings = load_settings(
-        env={}, overrides={"retrieval": {"top_k": args.top_k}, "models": {"threads": args.threads}}
-    )
-    questions = [rule.question for rule in load_rules()][: args.n]
+    source = args.questions or ("owasp" if args.store else "kb")
+    if args.store is None and source != "kb":
+        parser.error("--questions owasp needs --store (a store of the OWASP cheat sheets)")
+    if args.store is not None and not Path(args.store).is_dir():
+        parser.error(f"--store {args.store}: no such folder (build it with `ragtrust ingest`)")
+    all_questions = _questions(source)
+    n = len(all_questions) if args.n is None else args.n
+    if not 1 <= n <= len(all_questions):
+        parser.error(f"--n must be between 1 and {len(all_questions)}")
+    if any(k < 1 for k in args.k):
+        parser.error("--k must be at least 1")
+    extra: dict[str, dict[str, Any]] = {}
+    for item in args.sets:
+        key, sep, raw = item.partition("=")
+        section, dot, field_name = key.partition(".")
+        if not sep or not dot:
+            parser.error(f"--set {item!r}: expected SECTION.KEY=JSON")
+        try:
+            extra.setdefault(section, {})[field_name] = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            parser.error(f"--set {item!r}: the value is not JSON ({exc.msg})")
+    questions = all_questions[:n]
     machine = _machine()
     started = time.perf_counter()
-    passes = {name: run_pass(settings, questions, fake=args.fake, cache=name == "warm") for name in args.passes}
-    first = next(iter(passes.values()))
+    by_k: dict[str, dict[str, Any]] = {}
+    settings = load_settings(env={})
+    for k in args.k:
+        overrides = {**extra, "retrieval": {**extra.get("retrieval", {}), "top_k": k}}
+        overrides["models"] = {**extra.get("models", {}), "threads": args.threads}
+        settings = load_settings(env={}, overrides=overrides)
+        by_k[str(k)] = {
+            name: run_pass(settings, questions, fake=args.fake, cache=name == "warm", store=args.store)
+            for name in args.passes
+        }
+        print(f"K={k} done after {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    first = next(iter(next(iter(by_k.values())).values()))
     result = {
         "bench": "pipeline",
-        "corpus": "ragtrust secure-coding knowledge base (40 rules, in-memory dense index)",
+        "command": "python bench/bench_pipeline.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "corpus": f"store {Path(args.store).name}" if args.store else KB_CORPUS,
+        "questions": source,
         "n_queries": len(questions),
-        "top_k": args.top_k,
+        "k": args.k,
         "models": first["models"],
         "nli_fallback": first["nli_fallback"],
         "definitions": {
@@ -198,22 +352,28 @@ def main(argv: list[str] | None = None) -> int:
             "generation_s": "extract + align + generate + postprocess",
             "ask_s": "wall time of TrustGate.ask (retrieval to Verdict)",
             "screen_only_s": "TrustGate.screen on the retrieved set (pre-generation gate alone)",
+            "first_ask_s": "store, warm pass: the question's first ask (filling the caches)",
+            "nli_pairs_by_caller": "requested = pairs the signal or verifier asked for; scored = pairs the model ran",
         },
-        "passes": passes,
+        "by_k": by_k,
         "settings": {
             "retrieval": settings.retrieval.model_dump(mode="json"),
             "models": settings.models.model_dump(mode="json"),
             "screening_signals": list(settings.screening.signals),
+            "witnesses": settings.screening.witnesses,
             "generator": settings.generator.type,
             "seed": settings.seed,
+            "overrides": extra,
         },
         "machine": machine,
+        "commit": _commit(),
         "versions": _versions(),
         "total_s": round(time.perf_counter() - started, 1),
     }
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text + "\n", encoding="utf-8")
     return 0
 
