@@ -310,6 +310,8 @@ class ClaimRef(_JsonMixin):
         url: the document's citation target.
         origin: ``retrieved`` (in the top-K), ``store`` (a witness pulled from the store) or
             ``vetted`` (the last vetted version of the document, from the provenance ledger).
+        page: the 1-based PDF page of the claim's start (``None`` for other sources), as
+            :attr:`Span.page`.
     """
 
     doc_id: str
@@ -318,6 +320,7 @@ class ClaimRef(_JsonMixin):
     text: str
     url: str | None = None
     origin: str = "retrieved"
+    page: int | None = None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import typer
 
@@ -22,6 +22,9 @@ from ragtrust.cli.render import print_verdict
 from ragtrust.documents import Verdict
 from ragtrust.errors import InputError
 from ragtrust.verdict_log import append_verdict
+
+if TYPE_CHECKING:
+    from ragtrust.ingest.store import Store
 
 
 def _policy_overrides(policy: str | None, top_k: int | None) -> dict[str, object]:
@@ -83,19 +86,43 @@ def _docs(path: Path) -> list:  # type: ignore[type-arg]
     return read_documents_jsonl(path)
 
 
+#: ``--store`` of screen and verify: only where spans' pages are read
+PagesStoreOption = typer.Option(
+    None,
+    "--store",
+    "-s",
+    help="Store the documents came from: spans into its PDFs get their page (screening does not read it).",
+)
+
+
+def _pages_store(store: Path | None, config: Path | None) -> Store | None:
+    """The store that ``--store`` names, opened read-only (before the work: a wrong path fails at once)."""
+    if store is None:
+        return None
+    from ragtrust.ingest.store import Store
+    from ragtrust.models.embedder import default_embedder
+
+    settings = settings_from(config)
+    return Store.open(store, default_embedder(settings), settings=settings, read_only=True)
+
+
 @handle_errors
 def screen(
     docs: Path = typer.Option(..., "--docs", "-d", help="JSONL with id, text, optional url and similarity."),
     query: str | None = typer.Option(None, "--query", "-q", help="The query the documents were retrieved for."),
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON."),
+    store: Path | None = PagesStoreOption,
     config: Path | None = ConfigOption,
 ) -> None:
     """Stage 1 alone: screen documents for poisoning before generation."""
+    from ragtrust.ingest.documents_office import with_pages
     from ragtrust.pipeline import TrustGate
 
     documents = _docs(docs)
+    pages_from = _pages_store(store, config)
     with spinner("screening the documents", enabled=not as_json):
         verdict = TrustGate.from_settings(settings_from(config)).screen(documents, query)
+    verdict = with_pages(verdict, pages_from, documents)  # a span into a PDF knows its page
     raise _shown(verdict, as_json, title="Stage 1 screening")
 
 
@@ -110,14 +137,18 @@ def verify(
         help="The question the answer responds to: screening uses it and the answer's relevance to it is checked.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON."),
+    store: Path | None = PagesStoreOption,
     config: Path | None = ConfigOption,
 ) -> None:
     """Stage 2: verify an answer against documents with NLI (fused with Stage 1's C and P)."""
+    from ragtrust.ingest.documents_office import with_pages
     from ragtrust.pipeline import TrustGate
 
     documents = _docs(docs)
+    pages_from = _pages_store(store, config)
     with spinner("verifying the answer", enabled=not as_json):
         verdict = TrustGate.from_settings(settings_from(config)).verify(answer, documents, query)
+    verdict = with_pages(verdict, pages_from, documents)  # a span into a PDF knows its page
     raise _shown(verdict, as_json, title="Stage 2 verification")
 
 

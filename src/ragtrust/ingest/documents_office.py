@@ -29,10 +29,10 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from ragtrust.documents import Document, Span, Verdict
+from ragtrust.documents import AnswerSentence, ClaimRef, Document, RetrievedDoc, Span, Verdict
 from ragtrust.errors import InputError
 
 #: extensions read by this module
@@ -131,30 +131,90 @@ class _DocumentSource(Protocol):
     def get(self, doc_id: str) -> Document: ...
 
 
-def span_page(store: _DocumentSource, span: Span) -> int | None:
-    """The PDF page of a cited span: its chunk's offset into the parent, in the parent's page list.
+@dataclasses.dataclass
+class _Pages:
+    """Where a span's page is read: the documents a verdict was given, else the store.
 
-    ``None`` when the span's document is not a PDF or is not in ``store``.
+    A span gets a page only when its text is the text at its offsets (fail closed: a
+    document sent under a stored chunk's id but with other text gets no page).
     """
-    try:
-        chunk = store.get(span.doc_id)
-        parent = store.get(str(chunk.metadata.get("parent_id", span.doc_id)))
-    except (InputError, KeyError):
-        return None
-    return page_of(parent.metadata, int(chunk.metadata.get("start", 0)) + span.start)
+
+    store: _DocumentSource | None
+    given: Mapping[str, Document]
+
+    def _stored(self, doc_id: str) -> Document | None:
+        if self.store is None:
+            return None
+        try:
+            return self.store.get(doc_id)
+        except (InputError, KeyError):
+            return None
+
+    def page(self, doc_id: str, start: int, end: int, text: str) -> int | None:
+        doc = self.given.get(doc_id)
+        if doc is not None and doc.text[start:end] != text:
+            return None
+        if doc is not None and isinstance(doc.metadata.get("pages"), list):  # a whole PDF was sent
+            return page_of(doc.metadata, start)
+        chunk = self._stored(doc_id)
+        if chunk is None or chunk.text[start:end] != text or (doc is not None and doc.text != chunk.text):
+            return None
+        if isinstance(chunk.metadata.get("pages"), list):  # a stored PDF that was not chunked
+            return page_of(chunk.metadata, start)
+        parent_id = chunk.metadata.get("parent_id")
+        parent = self._stored(str(parent_id)) if parent_id is not None else None
+        if parent is None:
+            return None
+        return page_of(parent.metadata, int(chunk.metadata.get("start", 0)) + start)
+
+    def span(self, span: Span) -> Span:
+        return dataclasses.replace(span, page=self.page(span.doc_id, span.start, span.end, span.text))
+
+    def claim(self, claim: ClaimRef) -> ClaimRef:
+        return dataclasses.replace(claim, page=self.page(claim.doc_id, claim.start, claim.end, claim.text))
 
 
-def with_pages(verdict: Verdict, store: _DocumentSource) -> Verdict:
-    """``verdict`` with ``page`` set on the spans of its sentences and passages (PDF sources)."""
+def span_page(store: _DocumentSource, span: Span) -> int | None:
+    """The PDF page of a span into a stored chunk: its offset into the parent, in the parent's page list.
+
+    ``None`` when the span's document is not a PDF, is not in ``store`` or has other text there.
+    """
+    return _Pages(store, {}).page(span.doc_id, span.start, span.end, span.text)
+
+
+def with_pages(
+    verdict: Verdict, store: _DocumentSource | None, documents: Iterable[Document | RetrievedDoc] = ()
+) -> Verdict:
+    """``verdict`` with ``page`` set on every span into a PDF document.
+
+    The spans of the answer's sentences and passages, the suspicious spans of each
+    document's signals and both claims of each conflict. A span's document is looked up
+    among ``documents`` (what ``screen`` / ``verify`` were given: a whole PDF document
+    carries its ``pages``; a chunk is matched to ``store`` by id and text), then in ``store``
+    (``None``: no store).
+    """
+    given = {d.id: (d.document if isinstance(d, RetrievedDoc) else d) for d in documents}
+    pages = _Pages(store, given)
 
     def spans(items: tuple[Span, ...]) -> tuple[Span, ...]:
-        return tuple(dataclasses.replace(s, page=span_page(store, s)) for s in items)
+        return tuple(pages.span(s) for s in items)
 
+    def sentences(items: tuple[AnswerSentence, ...]) -> tuple[AnswerSentence, ...]:
+        return tuple(dataclasses.replace(s, spans=spans(s.spans)) for s in items)
+
+    screenings = tuple(
+        dataclasses.replace(d, signals=tuple(dataclasses.replace(r, spans=spans(r.spans)) for r in d.signals))
+        for d in verdict.documents
+    )
     return dataclasses.replace(
         verdict,
-        sentences=tuple(dataclasses.replace(s, spans=spans(s.spans)) for s in verdict.sentences),
-        dropped_sentences=tuple(dataclasses.replace(s, spans=spans(s.spans)) for s in verdict.dropped_sentences),
+        sentences=sentences(verdict.sentences),
+        dropped_sentences=sentences(verdict.dropped_sentences),
         passages=tuple(dataclasses.replace(p, spans=spans(p.spans)) for p in verdict.passages),
+        documents=screenings,
+        conflicts=tuple(
+            dataclasses.replace(c, left=pages.claim(c.left), right=pages.claim(c.right)) for c in verdict.conflicts
+        ),
     )
 
 

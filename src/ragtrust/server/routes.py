@@ -84,7 +84,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
             raise ApiError(422, "invalid_input", "the question is empty: send a non-empty 'question'")
         store = rt.require_store()
         gate = rt.require_gate()
-        # a cited PDF span carries its page (the web UI shows "p. N")
+        # a span into a PDF carries its page (the web UI shows "p. N")
         answer = rt.verdict_of(lambda: with_pages(gate.ask(body.question), store), lane="ask", request=request)
         return await logged(request, "ask", answer)
 
@@ -100,7 +100,10 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
         rt = runtime_of(request)
         gate = rt.require_gate()
         docs = S.to_retrieved(body.documents)
-        pending = rt.verdict_of(lambda: gate.screen(docs, query=body.query), request=request)
+        # a span into a PDF (one sent whole, or a chunk of the store's) carries its page
+        pending = rt.verdict_of(
+            lambda: with_pages(gate.screen(docs, query=body.query), gate.store, docs), request=request
+        )
         return await logged(request, "screen", pending)
 
     @app.post(
@@ -115,7 +118,9 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
         rt = runtime_of(request)
         gate = rt.require_gate()
         docs = S.to_retrieved(body.documents)
-        pending = rt.verdict_of(lambda: gate.verify(body.answer, docs, query=body.query), request=request)
+        pending = rt.verdict_of(
+            lambda: with_pages(gate.verify(body.answer, docs, query=body.query), gate.store, docs), request=request
+        )
         return await logged(request, "verify", pending)
 
     @app.post(

@@ -228,6 +228,7 @@ class ClaimRefOut(_Response):
         description="'retrieved' (in the top-K), 'store' (a witness from the store) or 'vetted' (the last vetted "
         "version of the document)",
     )
+    page: int | None = Field(default=None, description="1-based PDF page of the claim's start; null when unknown")
 
 
 class ConflictOut(_Response):
