@@ -1,12 +1,15 @@
 """Configuration: every constant of SPEC.md lives here, once.
 
 Precedence (later wins): built-in defaults < ``ragtrust.toml`` < ``RAGTRUST_*`` environment
-variables < explicit overrides (CLI flags). Unknown keys are an error everywhere.
+variables < explicit overrides (CLI flags), read by pydantic-settings' sources. Unknown keys
+are an error everywhere, unknown ``RAGTRUST_*`` variables too.
 
 Environment variables name a section and a key with a double underscore, e.g.
 ``RAGTRUST_TRUST__TAU=0.45`` or ``RAGTRUST_RETRIEVAL__TOP_K=3``; top-level keys have no
-section (``RAGTRUST_SEED=7``). Variables that are not configuration (``RAGTRUST_DATA_DIR``,
-``RAGTRUST_API_KEYS``, ``RAGTRUST_LLM_API_KEY``, ``RAGTRUST_STORE``) are read by the CLI
+section (``RAGTRUST_SEED=7``); a list is JSON or a comma list
+(``RAGTRUST_SCREENING__SIGNALS=injection,linguistic``), a table JSON. Variables that are not
+configuration (:data:`NON_CONFIG_ENV`: ``RAGTRUST_DATA_DIR``, ``RAGTRUST_API_KEYS``,
+``RAGTRUST_LLM_API_KEY``, ``RAGTRUST_STORE``, ``RAGTRUST_DEBUG``, ...) are read by the CLI
 and the server only.
 
 Example:
@@ -425,9 +428,9 @@ class _EnvironmentSource(EnvSettingsSource):
             key = name[len(ENV_PREFIX) :].upper()
             if key in NON_CONFIG_ENV:
                 continue
-            self._check(name, ENV_ALIASES.get(key, key).lower())
-            target = aliased if key in ENV_ALIASES else named
-            target[f"{ENV_PREFIX}{ENV_ALIASES.get(key, key)}".lower()] = value
+            full = ENV_ALIASES.get(key, key)
+            self._check(name, full.lower())
+            (aliased if key in ENV_ALIASES else named)[f"{ENV_PREFIX}{full}".lower()] = value
         return aliased | named
 
     def _check(self, name: str, key: str) -> None:
@@ -501,6 +504,8 @@ def load_settings(
     if path is not None:
         sources.append(_toml_source(Path(path)))
     try:
+        # handed in rather than built by settings_customise_sources: Settings() reads nothing,
+        # and the environment read here is the mapping given
         return Settings(_build_sources=(tuple(sources), {}))
     except ValidationError as exc:
         raise ConfigError(f"invalid configuration: {_problems(exc)}") from exc
