@@ -90,7 +90,7 @@ def test_variables_read_at_the_edges_are_not_configuration(name: str) -> None:
     ("name", "expected"),
     [
         ("RAGTRUST_WHATEVER", "unknown environment variable RAGTRUST_WHATEVER: config variables look like"),
-        ("RAGTRUST_TRUST__NOPE", "unknown environment variable RAGTRUST_TRUST__NOPE: [trust] has no key 'nope'"),
+        ("RAGTRUST_TRUST__NOPE", "unknown environment variable RAGTRUST_TRUST__NOPE: section trust has no key 'nope'"),
         ("RAGTRUST_SEED__X", "unknown environment variable RAGTRUST_SEED__X: seed has no keys, set RAGTRUST_SEED"),
         ("ragtrust_whatever", "unknown environment variable ragtrust_whatever"),  # names match in any case
         ("RAGTRUST_", "unknown environment variable RAGTRUST_:"),

@@ -450,7 +450,7 @@ class _EnvironmentSource(EnvSettingsSource):
             )
         if (entry := rest.partition("__")[0]) not in model.model_fields:
             raise ConfigError(
-                f"unknown environment variable {name}: [{section}] has no key {entry!r} "
+                f"unknown environment variable {name}: section {section} has no key {entry!r} "
                 f"(keys: {', '.join(sorted(model.model_fields))})"
             )
 
