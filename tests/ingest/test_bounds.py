@@ -4,7 +4,8 @@ Every bound of ``settings.ingest`` skips the one file, record, folder or documen
 it, with a one-line reason naming the setting, and the rest of the batch is still loaded.
 Markdown headings are found in linear time. No test here times anything: the pathological
 inputs below did not finish at all before (a 2 KB line of blanks took 20 s, cubic; 64 KB of
-fenced headings 2.7 s, quadratic); speed figures are in bench/bench_ingest.py.
+fenced headings 2.7 s, quadratic); speed figures are in bench/bench_ingest.py, the growth of
+markdown-it-py's parse in tests/ingest/test_markdown_structure.py.
 """
 
 from __future__ import annotations
@@ -29,26 +30,28 @@ from ragtrust.ingest.markup import html_to_text, markdown_metadata
 from ragtrust.ingest.store import Store
 from ragtrust.testing import HashingEmbedder
 
-# the regular expressions markdown_metadata used before (kept as the reference of what a heading is)
-_OLD_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
-_OLD_FENCE = re.compile(r"^(```|~~~)", re.MULTILINE)
-
-
-def _reference_headings(text: str) -> list[list[Any]]:
-    fences = [m.start() for m in _OLD_FENCE.finditer(text)]
-    fenced = [(fences[i], fences[i + 1]) for i in range(0, len(fences) - 1, 2)]
-    return [
-        [len(m.group(1)), m.group(2).strip(), m.start()]
-        for m in _OLD_HEADING.finditer(text)
-        if not any(a <= m.start() < b for a, b in fenced)
-    ]
+_LINE_END = re.compile(r"\r\n|\r|\n|$")
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from(["#", "##", "#######", " ", "\t", "a", "b c", "\n", "```", "~~~", "\r", "#x"])))
-def test_the_linear_heading_scan_finds_what_the_old_regex_found(parts: list[str]) -> None:
+@given(
+    st.lists(st.sampled_from(["#", "##", "#######", " ", "\t", "a", "b c", "\n", "```", "~~~", "\r", "#x", "=", "-"]))
+)
+def test_every_heading_found_points_at_its_line(parts: list[str]) -> None:
+    """Offsets come from markdown-it-py's line map: each points at its heading's marker or text."""
+    from markdown_it import MarkdownIt
+
     text = "".join(parts)
-    assert markdown_metadata(text)["headings"] == _reference_headings(text)
+    headings = markdown_metadata(text)["headings"]
+    full = [t for t in MarkdownIt("commonmark").parse(text) if t.type == "heading_open"]  # inline parsing on
+    assert [h[0] for h in headings] == [int(t.tag[1]) for t in full]
+    for (level, title, offset), token in zip(headings, full, strict=True):
+        line = text[offset : _LINE_END.search(text, offset).start()]  # type: ignore[union-attr]
+        if token.markup.startswith("#"):  # ATX: the level's run of '#', then a blank or the end, then the title
+            assert line[:level] == "#" * level and line[level : level + 1] in ("", " ", "\t"), (line, level)
+            assert title in line[level:]
+        else:  # setext: the title starts the line
+            assert level in (1, 2) and line.startswith(title.split("\n")[0]), (line, title)
 
 
 def test_pathological_markdown_of_5_mb_loads_with_its_headings(tmp_path: Path) -> None:

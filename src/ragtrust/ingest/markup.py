@@ -1,12 +1,16 @@
 r"""Markup metadata: titles and headings of Markdown and HTML files, in linear time.
 
-:func:`markdown_metadata` reads the ATX headings (``# ...``) outside fenced code blocks;
-:func:`html_to_text` extracts an HTML page's visible text with its title and headings.
-Both run in time linear in the text: the Markdown scan finds candidate lines with a
-fixed-width pattern (no backtracking) and parses each line with string methods; the HTML
-text is one iterative walk of the parsed tree, and its heading search has a scanning budget.
-(The regular expression the Markdown scan replaces, ``^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$``,
-backtracked cubically on a long run of blanks: a 2 KB line took 20 s; issue 19 item 5.)
+:func:`markdown_metadata` reads the headings of a Markdown text with markdown-it-py's
+CommonMark block parser (ATX ``# ...`` and setext ``Title`` / ``=====`` headings; nothing in
+fenced, indented or HTML blocks); :func:`markdown_code_ranges` gives the character ranges of
+its code blocks. Only the block structure is parsed (no emphasis, links...), and the token
+stream's source line ranges (``Token.map``) are turned into character offsets into the raw
+text. :func:`html_to_text` extracts an HTML page's visible text with its title and headings.
+All run in time linear in the text: markdown-it-py's block rules scan each line a bounded
+number of times, and the HTML text is one iterative walk of the parsed tree whose heading
+search has a scanning budget. (A regular expression for headings,
+``^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$``, backtracked cubically on a long run of blanks: a 2 KB
+line took 20 s; issue 19 item 5.)
 
 Example:
     >>> markdown_metadata("# A\n\n```\n# not a heading\n```\n## B ##\n")
@@ -15,14 +19,16 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
-#: a line that may start a heading or a code fence: fixed width, so finding every one is a
-#: single linear pass
-_CANDIDATE = re.compile(r"^(?:#|```|~~~)", re.MULTILINE)
-#: the most ``#`` of an ATX heading (CommonMark: 1 to 6)
-_MAX_LEVEL = 6
+from markdown_it import MarkdownIt
+
+#: the line breaks markdown-it-py splits lines at (it normalises all three to ``\n``)
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+#: block tokens whose lines are code
+_CODE_TOKENS = ("fence", "code_block")
 #: characters of the text the HTML heading search may scan, per character of text: enough
 #: for every heading found in order, plus a few that are not found (each scans to the end)
 _HTML_SCAN_BUDGET = 8
@@ -60,61 +66,68 @@ _HTML_BLOCKS = (
 )
 
 
-def parse_atx_heading(line: str) -> tuple[int, str] | None:
-    r"""``(level, title)`` of an ATX heading line (without its newline), else ``None``.
+@functools.lru_cache(maxsize=1)
+def _block_parser() -> MarkdownIt:
+    """CommonMark's block rules only: inline parsing (emphasis, links) is not needed for structure."""
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
 
-    One to six ``#``, at least one blank, then the title; trailing blanks and a closing run
-    of ``#`` are not part of it. Linear in the line's length.
 
-    Example:
-        >>> parse_atx_heading("## Work factor ##"), parse_atx_heading("#hashtag"), parse_atx_heading("####### x")
-        ((2, 'Work factor'), None, None)
-    """
-    level = len(line) - len(line.lstrip("#"))
-    if not 1 <= level <= _MAX_LEVEL:
-        return None
-    rest = line[level:]
-    if not rest or rest[0] not in " \t":
-        return None
-    body = rest.lstrip(" \t")
-    if not body:  # only blanks after the hashes: an empty title (two blanks at least)
-        return (level, "") if len(rest) >= 2 else None
-    # the shortest non-empty title whose remainder is blanks, a run of '#', blanks
-    kept = len(body.rstrip(" \t").rstrip("#").rstrip(" \t"))
-    return level, body[: max(kept, 1)].strip()
+def _parse(text: str) -> tuple[list[Any], list[int]]:
+    """markdown-it-py's block tokens of ``text`` and the character offset of each line's start."""
+    starts = [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
+    return _block_parser().parse(text), starts
 
 
 def markdown_metadata(text: str) -> dict[str, Any]:
-    r"""``title`` and ``headings`` (``[level, title, offset]``) of a markdown text.
+    r"""``title`` (the first level-1 heading) and ``headings`` (``[level, title, offset]``) of a Markdown text.
 
-    Headings inside fenced code blocks are ignored (fences pair up in order: the first
-    opens, the second closes...). Linear in the text's length.
+    The headings CommonMark sees (ATX and setext; none inside code or HTML blocks); a
+    heading's offset is that of its ``#`` (ATX) or of its first character (setext), its
+    title the raw text between the markers. Linear in the text's length.
 
     Example:
-        >>> markdown_metadata("# A\n\ntext\n\n## B\n")["headings"]
+        >>> markdown_metadata("# A\n\ntext\n\nB\n---\n    # code\n")["headings"]
         [[1, 'A', 0], [2, 'B', 11]]
     """
-    fences: list[int] = []
-    candidates: list[int] = []
-    for m in _CANDIDATE.finditer(text):
-        (candidates if text[m.start()] == "#" else fences).append(m.start())
-    fenced = list(zip(fences[0::2], fences[1::2], strict=False))
+    tokens, starts = _parse(text)
     headings: list[list[Any]] = []
-    pair = 0
-    for start in candidates:  # both lists ascend: one merge pass
-        while pair < len(fenced) and fenced[pair][1] <= start:
-            pair += 1
-        if pair < len(fenced) and fenced[pair][0] <= start:
+    for i, token in enumerate(tokens):
+        if token.type != "heading_open" or token.map is None:
             continue
-        end = text.find("\n", start)
-        parsed = parse_atx_heading(text[start : len(text) if end < 0 else end])
-        if parsed is not None:
-            headings.append([parsed[0], parsed[1], start])
+        line = token.map[0]
+        begin = starts[line]
+        end = starts[line + 1] if line + 1 < len(starts) else len(text)
+        if token.markup.startswith("#"):  # ATX: at its first '#' (after indentation or a container's marker)
+            offset = text.find("#", begin, end)
+        else:  # setext: at the first character of its text
+            offset = begin + len(text[begin:end]) - len(text[begin:end].lstrip(" \t"))
+        inline = tokens[i + 1] if i + 1 < len(tokens) else None
+        title = inline.content.strip() if inline is not None and inline.type == "inline" else ""
+        headings.append([int(token.tag[1]), title, max(offset, begin)])
     meta: dict[str, Any] = {"headings": headings}
     title = next((h[1] for h in headings if h[0] == 1), None)
     if title:
         meta["title"] = title
     return meta
+
+
+def markdown_code_ranges(text: str) -> list[tuple[int, int]]:
+    r"""``(start, end)`` character ranges of the fenced and indented code blocks of a Markdown text.
+
+    A fence left open runs to the end of the text (CommonMark). Linear in the text's length.
+
+    Example:
+        >>> text = "Use bcrypt.\n\n```\nhash = bcrypt(pw)\n```\n"
+        >>> [text[a:b] for a, b in markdown_code_ranges(text)]
+        ['```\nhash = bcrypt(pw)\n```\n']
+    """
+    tokens, starts = _parse(text)
+    ranges: list[tuple[int, int]] = []
+    for token in tokens:
+        if token.type in _CODE_TOKENS and token.map is not None:
+            first, last = token.map
+            ranges.append((starts[first], starts[last] if last < len(starts) else len(text)))
+    return ranges
 
 
 def html_to_text(html: str) -> tuple[str, dict[str, Any]]:
@@ -203,4 +216,4 @@ def _place_headings(text: str, found: list[tuple[int, str]]) -> list[list[Any]]:
     return headings
 
 
-__all__ = ["html_to_text", "markdown_metadata", "parse_atx_heading"]
+__all__ = ["html_to_text", "markdown_code_ranges", "markdown_metadata"]
