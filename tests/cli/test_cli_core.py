@@ -305,6 +305,17 @@ def test_bad_config_values_are_usage_errors(tmp_path: Path, kb: list[Document]) 
     assert policy.exit_code == 2 and "policy" in policy.stderr
 
 
+def test_error_messages_keep_their_brackets(tmp_path: Path, kb: list[Document]) -> None:
+    # "[trust]" in a message is text, not console markup: it reached the user as "" before
+    file = write_docs(tmp_path / "docs.jsonl", kb[:2])
+    bad = tmp_path / "ragtrust.toml"
+    bad.write_text("[trust]\nnope = 1\n", encoding="utf-8")
+    result = runner.invoke(app, ["screen", "--docs", str(file), "--config", str(bad)])
+    assert result.exit_code == 2 and "nope" in result.stderr
+    missing = runner.invoke(app, ["screen", "--docs", str(tmp_path / "[absent].jsonl")])
+    assert missing.exit_code == 2 and "[absent].jsonl" in missing.stderr
+
+
 # --------------------------------------------------------------------------- internal errors (exit 1)
 
 

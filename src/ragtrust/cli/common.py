@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.core import TyperGroup
 
 from ragtrust.config import Settings, load_settings
@@ -69,7 +70,8 @@ def store_path(store: Path | None) -> Path:
 
 def fail(message: str, code: int) -> typer.Exit:
     """Print a one-line error and return the Exit to raise."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # the message is text, not markup: "[trust]" or "list[Path]" must reach the user intact
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
