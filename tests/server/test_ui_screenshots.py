@@ -25,7 +25,7 @@ from .test_ui_viewer import phone_or_desktop
 __all__ = ["logged_server"]  # the fixture, imported for the test below
 
 #: the views the README shows, by file name
-VIEWS = ("ui-verdict.png", "ui-conflicts.png", "ui-log.png", "ui-mobile.png")
+VIEWS = ("ui-verdict.png", "ui-conflicts.png", "ui-log.png", "ui-mobile.png", "ui-pdf.png")
 
 
 @pytest.mark.browser

@@ -226,3 +226,4 @@ def test_a_pdf_citation_shows_its_page(pdf_server: tuple[str, Any]) -> None:
         button = open_citation(page, 0)
         assert button.get_attribute("aria-label").endswith(", p. 2")
         assert page.inner_text("#viewer-meta").startswith("p. 2")
+        shot(page, "ui-pdf")  # the README's view of a PDF citation with its page
