@@ -111,22 +111,31 @@ def markdown_metadata(text: str) -> dict[str, Any]:
     return meta
 
 
-def markdown_code_ranges(text: str) -> list[tuple[int, int]]:
+def markdown_code_ranges(text: str, *, labelled_only: bool = False) -> list[tuple[int, int]]:
     r"""``(start, end)`` character ranges of the fenced and indented code blocks of a Markdown text.
 
-    A fence left open runs to the end of the text (CommonMark). Linear in the text's length.
+    A fence left open runs to the end of the text (CommonMark). ``labelled_only``: only the
+    fences whose opening line names a language (```` ```python ````); such a line never closes
+    a block, so its range is code even in a chunk cut out of a longer document, where a bare
+    fence may be the closing one of a block that began before the chunk. Linear in the text's
+    length.
 
     Example:
-        >>> text = "Use bcrypt.\n\n```\nhash = bcrypt(pw)\n```\n"
+        >>> text = "Use bcrypt.\n\n```python\nhash = bcrypt(pw)\n```\n\n    indented code\n"
         >>> [text[a:b] for a, b in markdown_code_ranges(text)]
-        ['```\nhash = bcrypt(pw)\n```\n']
+        ['```python\nhash = bcrypt(pw)\n```\n', '    indented code\n']
+        >>> len(markdown_code_ranges(text, labelled_only=True))
+        1
     """
     tokens, starts = _parse(text)
     ranges: list[tuple[int, int]] = []
     for token in tokens:
-        if token.type in _CODE_TOKENS and token.map is not None:
-            first, last = token.map
-            ranges.append((starts[first], starts[last] if last < len(starts) else len(text)))
+        if token.type not in _CODE_TOKENS or token.map is None:
+            continue
+        if labelled_only and not (token.type == "fence" and token.info.strip()):
+            continue
+        first, last = token.map
+        ranges.append((starts[first], starts[last] if last < len(starts) else len(text)))
     return ranges
 
 

@@ -1,8 +1,8 @@
 """Claims, their alignment across documents, and the conflict diff (issue 15).
 
 A **claim** is an assertion of a document (:func:`ragtrust.text.assertions`: no question,
-no heading) that reads as prose: code, table rows and link lists are not claims
-(:func:`is_prose`). Each claim keeps its character span in its document, so a conflict can
+no heading) outside its fenced code blocks that reads as prose: code, table rows and link
+lists are not claims (:func:`is_prose`). Each claim keeps its character span in its document, so a conflict can
 be shown as two spans side by side.
 
 **Alignment.** Two claims of different documents talk about the same thing when their
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ragtrust.ingest.markup import markdown_code_ranges
 from ragtrust.screening.claim_diff import (
     STOP_WORDS,
     TOKEN,
@@ -131,13 +132,20 @@ def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
 def extract_claims(doc: int, text: str, max_claims: int = 40) -> list[Claim]:
     r"""The prose assertions of ``text`` (at most ``max_claims``, in order), with their spans.
 
+    Nothing in a fenced code block that names its language (markdown-it-py's CommonMark
+    parse, :func:`~ragtrust.ingest.markup.markdown_code_ranges`) is a claim: code read as
+    prose ("MAX_ITEMS = 100") would be aligned and diffed against other documents' code.
+
     Example:
         >>> text = "## Salt\n\nWhy salt? A salt defeats rainbow tables.\n\n| salt | 16 bytes |"
         >>> [(c.text, c.start) for c in extract_claims(0, text)]
         [('A salt defeats rainbow tables.', 19)]
     """
     out: list[Claim] = []
+    code = markdown_code_ranges(text, labelled_only=True) if "```" in text or "~~~" in text else []
     for sentence in assertions(text):
+        if any(a <= sentence.start < b for a, b in code):  # a line of a fenced code block
+            continue
         if is_prose(sentence.text):
             out.append(Claim(doc=doc, start=sentence.start, end=sentence.end, text=sentence.text))
             if len(out) >= max_claims:
