@@ -4,6 +4,8 @@
 hand-written ATX scan, by default at the commit before markdown-it-py), read with ``git show``;
 "after" is the installed package. Both read every ``*.md`` file of the folder; the time is the
 least of ``--repeats`` passes over all files. The headings that differ are listed per file.
+Claims: those of each whole file with and without the labelled-fence filter of
+:func:`ragtrust.screening.claims.extract_claims` (the code lines it leaves out).
 
 Usage:
     python bench/bench_markdown.py --data ../shared/data/owasp-cheatsheets
@@ -24,7 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ragtrust.ingest.markup import markdown_metadata
+from ragtrust.ingest.markup import markdown_code_ranges, markdown_metadata
+from ragtrust.screening.claims import extract_claims, is_prose
+from ragtrust.text import assertions
 
 #: the last commit whose markup.py has the hand-written scan
 BEFORE = "9a7fdf9"
@@ -62,11 +66,17 @@ def main() -> None:
     before = _before(args.before)
     differences: list[dict[str, Any]] = []
     counts = {"before": 0, "after": 0}
+    claims = {"without_filter": 0, "with_filter": 0, "in_labelled_fences": 0}
     for file, text in zip(files, texts, strict=True):
         old = [tuple(h) for h in before(text)["headings"]]
         new = [tuple(h) for h in markdown_metadata(text)["headings"]]
         counts["before"] += len(old)
         counts["after"] += len(new)
+        prose = [s for s in assertions(text) if is_prose(s.text)]
+        fenced = markdown_code_ranges(text, labelled_only=True)
+        claims["without_filter"] += len(prose)
+        claims["in_labelled_fences"] += sum(any(a <= s.start < b for a, b in fenced) for s in prose)
+        claims["with_filter"] += len(extract_claims(0, text, max_claims=len(prose) + 1))
         if old != new:
             differences.append(
                 {
@@ -89,6 +99,7 @@ def main() -> None:
                     "after": round(_best_seconds(markdown_metadata, texts, args.repeats), 4),
                 },
                 "headings": counts,
+                "claims": claims,
                 "files_that_differ": len(differences),
                 "differences": differences,
             },
