@@ -80,3 +80,28 @@ def test_bad_sizes_and_truncating_tokenizer() -> None:
     assert truncating.truncation is not None
     chunks = chunk_document(_doc(LONG), chunk_tokens=300, overlap_tokens=20, tokenizer=truncating)
     assert chunks[-1].metadata["end"] == len(LONG)  # the whole text, not the first 128 tokens
+
+
+def test_text_without_heading_metadata_is_read_as_markdown_so_code_comments_are_not_headings() -> None:
+    """Text sent to the API has no heading list: a ``# comment`` in fenced code must not start a section."""
+    intro = " ".join(f"Step {i} prepares the host before the service starts." for i in range(4))
+    text = (
+        "# Setup\n\n" + intro + "\n\n```bash\n# install the package and its models\npip install ragtrust\n"
+        "# start the server on the loopback address\nragtrust serve --host 127.0.0.1 --port 8080\n```\n\n"
+        + " ".join(f"Check {i} confirms the service answers." for i in range(8))
+        + "\n"
+    )
+    bare = chunk_document(Document(id="guide.md", text=text), chunk_tokens=64, overlap_tokens=10)
+    assert len(bare) > 2
+    assert {c.metadata["heading"] for c in bare} == {"Setup"}
+    assert not any(c.text.startswith("# start") for c in bare)  # the regex fallback cut the fence here
+    # the same chunks (ids, offsets, headings) as the same text loaded from a .md file
+    loaded = chunk_document(_doc(text, **markdown_metadata(text)), chunk_tokens=64, overlap_tokens=10)
+
+    def key(chunks: list[Document]) -> list[tuple[str, str, str]]:
+        return [(c.id, c.text, c.metadata["heading"]) for c in chunks]
+
+    assert key(bare) == key(loaded)
+    # a loader that found no headings (an HTML page without h1-h6) is believed
+    page = chunk_document(_doc("# not a heading\n\n" + LONG, headings=[]), chunk_tokens=64, overlap_tokens=10)
+    assert {c.metadata["heading"] for c in page} == {None}

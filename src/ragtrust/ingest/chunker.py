@@ -18,6 +18,12 @@ across re-ingestion of the same text), ``text == parent.text[start:end]`` and me
 ``heading`` (the nearest heading at or before the chunk start, or ``None``) plus the
 parent's metadata (without its heading list and a PDF's page list).
 
+Headings come from the parent's ``metadata["headings"]`` (``[level, title, offset]``, as the
+loaders record them; an empty list means the loader found none). A document without that
+key (text sent to the API, a ``.txt`` or JSONL record) is read as Markdown with
+:func:`~ragtrust.ingest.markup.markdown_metadata`, so a ``# comment`` line in fenced code is
+not a heading, and its chunks are those of the same text loaded from a ``.md`` file.
+
 Example:
     >>> from ragtrust.documents import Document
     >>> doc = Document(id="d", text="# Intro\\n\\nFirst sentence. Second sentence.")
@@ -37,10 +43,10 @@ from typing import Any, Protocol
 
 from ragtrust.documents import Document
 from ragtrust.errors import ConfigError, InputError
+from ragtrust.ingest.markup import markdown_metadata
 from ragtrust.text import split_sentences
 
 TOKENIZER_PATH = Path(__file__).resolve().parent.parent / "models" / "assets" / "minilm_tokenizer.json"
-_MD_HEADING = re.compile(r"^#{1,6}[ \t]+\S.*$", re.MULTILINE)
 _PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
 _PRIORITY_HEADING, _PRIORITY_PARAGRAPH, _PRIORITY_SENTENCE = 3, 2, 1
 
@@ -116,14 +122,15 @@ class _Bounds:
 
 
 def _headings(doc: Document) -> list[tuple[int, str]]:
+    """``(offset, title)`` of the document's headings: its metadata's, else its Markdown's."""
     meta = doc.metadata.get("headings")
-    if isinstance(meta, list) and meta:
-        out = []
-        for item in meta:
-            if isinstance(item, (list, tuple)) and len(item) == 3 and isinstance(item[2], int):
-                out.append((int(item[2]), str(item[1])))
-        return sorted(out)
-    return [(m.start(), m.group(0).lstrip("#").strip()) for m in _MD_HEADING.finditer(doc.text)]
+    if not isinstance(meta, list):
+        meta = markdown_metadata(doc.text)["headings"]
+    out = []
+    for item in meta:
+        if isinstance(item, (list, tuple)) and len(item) == 3 and isinstance(item[2], int):
+            out.append((int(item[2]), str(item[1])))
+    return sorted(out)
 
 
 def _bounds(doc: Document, offsets: list[tuple[int, int]]) -> _Bounds:

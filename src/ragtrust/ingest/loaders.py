@@ -5,9 +5,11 @@ Supported formats (by extension, case-insensitive):
 ``.txt``
     one document, the whole text.
 ``.md`` / ``.markdown``
-    one document, the raw markdown (so spans index into what a reader opens); the ATX
-    headings (``# ...``) are kept as ``metadata["headings"]`` (``[level, title, offset]``)
-    and the first level-1 heading as ``metadata["title"]``.
+    one document, the raw markdown (so spans index into what a reader opens); the headings
+    CommonMark sees (ATX ``# ...`` and setext ``Title`` / ``===``, none inside code or HTML
+    blocks; :func:`~ragtrust.ingest.markup.markdown_metadata`, markdown-it-py) are kept as
+    ``metadata["headings"]`` (``[level, title, offset]``) and the first level-1 heading as
+    ``metadata["title"]``.
 ``.html`` / ``.htm``
     one document, the visible text extracted with BeautifulSoup (scripts, styles and
     templates removed, block elements on their own lines); ``<title>`` and ``h1``-``h6``
