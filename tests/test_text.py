@@ -52,3 +52,78 @@ def test_an_abbreviation_after_a_bracket_does_not_end_a_sentence() -> None:
         'Quote it ("i.e. this") here.',
         "Next.",
     ]
+
+
+# The OWASP CSRF cheat sheet ("Cookie with __Host- prefix"), verbatim: the second item of each
+# list continues the first; split at the list marker it was a claim without a subject.
+_CSRF_PREFIXES = """It relaxes the restrictions on domain overwrites, i.e., they
+
+- Can have `Domain` attributes and
+- can be overwritten by subdomains.
+- Can have a `Path` other than `/`.
+"""
+
+
+def test_a_list_item_continuing_the_one_before_is_not_a_sentence_of_its_own() -> None:
+    found = [s.text for s in split_sentences(_CSRF_PREFIXES)]
+    assert "- can be overwritten by subdomains." not in found
+    assert found == [
+        "It relaxes the restrictions on domain overwrites, i.e., they",
+        "- Can have `Domain` attributes and\n- can be overwritten by subdomains.",
+        "- Can have a `Path` other than `/`.",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- item one\n- item two",  # lower-case items, nothing left dangling
+        "- sec-ch-ua\n- sec-ch-ua-arch",  # a list of names
+        "- Read the docs;\n- Then test it.",  # dangling, but a capital starts a new item
+        "1. parse the input.\n2. validate it.",  # the first item is a finished sentence
+    ],
+)
+def test_list_items_stay_boundaries_unless_one_continues_the_other(text: str) -> None:
+    assert len(split_sentences(text)) == 2
+
+
+# Markdown-ish pieces: list markers, blank lines, abbreviations, dangling words, odd spaces
+_PIECES = [*"aZ .!?,;:-*+1)\n\t\"'([])#`é\u00a0\u2028", "e.g.", "and", "or", "\r\n", "\n- ", "\n\n", "## "]
+_AWKWARD = st.lists(st.sampled_from(_PIECES), max_size=80).map("".join)
+
+
+@given(_AWKWARD)
+def test_offsets_round_trip_on_markdown_like_text(text: str) -> None:
+    sentences = split_sentences(text)
+    for s in sentences:
+        assert text[s.start : s.end] == s.text and s.text and s.text.strip() == s.text
+    # in order, not overlapping, and every non-blank character belongs to one sentence
+    ends = [0] + [s.end for s in sentences]
+    assert all(a <= s.start for a, s in zip(ends, sentences, strict=False))
+    covered = "".join(s.text for s in sentences)
+    assert "".join(text.split()) == "".join(covered.split())
+    for claim in assertions(text):
+        assert text[claim.start : claim.end] == claim.text and claim.text.strip() == claim.text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Pick plan B\n\nThen go.", ["Pick plan B", "Then go."]),
+        ("Just say no\n- Then go.", ["Just say no", "- Then go."]),
+        ("See Fig. 2 and Dr. Who. Next.", ["See Fig. 2 and Dr. Who.", "Next."]),
+    ],
+)
+def test_an_abbreviation_needs_its_full_stop(text: str, expected: list[str]) -> None:
+    assert [s.text for s in split_sentences(text)] == expected
+
+
+def test_closing_quotes_and_brackets_stay_with_their_sentence() -> None:
+    text = 'He said "Stop." Then left. Use it (see the docs.) Next.\n.)\nZ'
+    assert [s.text for s in split_sentences(text)] == [
+        'He said "Stop."',
+        "Then left.",
+        "Use it (see the docs.)",
+        "Next.\n.)",
+        "Z",
+    ]

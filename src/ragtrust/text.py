@@ -19,8 +19,16 @@ from dataclasses import dataclass
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 # A sentence ends at . ! ? (optionally followed by quotes/brackets) before whitespace and an
-# uppercase letter, digit, quote or bracket — or at a blank line / list item boundary.
-_BOUNDARY = re.compile(r"""(?<=[.!?])["')\]]*\s+(?=["'(\[]?[A-Z0-9])|\n\s*\n|\n(?=\s*(?:[-*+]|\d+[.)])\s)""")
+# uppercase letter, digit, quote or bracket — or at a blank line / list item boundary. The
+# closing quotes / brackets stay with the sentence they close ('He said "Stop."').
+_BOUNDARY = re.compile(
+    r"""(?<=[.!?])(?P<close>["')\]]*)\s+(?=["'(\[]?[A-Z0-9])|\n\s*\n|(?P<item>\n(?=\s*(?:[-*+]|\d+[.)])\s))"""
+)
+# A list item that starts lower-case after an item cut on "," ";" or a conjunction continues
+# that item's sentence ("- Can have `Domain` attributes and\n- can be overwritten by ..."):
+# alone it would be a claim without a subject (issue 21).
+_ITEM_START = re.compile(r"\s*(?:[-*+]|\d+[.)])\s+[\"'(\[*_]*(?=[a-z])")
+_DANGLING = re.compile(r"(?:[,;]|\b(?:and|or|but|nor))$")
 _ABBREVIATIONS = frozenset("e.g i.e etc vs mr mrs ms dr prof st no fig al approx inc ltd jr sr cf resp".split())
 
 
@@ -61,16 +69,28 @@ def words(text: str) -> list[str]:
 
 
 def split_sentences(text: str) -> list[Sentence]:
-    """Split into sentences with offsets; abbreviations like "e.g." do not end a sentence."""
+    r"""Split into sentences with offsets; abbreviations like "e.g." do not end a sentence.
+
+    Blank lines and list items are boundaries (Markdown), except a list item that starts
+    lower-case after an item left dangling on "," ";" "and" "or" "but" "nor": it is the rest
+    of that item's sentence.
+
+    Example:
+        >>> [s.text for s in split_sentences("They\n- Can have attributes and\n- can be overwritten.")]
+        ['They', '- Can have attributes and\n- can be overwritten.']
+    """
     sentences: list[Sentence] = []
     start = 0
     for m in _BOUNDARY.finditer(text):
         before = text[start : m.start()].rstrip()
         # "(e.g." and "\"i.e." are abbreviations too: brackets and quotes before the word do not count
         last_word = before.rsplit(None, 1)[-1].rstrip(".").lstrip("([{\"'").lower() if before.split() else ""
-        if last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha()):
+        # only a full stop makes an abbreviation: "plan B" before a blank line still ends there
+        if before.endswith(".") and (last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha())):
             continue
-        _append(text, start, m.start(), sentences)
+        if m.group("item") and _DANGLING.search(before) and _ITEM_START.match(text, m.end()):
+            continue
+        _append(text, start, m.end("close") if m.group("close") else m.start(), sentences)
         start = m.end()
     _append(text, start, len(text), sentences)
     return sentences
