@@ -54,6 +54,13 @@
     if (!list.children.length) list.append(el("li", { className: "none", text: "No warnings." }));
   }
 
+  // "p. 2" or "pp. 1, 3": the PDF pages of spans (or claims) that carry one, as the cited span shows its page
+  function pagesText(spans) {
+    const pages = [...new Set(spans.map((s) => s.page).filter(Number.isInteger))].sort((a, b) => a - b);
+    if (!pages.length) return "";
+    return (pages.length === 1 ? "p. " : "pp. ") + pages.join(", ");
+  }
+
   // ------------------------------------------------------------------ conflicts
 
   // Tokens as the conflict diff cuts them (ragtrust.screening.claim_diff): 1.3 and 10,000 stay whole.
@@ -109,6 +116,7 @@
   function claimCell(claim, words, side, blamed) {
     // the vetted version is never the blamed side (it may share the document's id)
     const isBlamed = blamed !== null && blamed !== undefined && blamed === claim.doc_id && claim.origin !== "vetted";
+    const page = pagesText([claim]);
     const head = el(
       "div",
       { className: "claim-head" },
@@ -117,11 +125,12 @@
       el("button", {
         type: "button",
         className: "secondary claim-doc",
-        "aria-label": "Open " + claim.doc_id + " at this claim",
+        "aria-label": "Open " + claim.doc_id + " at this claim" + (page ? ", " + page : ""),
         // a vetted-version claim indexes the old text: open the document without marking it
         onclick: () => RT.viewer.openDocument(claim.doc_id, claim.origin === "vetted" ? null : Object.assign({ label: "claim in conflict" }, claim)),
         text: claim.doc_id,
       }),
+      page ? el("span", { className: "meta claim-page", title: "PDF page of the claim", text: page }) : null,
       claim.origin && claim.origin !== "retrieved"
         ? el("span", { className: "badge origin", text: claim.origin === "vetted" ? "vetted version" : "from the store" })
         : null,
@@ -173,13 +182,21 @@
     for (const sig of doc.signals || []) {
       const hot = !sig.skipped && sig.score >= 0.5;
       const why = sig.skipped ? "skipped" + (sig.skip_reason ? ": " + sig.skip_reason : "") : (sig.reasons || []).join("; ");
+      // the PDF pages of the text that triggered the signal, before its reasons
+      const pages = sig.skipped ? "" : pagesText(sig.spans || []);
       body.append(
         el(
           "tr",
           { className: (hot ? "hot" : "") + (sig.skipped ? " skipped" : ""), dataset: { signal: sig.name } },
           el("th", { scope: "row", className: "sig-name", text: sig.name }),
           el("td", { className: "sig-score num", text: sig.skipped ? "—" : fmt(sig.score) }),
-          el("td", { className: "sig-why", text: why }),
+          el(
+            "td",
+            { className: "sig-why" },
+            pages ? el("span", { className: "sig-pages", title: "PDF pages of the text that triggered it", text: pages }) : null,
+            pages && why ? " · " : null,
+            why,
+          ),
         ),
       );
     }

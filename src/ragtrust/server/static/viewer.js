@@ -22,7 +22,9 @@
     for (const sig of (doc && doc.signals) || []) {
       if (sig.skipped) continue;
       for (const s of sig.spans || []) {
-        if (s.doc_id === docId || !s.doc_id) out.push({ start: s.start, end: s.end, kind: "suspicious", label: sig.name + ": " + (sig.reasons || []).join("; ") });
+        if (s.doc_id !== docId && s.doc_id) continue;
+        const where = Number.isInteger(s.page) ? ", p. " + s.page : "";
+        out.push({ start: s.start, end: s.end, kind: "suspicious", label: sig.name + where + ": " + (sig.reasons || []).join("; ") });
       }
     }
     return out;
