@@ -3,6 +3,7 @@
 Usage (numbers go to docs/benchmarks.md with the machine and load noted):
     pip install blingfire==0.1.8 pysbd==0.3.4      # spaCy 3.8 comes with the eval extra
     python bench/bench_splitter.py [--data ../shared/data] [--repeat 3] [--out runs/bench/splitter.json]
+    python bench/bench_splitter.py --splitters ragtrust      # just the checked-out splitter
 
 Corpora (read in place): the OWASP cheat sheets cut into 512-token chunks by
 :func:`ragtrust.ingest.chunker.chunk_document` (LICENSE.md left out), the 817 TruthfulQA
@@ -28,8 +29,12 @@ A sentence is a *fragment* when, its ATX heading lines left out (``assertions`` 
 a splitter that runs a heading into the text below is judged on that text), it has fewer
 than 3 word tokens; or its first letter (after a list marker, quotes, brackets and emphasis)
 is lower-case, i.e. it continues a sentence cut before it; or it ends on a comma or a
-dangling "and" / "or" / "but" / "nor", i.e. it was cut in the middle. Code blocks and tables
-count like prose for every splitter, so the rates compare splitters, not the corpus.
+dangling "and" / "or" / "but" / "nor", i.e. it was cut in the middle. ``fragments`` counts
+every sentence, code blocks and tables too (the same text for every splitter);
+``prose`` only the sentences that start outside a fenced code block and not on a table row.
+Fewer, longer sentences make fewer fragments, so ``merged`` is the other side: the share of
+prose sentences that run over a blank line or hold two or more list items (a heading run
+into its paragraph, a whole list as one claim).
 """
 
 from __future__ import annotations
@@ -56,6 +61,9 @@ Splitter = Callable[[str], Spans]
 _MD_BLOCK = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*+]|\d+[.)])\s)")
 _LEAD = re.compile(r"""\s*(?:(?:[-*+]|\d+[.)])\s+)?[\s"'(\[*_>]*""")
 _DANGLING = re.compile(r"(?:,|\b(?:and|or|but|nor))$", re.IGNORECASE)
+_BLANK = re.compile(r"\n\s*\n")
+_ITEM_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s", re.MULTILINE)
+_FENCE = re.compile(r"^[ \t]*(?:```|~~~)", re.MULTILINE)
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -139,6 +147,20 @@ def is_fragment(sentence: str) -> bool:
     return _DANGLING.search(sentence.rstrip()) is not None
 
 
+def in_code_or_table(text: str) -> Callable[[int, int], bool]:
+    """Whether the sentence at ``(start, end)`` of ``text`` is code (fenced) or a table row."""
+    fences = [m.start() for m in _FENCE.finditer(text)]
+    blocks = [(a, b) for a, b in zip(fences[::2], [*fences[1::2], len(text)], strict=False)]
+
+    def check(start: int, end: int) -> bool:
+        snippet = text[start:end]
+        if snippet.startswith("|") or _FENCE.search(snippet):
+            return True
+        return any(a <= start < b for a, b in blocks)
+
+    return check
+
+
 def load_corpora(data: Path) -> dict[str, list[str]]:
     from ragtrust.eval.datasets import load_fever_documents, load_truthfulqa_documents
     from ragtrust.ingest.chunker import chunk_document
@@ -166,6 +188,15 @@ def measure(split: Splitter, texts: list[str], reference: list[Spans] | None, re
     sentences = [t[a:b] for t, spans in zip(texts, found, strict=True) for a, b in spans]
     claims = [c for s in sentences if (c := without_headings(s))]
     fragments = [s for s in claims if is_fragment(s)]
+    prose = [
+        t[a:b]
+        for t, spans in zip(texts, found, strict=True)
+        for code in [in_code_or_table(t)]
+        for a, b in spans
+        if not code(a, b) and without_headings(t[a:b])
+    ]
+    prose_fragments = [s for s in prose if is_fragment(without_headings(s))]
+    merged = [s for s in prose if _BLANK.search(s) or len(_ITEM_LINE.findall(s)) >= 2]
     row: dict[str, Any] = {
         "sentences": len(sentences),
         "sentences_per_s": round(len(sentences) / best),
@@ -173,6 +204,10 @@ def measure(split: Splitter, texts: list[str], reference: list[Spans] | None, re
         "ms_per_doc": round(1000 * best / len(texts), 3),
         "fragment_rate": round(len(fragments) / max(1, len(claims)), 4),
         "fragments": len(fragments),
+        "prose_fragment_rate": round(len(prose_fragments) / max(1, len(prose)), 4),
+        "prose_sentences": len(prose),
+        "prose_fragments": len(prose_fragments),
+        "merged_rate": round(len(merged) / max(1, len(prose)), 4),
     }
     if reference is not None:
         same = union = 0
@@ -195,13 +230,22 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder")
     parser.add_argument("--repeat", type=int, default=3, help="passes per splitter; the fastest counts")
     parser.add_argument("--out", type=Path, default=None, help="also write the results as JSON here")
+    parser.add_argument(
+        "--splitters", default="ragtrust,blingfire,pysbd,spacy", help="comma-separated: ragtrust and candidates"
+    )
     args = parser.parse_args()
     if args.repeat < 1:
         raise SystemExit(f"--repeat must be at least 1, got {args.repeat}")
 
+    wanted = [w.strip() for w in args.splitters.split(",") if w.strip()]
+    unknown = sorted(set(wanted) - {"ragtrust", *CANDIDATES})
+    if unknown or "ragtrust" not in wanted:
+        raise SystemExit(f"--splitters: expected ragtrust plus any of {sorted(CANDIDATES)}, got {args.splitters!r}")
     splitters: dict[str, Splitter] = {"ragtrust": ragtrust_splitter()}
     missing: list[str] = []
     for name, (make, dist) in CANDIDATES.items():
+        if name not in wanted:
+            continue
         try:
             inner = make()
         except ImportError:
@@ -220,7 +264,7 @@ def main() -> None:
         }
 
     header = f"{'corpus':<13} {'splitter':<13} {'sents':>7} {'sents/s':>9} {'chars/s':>10} {'ms/doc':>8} "
-    print(header + f"{'fragments':>10} {'agreement':>9}")
+    print(header + f"{'fragments':>10} {'prose':>7} {'merged':>7} {'agreement':>9}")
     for corpus, rows in results.items():
         n_chars = sum(map(len, corpora[corpus]))
         print(f"# {corpus}: {len(corpora[corpus])} documents, {n_chars:,} characters")
@@ -228,7 +272,8 @@ def main() -> None:
             agreement = f"{r['agreement']:.1%}" if "agreement" in r else "-"
             print(
                 f"{corpus:<13} {name:<13} {r['sentences']:>7} {r['sentences_per_s']:>9,} {r['chars_per_s']:>10,} "
-                f"{r['ms_per_doc']:>8.3f} {r['fragment_rate']:>10.1%} {agreement:>9}"
+                f"{r['ms_per_doc']:>8.3f} {r['fragment_rate']:>10.1%} {r['prose_fragment_rate']:>7.1%} "
+                f"{r['merged_rate']:>7.1%} {agreement:>9}"
             )
     versions = {d: _version(d) for d in ("ragtrust", "blingfire", "pysbd", "spacy")}
     load = os.getloadavg()
@@ -239,7 +284,7 @@ def main() -> None:
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         record = {
-            "command": "python bench/bench_splitter.py --repeat " + str(args.repeat),
+            "command": f"python bench/bench_splitter.py --repeat {args.repeat} --splitters {','.join(wanted)}",
             "machine": {"python": platform.python_version(), "arch": platform.machine(), "cores": os.cpu_count()},
             "load_average": [round(x, 2) for x in load],
             "versions": versions,

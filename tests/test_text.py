@@ -112,9 +112,16 @@ def test_offsets_round_trip_on_markdown_like_text(text: str) -> None:
         ("Pick plan B\n\nThen go.", ["Pick plan B", "Then go."]),
         ("Just say no\n- Then go.", ["Just say no", "- Then go."]),
         ("See Fig. 2 and Dr. Who. Next.", ["See Fig. 2 and Dr. Who.", "Next."]),
+        ("Agree on the URL, format etc.\n\nThen send it.", ["Agree on the URL, format etc.", "Then send it."]),
+        ("- keys, certificates etc.\n- Backups.", ["- keys, certificates etc.", "- Backups."]),
+        ("1. keys, certificates etc.\n2. Backups.", ["1. keys, certificates etc.", "2. Backups."]),
+        (
+            "Steps:\n1. Back up. Then wipe.\n\n## 2.1. Scope\nAll of it.",
+            ["Steps:", "1. Back up.", "Then wipe.", "## 2.1. Scope\nAll of it."],
+        ),
     ],
 )
-def test_an_abbreviation_needs_its_full_stop(text: str, expected: list[str]) -> None:
+def test_only_a_sentence_full_stop_ends_a_sentence(text: str, expected: list[str]) -> None:
     assert [s.text for s in split_sentences(text)] == expected
 
 

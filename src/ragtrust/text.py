@@ -29,6 +29,10 @@ _BOUNDARY = re.compile(
 # alone it would be a claim without a subject (issue 21).
 _ITEM_START = re.compile(r"\s*(?:[-*+]|\d+[.)])\s+[\"'(\[*_]*(?=[a-z])")
 _DANGLING = re.compile(r"(?:[,;]|\b(?:and|or|but|nor))$")
+_BLANK_LINE = re.compile(r"\n\s*\n")
+_LIST_ITEM = re.compile(r"(?:[-*+]|\d+[.)])\s")
+# "2. Backups." / "## 1.4. Scope": the number of a list item or heading, not a sentence
+_NUMBER_MARK = re.compile(r"[ \t]*(?:#{1,6}[ \t]+)?(?:\d+\.)+")
 _ABBREVIATIONS = frozenset("e.g i.e etc vs mr mrs ms dr prof st no fig al approx inc ltd jr sr cf resp".split())
 
 
@@ -83,14 +87,14 @@ def split_sentences(text: str) -> list[Sentence]:
     start = 0
     for m in _BOUNDARY.finditer(text):
         before = text[start : m.start()].rstrip()
-        # "(e.g." and "\"i.e." are abbreviations too: brackets and quotes before the word do not count
-        last_word = before.rsplit(None, 1)[-1].rstrip(".").lstrip("([{\"'").lower() if before.split() else ""
-        # only a full stop makes an abbreviation: "plan B" before a blank line still ends there
-        if before.endswith(".") and (last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha())):
+        full_stop = m.group("close") is not None
+        # a full stop after "e.g." / "J." / a list number is no boundary, unless a blank line or
+        # a list item follows it (Markdown structure: "etc.\n\nNext" still ends there)
+        if full_stop and (_abbreviated(before) or _numbered(text, m.start())) and not _structural(text, m):
             continue
         if m.group("item") and _DANGLING.search(before) and _ITEM_START.match(text, m.end()):
             continue
-        _append(text, start, m.end("close") if m.group("close") else m.start(), sentences)
+        _append(text, start, m.end("close") if full_stop else m.start(), sentences)
         start = m.end()
     _append(text, start, len(text), sentences)
     return sentences
@@ -148,6 +152,26 @@ def _without_headings(sentence: Sentence) -> Sentence | None:
     lead = len(body) - len(body.lstrip())
     body = body.strip()
     return Sentence(body, start + lead, start + lead + len(body))
+
+
+def _abbreviated(before: str) -> bool:
+    """Whether ``before`` ends with an abbreviation or an initial ("e.g.", "(i.e.", "J.")."""
+    if not before.split():
+        return False
+    # "(e.g." and "\"i.e." are abbreviations too: brackets and quotes before the word do not count
+    last_word = before.rsplit(None, 1)[-1].rstrip(".").lstrip("([{\"'").lower()
+    return last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha())
+
+
+def _numbered(text: str, stop: int) -> bool:
+    """Whether the full stop ending at ``stop`` closes a line's leading item / section number."""
+    return _NUMBER_MARK.fullmatch(text, text.rfind("\n", 0, stop) + 1, stop) is not None
+
+
+def _structural(text: str, boundary: re.Match[str]) -> bool:
+    """Whether a full-stop boundary is also a blank line or the start of a list item."""
+    gap = boundary.group(0)
+    return _BLANK_LINE.search(gap) is not None or ("\n" in gap and _LIST_ITEM.match(text, boundary.end()) is not None)
 
 
 def _append(text: str, start: int, end: int, out: list[Sentence]) -> None:
