@@ -87,3 +87,56 @@ def test_bad_input() -> None:
 )
 def test_strip_citations(raw: str, clean: str) -> None:
     assert strip_citations(raw) == clean
+
+
+# ---------------------------------------------------------------- nearest premises (issue 20)
+SIX = retrieved(
+    [
+        "Passwords must be hashed with bcrypt or argon2 and a unique salt per user.",
+        "Use TLS 1.2 or later for every connection that carries sensitive data.",
+        "Log every failed login attempt with a timestamp and the source address.",
+        "Session identifiers must be regenerated after a successful login.",
+        "Validate uploaded file types against an allow list on the server.",
+        "Content Security Policy headers restrict where scripts may be loaded from.",
+    ]
+)
+TWO_CLAIMS = "Passwords must be hashed with bcrypt. Session identifiers must be regenerated after login."
+
+
+def test_each_sentence_meets_only_its_nearest_documents() -> None:
+    bounded, every = LexicalNLI(), LexicalNLI()
+    near = FactualityVerifier(nli=bounded, max_premises=2).verify(TWO_CLAIMS, SIX)
+    full = FactualityVerifier(nli=every, max_premises=None).verify(TWO_CLAIMS, SIX)
+    assert (bounded.calls, bounded.pairs_seen) == (1, 4)  # 2 sentences x 2 nearest, one call
+    assert every.pairs_seen == 12  # 2 sentences x 6 documents
+    assert [s.best_doc_id for s in near.sentences] == ["doc-0", "doc-3"] == [s.best_doc_id for s in full.sentences]
+    assert [s.support for s in near.sentences] == [s.support for s in full.sentences]
+    assert near.factuality == full.factuality
+
+
+def test_the_bound_never_makes_an_unrelated_sentence_supported() -> None:
+    r = FactualityVerifier(nli=LexicalNLI(), max_premises=1).verify("Bananas grow in tropical climates.", SIX)
+    assert not r.sentences[0].supported and r.inconclusive
+
+
+def test_nearest_window_of_a_long_document_through_the_engine() -> None:
+    from ragtrust.models.nli_engine import NLIEngine
+
+    filler = " ".join(f"Filler sentence number {i} talks about unrelated gardening." for i in range(12))
+    doc = filler + " Session cookies must set the Secure and HttpOnly attributes. " + filler
+    model = LexicalNLI()
+    engine = NLIEngine(model, max_premise_tokens=40, cache_size=0)
+    spans = engine.premise_windows(doc, "Session cookies must set the Secure attribute.")
+    assert len(spans) > 3 and all(doc[a:b] for a, b in spans)
+    r = FactualityVerifier(nli=engine, max_premises=1).verify(
+        "Session cookies must set the Secure attribute.", retrieved([doc])
+    )
+    s = r.sentences[0]
+    assert s.supported and s.window is not None and "Session cookies" in doc[slice(*spans[s.window])]
+    assert model.pairs_seen == 1  # one window scored, not every window of the document
+
+
+@pytest.mark.parametrize("bad", [0, -1, True])
+def test_bad_max_premises(bad: object) -> None:
+    with pytest.raises(InputError, match="max_premises"):
+        FactualityVerifier(nli=LexicalNLI(), max_premises=bad)  # type: ignore[arg-type]

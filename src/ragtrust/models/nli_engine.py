@@ -225,6 +225,17 @@ class NLIEngine(ReloadsAfterPickle):
             i = max(i + 1, j - self.window_overlap_sentences)
         return windows
 
+    def premise_windows(self, premise: str, hypothesis: str) -> list[tuple[int, int]]:
+        """Character spans of the windows :meth:`predict` scores ``premise`` in against ``hypothesis``.
+
+        One span ``(0, len(premise))`` when the pair fits the model; else sentence-bounded
+        windows that each fit it with ``hypothesis`` (a caller that sends the windows
+        itself gets each one scored as it is, not windowed again).
+        """
+        if not premise:
+            return [(0, 0)]
+        return self._windows(premise, self._count()(hypothesis))
+
     def predict_windows(self, pairs: Sequence[tuple[str, str]]) -> list[WindowedPrediction]:
         """Window every premise, score all (window, hypothesis) pairs in one batched call."""
         for premise, hypothesis in pairs:

@@ -4,12 +4,19 @@
    given when a sequence of sentences is passed); citation markers (``[1]``, ``[2, 3]``,
    ``[kb-17]``, ``[https://...]``) are removed and markdown links reduced to their text
    before NLI, so a citation is not read as a claim.
-2. Every sentence (hypothesis) is scored against every document (premise) in **one**
-   ``nli.predict`` call. The NLI wrapper windows long premises and keeps the best window;
-   with ``window_chars`` set, the verifier windows documents itself (at sentence bounds)
-   and reports which window supported the sentence.
-3. A sentence's **support** is its best entailment probability over documents (and
-   windows); ``best_doc_id`` names the document. It is ``supported`` when the support
+2. **Premises.** Every document is cut into the windows the NLI model reads (at sentence
+   bounds, :meth:`~ragtrust.models.nli_engine.NLIEngine.premise_windows`; with
+   ``window_chars`` set, windows of at most that many characters). Each sentence
+   (hypothesis) is scored against its ``max_premises`` *nearest* windows only: the ones
+   that hold the largest share of its words, each word weighted by its rarity among the
+   windows (inverse document frequency), ties to the better-ranked document. A sentence
+   taken from a passage shares most of its words with that passage's window, so the
+   window that can entail it is among them; the windows that share nothing with it
+   cannot. With ``max_premises=None`` every sentence is scored against every document
+   (the wrapper windows long premises and keeps the best window), the reference's
+   all-pairs grid. All pairs of an answer go in **one** ``nli.predict`` call.
+3. A sentence's **support** is its best entailment probability over the windows scored;
+   ``best_doc_id`` names the document (``window`` the window's index in it). It is ``supported`` when the support
    reaches ``entail_threshold`` (0.5 by default: the model gives entailment at least even
    odds), which is what "a meaningful entailment signal" means here.
 4. **F** is the mean over sentences of ``support`` for supported sentences and 0.5
@@ -32,6 +39,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -117,6 +125,10 @@ def _windows(text: str, window_chars: int) -> list[str]:
     return out
 
 
+#: a premise: (index of the document, index of its window or ``None``, text)
+Premise = tuple[int, int | None, str]
+
+
 @dataclass
 class FactualityVerifier:
     """Sentence-level NLI verification of an answer.
@@ -126,19 +138,25 @@ class FactualityVerifier:
         entail_threshold: entailment probability from which a sentence counts as supported
             (a meaningful entailment signal); 0.5 keeps F continuous.
         window_chars: when set, documents longer than this are windowed here at sentence
-            bounds (else the NLI wrapper windows premises itself).
+            bounds (else at the NLI model's window, or by the NLI wrapper when
+            ``max_premises`` is ``None``).
         min_words: sentences with fewer words (after removing citations) are not scored.
+        max_premises: windows each sentence is scored against (its nearest, see the module
+            docstring); ``None`` = every document (all pairs).
     """
 
     nli: NLIModel
     entail_threshold: float = 0.5
     window_chars: int | None = None
     min_words: int = 1
+    max_premises: int | None = 3
 
     def __post_init__(self) -> None:
-        """Validate the threshold."""
+        """Validate the threshold and the premise bound."""
         if not 0.0 < self.entail_threshold <= 1.0:
             raise InputError(f"entail_threshold must be in (0, 1], got {self.entail_threshold}")
+        if self.max_premises is not None and (isinstance(self.max_premises, bool) or self.max_premises < 1):
+            raise InputError(f"max_premises must be a positive integer or None, got {self.max_premises!r}")
 
     def warm_up(self) -> None:
         """Warm the NLI model when it has a ``warm_up``."""
@@ -156,7 +174,7 @@ class FactualityVerifier:
         return [s for s in cleaned if len(words(s)) >= self.min_words]
 
     def verify(self, answer: str | Sequence[str], docs: Sequence[RetrievedDoc]) -> FactualityReport:
-        """Score every answer sentence against every document (one NLI call).
+        """Score each answer sentence against its nearest premises (every document with ``max_premises=None``).
 
         Raises:
             InputError: ``answer`` is not text, or ``docs`` holds something else than RetrievedDoc.
@@ -170,15 +188,9 @@ class FactualityVerifier:
                 sentences=tuple(SentenceSupport(s, 0.0, False, None, None) for s in sentences),
                 inconclusive=True,
             )
-        premises: list[tuple[int, int | None, str]] = []  # (doc index, window, text)
-        for i, doc in enumerate(docs):
-            text = doc.document.text
-            if self.window_chars and len(text) > self.window_chars:
-                premises.extend((i, w, chunk) for w, chunk in enumerate(_windows(text, self.window_chars)))
-            else:
-                premises.append((i, None, text))
-        pairs = [(p[2], s) for s in sentences for p in premises]
         try:
+            chosen = [self._nearest(sentence, self._premises(docs, sentence)) for sentence in sentences]
+            pairs = [(p[2], s) for s, row in zip(sentences, chosen, strict=True) for p in row]
             probs = np.asarray(self.nli.predict(pairs), dtype=np.float64)
             if probs.shape != (len(pairs), 3):
                 raise ValueError(f"NLI model returned shape {probs.shape}, expected ({len(pairs)}, 3)")
@@ -189,12 +201,14 @@ class FactualityVerifier:
                 errors=(f"NLI verification failed: {type(exc).__name__}: {exc}",),
                 inconclusive=True,
             )
-        entail = probs[:, ENTAILMENT].reshape(len(sentences), len(premises))
         supports: list[SentenceSupport] = []
-        for k, sentence in enumerate(sentences):
-            j = int(np.argmax(entail[k]))
-            value = float(min(1.0, max(0.0, entail[k, j])))
-            doc_index, window, _ = premises[j]
+        first = 0
+        for sentence, row in zip(sentences, chosen, strict=True):
+            entail = probs[first : first + len(row), ENTAILMENT]
+            first += len(row)
+            best = int(np.argmax(entail))
+            value = float(min(1.0, max(0.0, entail[best])))
+            doc_index, window, _ = row[best]
             supports.append(
                 SentenceSupport(sentence, value, value >= self.entail_threshold, docs[doc_index].id, window)
             )
@@ -202,6 +216,41 @@ class FactualityVerifier:
             return FactualityReport(factuality=0.5, sentences=tuple(supports), inconclusive=True)
         f = sum(s.support if s.supported else 0.5 for s in supports) / len(supports)
         return FactualityReport(factuality=float(f), sentences=tuple(supports))
+
+    def _premises(self, docs: Sequence[RetrievedDoc], sentence: str) -> list[Premise]:
+        """Every premise ``sentence`` may meet: ``(document index, window index or None, text)``.
+
+        The windows are the ones the NLI wrapper would score ``sentence`` in (the same texts,
+        so the same results and cache entries as the all-pairs grid), each sent as it is.
+        """
+        premises: list[Premise] = []
+        spans_of = getattr(self.nli, "premise_windows", None)
+        for i, doc in enumerate(docs):
+            text = doc.document.text
+            if self.window_chars and len(text) > self.window_chars:
+                premises.extend((i, w, chunk) for w, chunk in enumerate(_windows(text, self.window_chars)))
+                continue
+            spans = spans_of(text, sentence) if self.max_premises is not None and callable(spans_of) else []
+            if len(spans) > 1:
+                premises.extend((i, w, text[a:b]) for w, (a, b) in enumerate(spans))
+            else:
+                premises.append((i, None, text))
+        return premises
+
+    def _nearest(self, sentence: str, premises: list[Premise]) -> list[Premise]:
+        """The premises ``sentence`` is scored against, in their order (see the module docstring)."""
+        if self.max_premises is None or len(premises) <= self.max_premises:
+            return premises
+        vocab = [set(words(p[2])) for p in premises]
+        df: dict[str, int] = {}
+        for own in vocab:
+            for w in own:
+                df[w] = df.get(w, 0) + 1
+        mine = set(words(sentence))
+        weight = {w: math.log(1.0 + len(premises) / df.get(w, 0.5)) for w in mine}
+        share = [sum(weight[w] for w in mine & own) for own in vocab]
+        order = sorted(range(len(premises)), key=lambda j: (-share[j], j))
+        return [premises[j] for j in sorted(order[: self.max_premises])]
 
 
 __all__ = ["FactualityReport", "FactualityVerifier", "SentenceSupport", "strip_citations"]
