@@ -140,3 +140,27 @@ def test_nearest_window_of_a_long_document_through_the_engine() -> None:
 def test_bad_max_premises(bad: object) -> None:
     with pytest.raises(InputError, match="max_premises"):
         FactualityVerifier(nli=LexicalNLI(), max_premises=bad)  # type: ignore[arg-type]
+
+
+def test_engine_windows_a_premise_once_while_caching() -> None:
+    from ragtrust.models.nli_engine import NLIEngine
+
+    class Counting(LexicalNLI):
+        counted = 0
+
+        def count_tokens(self, text: str) -> int:
+            Counting.counted += 1
+            return len(text.split())
+
+    doc = " ".join(f"Sentence number {i} says that cookies need the Secure flag." for i in range(30))
+    hypothesis = "Cookies need the Secure flag."
+    cached = NLIEngine(Counting(), max_premise_tokens=40)
+    first = cached.premise_windows(doc, hypothesis)
+    after_first = Counting.counted
+    assert cached.premise_windows(doc, hypothesis) == first and len(first) > 1
+    assert Counting.counted == after_first + 1  # only the hypothesis is counted again
+    cold = NLIEngine(Counting(), max_premise_tokens=40, cache_size=0)  # cold: nothing is kept
+    before = Counting.counted
+    assert cold.premise_windows(doc, hypothesis) == first
+    assert cold.premise_windows(doc, hypothesis) == first
+    assert Counting.counted - before == 2 * after_first  # premise and its sentences counted each time

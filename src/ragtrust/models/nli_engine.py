@@ -168,6 +168,12 @@ class NLIEngine(ReloadsAfterPickle):
     pairs_scored: int = field(default=0, init=False)
     cache_hits: int = field(default=0, init=False)
     _cache: _PairCache | None = field(default=None, init=False, repr=False)
+    #: premise windows by (premise hash, token limit): a premise met again (a warm query, the
+    #: same document against several hypotheses) is not tokenised sentence by sentence
+    #: again; off with the pair cache (``cache_size`` 0)
+    _window_cache: ByteLRU[tuple[tuple[int, int], ...]] = field(
+        default_factory=lambda: ByteLRU(4096, 4 * MiB), init=False, repr=False
+    )
     # the cache holds a lock and maybe a SQLite connection: a pickled copy opens its own
     _transient: ClassVar[dict[str, Callable[[], Any]]] = {"_cache": lambda: None}
 
@@ -201,11 +207,23 @@ class NLIEngine(ReloadsAfterPickle):
         return lambda text: int(len(text.split()) * 1.3) + 1
 
     def _windows(self, premise: str, hypothesis_tokens: int) -> list[tuple[int, int]]:
-        count = self._count()
         limit = self.max_premise_tokens
         if limit is None:
             limit = int(getattr(self.model, "max_length", 512)) - hypothesis_tokens - 4
         limit = max(32, limit)
+        if self.cache_size <= 0:
+            return self._cut(premise, limit)
+        key = (hashlib.sha256(premise.encode()).hexdigest(), limit)
+        cached = self._window_cache.get(key)
+        if cached is not None:
+            return list(cached)
+        windows = self._cut(premise, limit)
+        self._window_cache.put(key, tuple(windows))
+        return windows
+
+    def _cut(self, premise: str, limit: int) -> list[tuple[int, int]]:
+        """Sentence-bounded windows of at most ``limit`` tokens (one sentence may exceed it)."""
+        count = self._count()
         if count(premise) <= limit:
             return [(0, len(premise))]
         sentences = split_sentences(premise) or []
