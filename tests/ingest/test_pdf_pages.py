@@ -16,7 +16,7 @@ from ragtrust.documents import (
     Span,
     Verdict,
 )
-from ragtrust.ingest.documents_office import PAGE_SEPARATOR, span_page, with_pages
+from ragtrust.ingest.documents_office import join_pages, span_page, with_pages
 from ragtrust.ingest.store import Store
 from ragtrust.testing import HashingEmbedder
 
@@ -24,12 +24,8 @@ PAGES = [
     "Password storage. Use a slow, salted hash for every stored password.",
     "Argon2id needs 19 MiB of memory per hash; bcrypt is the fallback.",
 ]
-TEXT = PAGE_SEPARATOR.join(PAGES)
-PDF = Document(
-    id="guide.pdf",
-    text=TEXT,
-    metadata={"format": "pdf", "pages": [[TEXT.index(p), TEXT.index(p) + len(p)] for p in PAGES], "page_count": 2},
-)
+TEXT, META = join_pages(PAGES)
+PDF = Document(id="guide.pdf", text=TEXT, metadata={"format": "pdf", **META})
 NOTES = Document(id="notes", text="Argon2id needs 64 MiB of memory per hash in this guide.")
 
 

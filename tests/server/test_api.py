@@ -26,7 +26,7 @@ from ragtrust.documents import (
     Verdict,
 )
 from ragtrust.errors import BackendError, ConfigError, InputError, ModelError
-from ragtrust.ingest.documents_office import PAGE_SEPARATOR
+from ragtrust.ingest.documents_office import join_pages
 from ragtrust.server import schemas as S
 from ragtrust.server.app import create_app, is_loopback_host
 
@@ -520,9 +520,8 @@ async def test_ask_spans_carry_the_pdf_page(tmp_path: Path, make_client: Any) ->
         "Password storage. Use a slow, salted hash for every stored password.",
         "Argon2id is the first choice for password hashing; bcrypt is the fallback.",
     ]
-    text = PAGE_SEPARATOR.join(pages)
-    bounds = [[text.index(page), text.index(page) + len(page)] for page in pages]
-    pdf = Document(id="guide.pdf", text=text, metadata={"format": "pdf", "pages": bounds, "page_count": 2})
+    text, meta = join_pages(pages)
+    pdf = Document(id="guide.pdf", text=text, metadata={"format": "pdf", **meta})
     notes = Document(id="notes", text="Bcrypt with a cost of 12 is the fallback for password hashing.")
     gate = real_gate(tmp_path, [pdf, notes])
     async with make_client(create_app(gate=gate)) as client:

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from ragtrust.cli.render import print_verdict
 from ragtrust.documents import Document
-from ragtrust.ingest.documents_office import PAGE_SEPARATOR
+from ragtrust.ingest.documents_office import join_pages
 
 from .conftest import real_gate
 from .test_browser import CHROMIUM, CHROMIUM_ARGS, GUIDE, MD_QUESTION, _playwright, _serve, md_server, shot
@@ -213,9 +213,8 @@ def pdf_server(tmp_path: Path) -> Iterator[tuple[str, Any]]:
         "Password storage. Use a slow, salted hash for every stored password.",
         "Argon2id is the first choice for password hashing; bcrypt is the fallback.",
     ]
-    text = PAGE_SEPARATOR.join(pages)
-    bounds = [[text.index(page), text.index(page) + len(page)] for page in pages]
-    pdf = Document(id="guide.pdf", text=text, metadata={"format": "pdf", "pages": bounds, "page_count": 2})
+    text, meta = join_pages(pages)
+    pdf = Document(id="guide.pdf", text=text, metadata={"format": "pdf", **meta})
     yield from _serve(real_gate(tmp_path, [pdf]))
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ragtrust.documents import AnswerSentence, ClaimRef, Document, RetrievedDoc, Span, Verdict
@@ -62,6 +62,31 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {detail}"[:200] if detail else type(exc).__name__
 
 
+def join_pages(pages: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """One text from page texts (stripped, ``PAGE_SEPARATOR`` between) and its page metadata.
+
+    ``metadata["pages"]`` holds each page's ``[start, end)`` in the text, as :func:`page_of`
+    reads it; ``page_count`` the number of pages.
+
+    Example:
+        >>> text, meta = join_pages(["One.", " Two. "])
+        >>> text.split(PAGE_SEPARATOR), meta
+        (['One.', 'Two.'], {'pages': [[0, 4], [6, 10]], 'page_count': 2})
+    """
+    parts: list[str] = []
+    bounds: list[list[int]] = []
+    at = 0
+    for i, page in enumerate(pages):
+        page = page.strip()
+        if i:
+            parts.append(PAGE_SEPARATOR)
+            at += len(PAGE_SEPARATOR)
+        bounds.append([at, at + len(page)])
+        parts.append(page)
+        at += len(page)
+    return "".join(parts), {"pages": bounds, "page_count": len(pages)}
+
+
 def pdf_text(data: bytes) -> tuple[str, dict[str, Any]]:
     """The text of a PDF, page by page, with ``metadata["pages"]`` (see the module docstring)."""
     try:
@@ -79,21 +104,9 @@ def pdf_text(data: bytes) -> tuple[str, dict[str, Any]]:
         raise
     except Exception as exc:  # noqa: BLE001 - pypdf raises many kinds on a damaged file
         raise InputError(f"damaged or unreadable PDF ({_why(exc)})") from None
-    parts: list[str] = []
-    bounds: list[list[int]] = []
-    at = 0
-    for i, page in enumerate(pages):
-        page = page.strip()
-        if i:
-            parts.append(PAGE_SEPARATOR)
-            at += len(PAGE_SEPARATOR)
-        bounds.append([at, at + len(page)])
-        parts.append(page)
-        at += len(page)
-    text = "".join(parts)
+    text, meta = join_pages(pages)
     if not text.strip():
         raise InputError("no text layer in the PDF (scanned pages? run OCR first)")
-    meta: dict[str, Any] = {"pages": bounds, "page_count": len(pages)}
     if isinstance(title, str) and title.strip():
         meta["title"] = title.strip()
     return text, meta
@@ -274,6 +287,7 @@ __all__ = [
     "OFFICE_EXTENSIONS",
     "PAGE_SEPARATOR",
     "docx_text",
+    "join_pages",
     "office_text",
     "page_of",
     "pdf_text",
