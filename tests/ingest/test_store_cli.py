@@ -148,3 +148,25 @@ def test_several_near_misses_say_which_suggestion_is_for_which_id(tmp_path: Path
     result = runner.invoke(app, ["vet", "KB/Keys.md", "sql.md#0", "--store", str(store)])
     assert result.exit_code == 2
     assert "did you mean kb/keys.md (for KB/Keys.md), kb/sql.md (for sql.md#0)?" in result.output
+
+
+def test_scan_of_a_store_fills_the_caches_queries_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragtrust.models.nli_engine import NLI_CACHE_FILE, NLIEngine
+    from ragtrust.screening.base import SCREEN_CACHE_FILE
+
+    monkeypatch.setattr(store_cli, "_nli", lambda settings: NLIEngine(LexicalNLI()))
+    kb, store = _kb(tmp_path), tmp_path / "store"
+    (kb / "cookies.md").write_text(
+        "# Cookies\n\nSession cookies must carry the Secure flag. Session cookies must carry the HttpOnly flag. "
+        "Session cookies must never carry the Secure flag.\n",
+        encoding="utf-8",
+    )
+    assert runner.invoke(app, ["ingest", str(kb), "--store", str(store)]).exit_code == 0
+    assert not (store / SCREEN_CACHE_FILE).exists()
+    first = runner.invoke(app, ["scan", "--store", str(store), "--json"])
+    assert first.exit_code == 3, first.output  # the cookie sheet contradicts itself: flagged
+    assert (store / SCREEN_CACHE_FILE).is_file() and (store / NLI_CACHE_FILE).is_file()
+    again = runner.invoke(app, ["scan", "--store", str(store), "--json"])  # from the caches: the same report
+    rows = [{k: r[k] for k in ("id", "poison_probability")} for r in json.loads(first.stdout)["rows"]]
+    assert again.exit_code == 3 and max(r["poison_probability"] for r in rows) > 0.7
+    assert rows == [{k: r[k] for k in ("id", "poison_probability")} for r in json.loads(again.stdout)["rows"]]

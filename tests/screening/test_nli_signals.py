@@ -52,6 +52,38 @@ def test_intra_one_predict_call_per_batch() -> None:
     assert nli.calls == 1 and nli.pairs_seen >= 2
 
 
+class ShortModel(LexicalNLI):
+    """A lexical model that reads 64 tokens (words) at most, so long pairs are windowed."""
+
+    max_length = 64
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def _halves_doc(sentences: int) -> str:
+    body = " ".join(
+        f"Rule {i} says that session cookie number {i} must carry the Secure flag." for i in range(sentences)
+    )
+    return body + " Session cookies must never carry the Secure flag in production deployments."
+
+
+def test_intra_halves_only_when_they_fit_the_model_together() -> None:
+    from ragtrust.models.nli_engine import NLIEngine
+
+    short, long = _halves_doc(3), _halves_doc(12)  # 4 and 13 sentences: ~50 and ~160 words
+    model = ShortModel()
+    engine = NLIEngine(model, cache_size=0)
+    fits, long_r = IntraConsistencySignal(nli=engine).score_batch(retrieved([short, long]))
+    assert "halves" not in fits.details and "halves" in fits.details["contradiction"]
+    assert long_r.details["halves"].startswith("not run") and "halves" not in long_r.details["contradiction"]
+    assert long_r.score > 0.8 and "contradicts itself" in long_r.reasons[0]  # the tail checks still catch it
+    bounded = model.pairs_seen
+    model.pairs_seen = 0
+    IntraConsistencySignal(nli=engine, whole_halves=False).score_batch(retrieved([short, long]))
+    assert model.pairs_seen > bounded + 4  # the long halves, windowed both ways
+
+
 def test_contradiction_ramp_monotone_and_bounded() -> None:
     values = [contradiction_ramp(c / 100, 0.4, 0.9) for c in range(101)]
     assert values == sorted(values) and values[0] == 0.0 and values[-1] == 1.0

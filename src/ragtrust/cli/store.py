@@ -172,8 +172,10 @@ def scan(
     from ragtrust.ingest.chunker import chunk_documents
     from ragtrust.ingest.loaders import load_paths
     from ragtrust.ingest.store import Store
+    from ragtrust.models.nli_engine import NLI_CACHE_FILE, NLIEngine
     from ragtrust.scan import scan_corpus
     from ragtrust.screening.aggregate import build_screener
+    from ragtrust.screening.base import SCREEN_CACHE_FILE, persist_caches
 
     if engine not in ("local", "ray"):
         raise fail(f"--engine must be local or ray, got {engine!r}", EXIT_USAGE)
@@ -205,6 +207,12 @@ def scan(
         nli = _nli(settings)
         ledger = opened.ledger if opened is not None else None
         signals = build_screener(settings, nli=nli, embedder=embedder, ledger=ledger).signals
+        if opened is not None:
+            # what the scan computes per document is what a query would: keep it in the store
+            # (the query-time gate reads the same files), so a later scan or query reuses it
+            if isinstance(nli, NLIEngine) and nli.cache_path is None:
+                nli.cache_path = str(Path(opened.root) / NLI_CACHE_FILE)
+            persist_caches(signals, Path(opened.root) / SCREEN_CACHE_FILE)
     with _progress(not json_out) as progress:
         result = scan_corpus(
             documents,

@@ -18,10 +18,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import sqlite3
 import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -133,4 +138,108 @@ class ByteLRU(Generic[V]):
             self._bytes = 0
 
 
-__all__ = ["ByteLRU", "MiB", "sizeof"]
+def open_cache_db(path: Path, table: str, read_only: bool = False) -> tuple[sqlite3.Connection | None, bool]:
+    """A persisted cache table and whether it may be written: ``(None, False)`` when it cannot be opened.
+
+    A cache in a folder this process cannot write (a read-only store, issue 19 item 8), or
+    one opened ``read_only``, is read when it exists and never written; the results of this
+    process stay in memory. ``table`` has the columns ``key`` (text) and ``probs`` (bytes).
+    """
+    if not re.fullmatch(r"[a-z_]+", table):
+        raise ValueError(f"cache table name must be lowercase letters, got {table!r}")
+    folder_ok = not path.parent.exists() or os.access(path.parent, os.W_OK)
+    writable = not read_only and folder_ok and (not path.exists() or os.access(path, os.W_OK))
+    try:
+        if writable:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, probs BLOB NOT NULL)")
+            db.commit()
+            return db, True
+        if path.exists():
+            uri = path.resolve().as_uri()
+            # a WAL file whose -shm cannot be created opens only as immutable (a cache may miss)
+            for query in ("mode=ro", "mode=ro&immutable=1"):
+                db = sqlite3.connect(f"{uri}?{query}", uri=True, check_same_thread=False)
+                try:
+                    db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
+                    return db, False
+                except sqlite3.Error:
+                    db.close()
+    except (sqlite3.Error, OSError):
+        pass
+    return None, False
+
+
+class DiskCache:
+    """float32 arrays by key in one SQLite table: the persisted half of a model cache.
+
+    Best effort, like every cache here: a file that cannot be opened, read or written turns
+    the cache into a no-op (misses, nothing kept), never failing a query. Picklable (a copy
+    reopens the file; Ray and multiprocessing workers). Callers put the model's fingerprint
+    in their keys, so two models never share an entry.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "cache.sqlite"
+        >>> DiskCache(path, "claims").put_many([("a", np.ones(3, dtype=np.float32))])
+        >>> [None if v is None else v.tolist() for v in DiskCache(path, "claims").get_many(["a", "b"])]
+        [[1.0, 1.0, 1.0], None]
+    """
+
+    def __init__(self, path: Path, table: str, read_only: bool = False) -> None:
+        self.path, self.table, self.read_only = Path(path), table, read_only
+        self._lock = threading.Lock()
+        self._db, self.persists = open_cache_db(self.path, table, read_only)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the location only: a copy opens its own connection."""
+        return {"path": str(self.path), "table": self.table, "read_only": self.read_only}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Reopen the file in the copy."""
+        self.__init__(Path(state["path"]), state["table"], bool(state["read_only"]))  # type: ignore[misc]
+
+    def get_many(self, keys: Sequence[str]) -> list[np.ndarray | None]:
+        """The stored array per key, or ``None``."""
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            if self._db is not None and keys:
+                try:
+                    unique = list(dict.fromkeys(keys))
+                    for start in range(0, len(unique), 500):
+                        part = unique[start : start + 500]
+                        marks = ",".join("?" * len(part))
+                        rows = self._db.execute(
+                            f"SELECT key, probs FROM {self.table} WHERE key IN ({marks})", part
+                        ).fetchall()
+                        found.update((k, np.frombuffer(v, dtype=np.float32).copy()) for k, v in rows)
+                except sqlite3.Error:
+                    found = {}
+        return [found.get(k) for k in keys]
+
+    def put_many(self, items: Iterable[tuple[str, Any]]) -> None:
+        """Store the arrays (float32); a failing write turns persistence off for this process."""
+        rows = [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items]
+        with self._lock:
+            if self._db is None or not self.persists or not rows:
+                return
+            try:
+                self._db.executemany(f"INSERT OR REPLACE INTO {self.table} (key, probs) VALUES (?, ?)", rows)
+                self._db.commit()
+            except sqlite3.Error:  # e.g. the folder became read-only: keep answering from memory
+                self.persists = False
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.rollback()
+
+    def close(self) -> None:
+        """Close the connection (later calls miss and keep nothing)."""
+        with self._lock:
+            if self._db is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.close()
+            self._db, self.persists = None, False
+
+
+__all__ = ["ByteLRU", "DiskCache", "MiB", "open_cache_db", "sizeof"]

@@ -17,11 +17,7 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
-import sqlite3
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +28,12 @@ import numpy.typing as npt
 
 from ragtrust.errors import InputError, ModelError
 from ragtrust.models.base import NLIModel, ReloadsAfterPickle
-from ragtrust.models.cache import ByteLRU, MiB
+from ragtrust.models.cache import ByteLRU, DiskCache, MiB
 from ragtrust.registry import warm_up
 from ragtrust.text import split_sentences
+
+#: the file, inside a store, of the persisted NLI pair cache
+NLI_CACHE_FILE = "nli_cache.sqlite"
 
 
 @dataclass(frozen=True)
@@ -52,55 +51,26 @@ class WindowedPrediction:
         return row
 
 
-def _open_cache_db(path: Path) -> tuple[sqlite3.Connection | None, bool]:
-    """The persisted cache and whether it may be written: ``(None, False)`` when it cannot be opened.
-
-    A cache in a folder this process cannot write (a read-only store, issue 19 item 8) is
-    read when it exists and never written; the results of this process stay in memory.
-    """
-    writable = not path.parent.exists() or (
-        os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
-    )
-    try:
-        if writable:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(str(path), check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("CREATE TABLE IF NOT EXISTS nli (key TEXT PRIMARY KEY, probs BLOB NOT NULL)")
-            db.commit()
-            return db, True
-        if path.exists():
-            uri = path.resolve().as_uri()
-            # a WAL file whose -shm cannot be created opens only as immutable (a cache may miss)
-            for query in ("mode=ro", "mode=ro&immutable=1"):
-                db = sqlite3.connect(f"{uri}?{query}", uri=True, check_same_thread=False)
-                try:
-                    db.execute("SELECT 1 FROM nli LIMIT 1").fetchall()
-                    return db, False
-                except sqlite3.Error:
-                    db.close()
-    except (sqlite3.Error, OSError):
-        pass
-    return None, False
-
-
 class _PairCache:
     """LRU of pair results keyed by content hash, optionally persisted in SQLite.
 
-    The persisted file is best effort: one that cannot be written (a read-only store) or
-    opened leaves the cache in memory, never failing a query.
+    The persisted file (:class:`~ragtrust.models.cache.DiskCache`, table ``nli``) is best
+    effort: one that cannot be written (a read-only store) or opened leaves the cache in
+    memory, never failing a query.
     """
 
-    def __init__(self, size: int, path: Path | None, model_id: str, max_bytes: int = 16 * MiB) -> None:
+    def __init__(
+        self, size: int, path: Path | None, model_id: str, max_bytes: int = 16 * MiB, read_only: bool = False
+    ) -> None:
         self.size = size
         self.model_id = model_id
         self._items: ByteLRU[npt.NDArray[np.float32]] = ByteLRU(size, max_bytes)
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
-        #: whether results are written to ``_db`` (False: read-only or failed once)
-        self.persists = False
-        if path is not None:
-            self._db, self.persists = _open_cache_db(path)
+        self._disk = DiskCache(path, "nli", read_only) if path is not None else None
+
+    @property
+    def persists(self) -> bool:
+        """Whether results are written to the file (False: none, read-only or failed once)."""
+        return self._disk is not None and self._disk.persists
 
     def key(self, premise: str, hypothesis: str) -> str:
         data = f"{self.model_id}\x1f{premise}\x1f{hypothesis}".encode()
@@ -108,34 +78,17 @@ class _PairCache:
 
     def get(self, key: str) -> npt.NDArray[np.float32] | None:
         hit = self._items.get(key)
-        if hit is not None:
+        if hit is not None or self._disk is None:
             return hit
-        with self._lock:
-            if self._db is not None:
-                try:
-                    row = self._db.execute("SELECT probs FROM nli WHERE key = ?", (key,)).fetchone()
-                except sqlite3.Error:
-                    row = None
-                if row is not None:
-                    value = np.frombuffer(row[0], dtype=np.float32).copy()
-                    self._items.put(key, value)
-                    return value
-        return None
+        (value,) = self._disk.get_many([key])
+        if value is not None:
+            self._items.put(key, value)
+        return value
 
     def put_many(self, items: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> None:
         self._items.put_many(items)
-        with self._lock:
-            if self._db is not None and self.persists and items:
-                try:
-                    self._db.executemany(
-                        "INSERT OR REPLACE INTO nli (key, probs) VALUES (?, ?)",
-                        [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items],
-                    )
-                    self._db.commit()
-                except sqlite3.Error:  # e.g. the folder became read-only: keep answering from memory
-                    self.persists = False
-                    with contextlib.suppress(sqlite3.Error):
-                        self._db.rollback()
+        if self._disk is not None:
+            self._disk.put_many(items)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -153,6 +106,7 @@ class NLIEngine(ReloadsAfterPickle):
         cache_size / cache_bytes: pair results kept in memory, bounded by entries and by bytes
             (:class:`~ragtrust.models.cache.ByteLRU`; 0 disables the cache).
         cache_path: SQLite file to persist the cache (e.g. inside a store).
+        cache_read_only: read ``cache_path`` without writing it (a read-only store).
         reduce: which window wins: the most entailing one (default, SPEC section 4) or the
             most contradicting one.
     """
@@ -163,6 +117,7 @@ class NLIEngine(ReloadsAfterPickle):
     cache_size: int = 50_000
     cache_bytes: int = 16 * MiB
     cache_path: str | None = None
+    cache_read_only: bool = False
     reduce: Literal["entailment", "contradiction"] = "entailment"
     calls: int = field(default=0, init=False)
     pairs_scored: int = field(default=0, init=False)
@@ -197,7 +152,7 @@ class NLIEngine(ReloadsAfterPickle):
             self.warm_up()  # the fingerprint is known once the model is loaded
             path = Path(self.cache_path) if self.cache_path else None
             key = str(getattr(self.model, "fingerprint", "") or self.model_id)
-            self._cache = _PairCache(self.cache_size, path, key, self.cache_bytes)
+            self._cache = _PairCache(self.cache_size, path, key, self.cache_bytes, self.cache_read_only)
         return self._cache
 
     def _count(self) -> Callable[[str], int]:
@@ -309,4 +264,4 @@ class NLIEngine(ReloadsAfterPickle):
         return np.vstack([w.row for w in self.predict_windows(pairs)])
 
 
-__all__ = ["NLIEngine", "WindowedPrediction"]
+__all__ = ["NLI_CACHE_FILE", "NLIEngine", "WindowedPrediction"]

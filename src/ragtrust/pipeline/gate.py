@@ -81,6 +81,7 @@ class TrustGate:
         """A gate over a :class:`~ragtrust.ingest.store.Store` (or any retriever)."""
         from ragtrust.models.embedder import default_embedder
         from ragtrust.models.nli import default_nli
+        from ragtrust.models.nli_engine import NLI_CACHE_FILE
 
         settings = settings or load_settings(env={})
         cal: Mapping[str, Any] | None = None
@@ -95,7 +96,7 @@ class TrustGate:
             root = (getattr(store, "root", None) or getattr(store, "path", None)) if store is not None else None
             # a read-only store keeps the NLI cache in memory (nothing is written into it)
             read_only = bool(getattr(store, "read_only", False))
-            cache = str(Path(root) / "nli_cache.sqlite") if root is not None and not read_only else None
+            cache = str(Path(root) / NLI_CACHE_FILE) if root is not None and not read_only else None
             nli = default_nli(settings, cache_path=cache)
         return cls(
             settings=settings,
@@ -132,12 +133,18 @@ class TrustGate:
     def _build_components(self) -> None:
         from ragtrust.evidence import CitationGuard, NGramAligner
         from ragtrust.screening.aggregate import build_screener
+        from ragtrust.screening.base import SCREEN_CACHE_FILE, persist_caches
         from ragtrust.verification import FactualityVerifier
 
         s = self.settings
         if self.screener is None:
             ledger = getattr(self.store, "ledger", None) if self.store is not None else None
             self.screener = build_screener(s, nli=self.nli, embedder=self.embedder, ledger=ledger)
+            root = (getattr(self.store, "root", None) or getattr(self.store, "path", None)) if self.store else None
+            if root is not None:
+                # documents screened before (a corpus scan, an earlier query) cost a lookup
+                read_only = bool(getattr(self.store, "read_only", False))
+                persist_caches(self.screener.signals, Path(root) / SCREEN_CACHE_FILE, read_only=read_only)
         if self.verifier is None:
             self.verifier = FactualityVerifier(nli=self.nli)
         if self.relevance is None and s.relevance.enabled:

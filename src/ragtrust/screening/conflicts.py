@@ -63,6 +63,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -160,6 +161,7 @@ class ClaimConflictSignal(Signal):
     name: ClassVar[str] = CLAIM_CONFLICT
     document_level: ClassVar[bool] = False
     uses_witnesses: ClassVar[bool] = True
+    cache_table: ClassVar[str | None] = "claim_embeddings"
     _cache: ByteLRU[npt.NDArray[np.float32]] = field(default_factory=lambda: ByteLRU(0, 0), init=False, repr=False)
 
     def warm_up(self) -> None:
@@ -204,19 +206,36 @@ class ClaimConflictSignal(Signal):
             return None
         return Document(id=f"{record.doc_id}@vetted", text=text, url=doc.url, source="provenance ledger")
 
+    def _disk_keys(self, texts: Sequence[str]) -> list[str]:
+        """Keys of the persisted claim embeddings: the embedder's identity and the text."""
+        model = (
+            str(getattr(self.embedder, "fingerprint", "") or getattr(self.embedder, "model_id", ""))
+            or type(self.embedder).__name__
+        )
+        dim = getattr(self.embedder, "dim", "")
+        return [hashlib.sha256(f"{model}\x00{dim}\x00{t}".encode("utf-8", "surrogatepass")).hexdigest() for t in texts]
+
     def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         self._cache.limit(self.cache_size, self.cache_bytes)
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        fresh: dict[str, npt.NDArray[np.float32]] = {}
+        if missing and self.disk is not None:
+            # claims embedded before (a scan, an earlier query), kept in the store
+            stored = self.disk.get_many(self._disk_keys(missing))
+            fresh = {t: v for t, v in zip(missing, stored, strict=True) if v is not None and v.ndim == 1 and v.size}
+            self._cache.put_many(fresh.items())
+            missing = [t for t in missing if t not in fresh]
         if missing:
             vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[0] != len(missing):
                 raise ModelError(f"embedder returned shape {vectors.shape}, expected ({len(missing)}, dim)")
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-            fresh = dict(zip(missing, vectors, strict=True))
-            self._cache.put_many(fresh.items())
-        else:
-            fresh = {}
+            computed = dict(zip(missing, vectors, strict=True))
+            self._cache.put_many(computed.items())
+            if self.disk is not None:
+                self.disk.put_many(zip(self._disk_keys(missing), vectors, strict=True))
+            fresh.update(computed)
         rows = []
         for t, cached in zip(texts, self._cache.get_many(texts), strict=True):
             vec = fresh.get(t) if cached is None else cached

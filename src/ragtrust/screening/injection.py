@@ -113,6 +113,7 @@ class InjectionSignal(Signal):
     _cache: ByteLRU[float] = field(default_factory=lambda: ByteLRU(0, 0), init=False, repr=False)
 
     name: ClassVar[str] = "injection"
+    cache_table: ClassVar[str | None] = "injection_windows"
 
     def __post_init__(self) -> None:
         """Check the parameters once."""
@@ -153,6 +154,18 @@ class InjectionSignal(Signal):
         prefix = str(getattr(model, "fingerprint", "") or model.model_id)
         keys = [hashlib.sha256(f"{prefix}\x00{t}".encode("utf-8", "surrogatepass")).hexdigest() for t in texts]
         out: list[float | None] = self._cache.get_many(keys)
+        if self.disk is not None and any(v is None for v in out):
+            # the store's persisted results: a window screened before (a scan, an earlier query)
+            lost = [i for i, v in enumerate(out) if v is None]
+            kept = {
+                keys[i]: float(a[0])
+                for i, a in zip(lost, self.disk.get_many([keys[i] for i in lost]), strict=True)
+                if a is not None and a.size
+            }
+            if kept:
+                self._cache.limit(self.cache_size, self.cache_bytes)
+                self._cache.put_many(kept.items())
+                out = [kept.get(keys[i]) if v is None else v for i, v in enumerate(out)]
         missing = sorted({i for i, v in enumerate(out) if v is None}, key=lambda i: keys[i])
         unique: dict[str, int] = {}
         for i in missing:
@@ -161,6 +174,8 @@ class InjectionSignal(Signal):
             probs = model.predict([texts[i] for i in unique.values()])
             self._cache.limit(self.cache_size, self.cache_bytes)
             self._cache.put_many((key, float(p)) for key, p in zip(unique, probs, strict=True))
+            if self.disk is not None:
+                self.disk.put_many((key, [float(p)]) for key, p in zip(unique, probs, strict=True))
             found = dict(zip(unique, (float(p) for p in probs), strict=True))
             out = [found[keys[i]] if v is None else v for i, v in enumerate(out)]
         return [float(v) for v in out if v is not None]

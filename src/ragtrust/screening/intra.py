@@ -35,6 +35,16 @@ The ramp is continuous, unlike the reference's step rule (``c > 0.7 -> 0.7c``,
 A document with fewer than two sentences, or a half with fewer than ``min_words`` words
 (reference: 5), is skipped with a reason (no score, not "clean").
 
+**Cost bound (issue 20).** The halves check is run only when the two halves fit the NLI model
+together, in one pass each way (``whole_halves``, through the engine's
+:meth:`~ragtrust.models.nli_engine.NLIEngine.premise_windows`). On a 512-token chunk each half
+is about as long as the model's input: the engine would truncate the hypothesis and cut the
+premise into windows of about 32 tokens, 8-16 pairs per chunk (two thirds of the signal's
+pairs on OWASP chunks at K = 5) for a half that the model never reads whole. A long document
+keeps its tail checks, and its sentence-level contradictions are the claim-conflict signal's
+(``claim_conflict`` aligns a document's claims with each other). ``details["halves"]`` says
+when the check was left out.
+
 Example:
     >>> from ragtrust.testing import LexicalNLI, retrieved
     >>> docs = retrieved(["Use parameterised queries for SQL. Parameterised queries prevent SQL "
@@ -92,6 +102,8 @@ class IntraConsistencySignal(Signal):
         check_tail: also run the last-sentence checks.
         max_sentence_pairs: earlier sentences the tail is also compared with, one by one.
         min_overlap: word overlap coefficient an earlier sentence needs to be compared.
+        whole_halves: run the halves check only when the halves fit the model together (one
+            window each way, see the module docstring); ``False`` runs it on any length.
     """
 
     nli: NLIModel
@@ -102,6 +114,7 @@ class IntraConsistencySignal(Signal):
     check_tail: bool = True
     max_sentence_pairs: int = 3
     min_overlap: float = 0.3
+    whole_halves: bool = True
 
     name: ClassVar[str] = "intra_consistency"
 
@@ -137,11 +150,25 @@ class IntraConsistencySignal(Signal):
                     checks.append(_Check(i, "tail_sentence", (j, j + 1), (cut, n)))
         return checks
 
+    def _fits(self, premise: str, hypothesis: str) -> bool:
+        """Whether the pair is scored in one pass each way (always, for a model without windows)."""
+        windows = getattr(self.nli, "premise_windows", None)
+        if not self.whole_halves or not callable(windows):
+            return True
+        return len(windows(premise, hypothesis)) == 1 and len(windows(hypothesis, premise)) == 1
+
     def score_batch(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> list[SignalResult]:
         """Score every document; the NLI model is called once for the whole batch."""
         results: list[SignalResult | None] = [None] * len(docs)
         sentences: list[list[Sentence]] = []
         checks: list[_Check] = []
+        long_halves: set[int] = set()
+
+        def span_text(i: int, rng: tuple[int, int]) -> tuple[int, int, str]:
+            s = sentences[i]
+            start, end = s[rng[0]].start, s[rng[1] - 1].end
+            return start, end, docs[i].document.text[start:end]
+
         for i, doc in enumerate(docs):
             # questions assert nothing: only claims can contradict each other
             sents = assertions(doc.document.text)
@@ -150,15 +177,18 @@ class IntraConsistencySignal(Signal):
                 results[i] = self.skipped(f"needs at least 2 sentences, found {len(sents)}")
                 continue
             mine = self._checks(i, sents)
+            fitting = [
+                c
+                for c in mine
+                if c.kind != "halves" or self._fits(*(span_text(i, r)[2] for r in (c.premise, c.hypothesis)))
+            ]
+            if len(fitting) < len(mine):
+                long_halves.add(i)
+            mine = fitting
             if not mine:
                 results[i] = self.skipped(f"each half needs at least {self.min_words} words")
                 continue
             checks.extend(mine)
-
-        def span_text(i: int, rng: tuple[int, int]) -> tuple[int, int, str]:
-            s = sentences[i]
-            start, end = s[rng[0]].start, s[rng[1] - 1].end
-            return start, end, docs[i].document.text[start:end]
 
         direction = self.direction or calibrated_direction(self.nli) or "sentences"
         if direction not in DIRECTIONS:
@@ -214,6 +244,7 @@ class IntraConsistencySignal(Signal):
                     "ramp": [low, high],
                     "ramp_source": ramp_source,
                     "direction": direction,
+                    **({"halves": "not run: the halves do not fit the NLI model together"} if i in long_halves else {}),
                 },
             )
         return [r if r is not None else self.skipped("no check") for r in results]
