@@ -23,6 +23,12 @@ Passes, each with a fresh gate per K:
 * ``cold`` — the NLI pair cache and the gate's embedding cache are disabled, and (knowledge
   base) the index is built by a separate embedder instance: every query pays for every NLI
   pair and document embedding (documents never seen before);
+* ``scanned`` (store only) — a new question, each asked once by a fresh gate with empty
+  in-memory caches, over a store that ``ragtrust scan --store`` went over: the gate reads the
+  store's persisted caches (claim embeddings, injection windows, NLI pairs) and never writes
+  them, so the query pays only for what depends on the question and on the retrieved
+  combination (the answer's Stage 2 pairs, claim pairs across documents the scan never put
+  side by side). The other passes never read those files;
 * ``warm`` — the default caches (a long-running server). Knowledge base: each question once,
   from empty caches (documents screened for an earlier question are not screened again).
   Store: each question is asked once to fill the caches and timed on its second ask (the
@@ -109,16 +115,20 @@ class CountingEngine(NLIEngine):
         return Counter(self.requested), Counter(self.scored)
 
 
-def _models(settings: Settings, fake: bool, cache: bool) -> tuple[Any, CountingEngine, str | None]:
+def _models(
+    settings: Settings, fake: bool, cache: bool, cache_path: str | None = None
+) -> tuple[Any, CountingEngine, str | None]:
     """Embedder, counting NLI engine and the reason for an NLI fallback (``None`` when none).
 
-    Without ``cache`` the embedder's and the NLI engine's caches are disabled.
+    Without ``cache`` the embedder's and the NLI engine's caches are disabled; ``cache_path``
+    is a store's persisted NLI cache, read and never written.
     """
     from ragtrust.testing import HashingEmbedder, LexicalNLI
 
     cache_size = settings.models.nli_cache_size if cache else 0
+    persisted = {"cache_path": cache_path, "cache_read_only": True}
     if fake:
-        return HashingEmbedder(dim=384), CountingEngine(LexicalNLI(), cache_size=cache_size), "--fake"
+        return HashingEmbedder(dim=384), CountingEngine(LexicalNLI(), cache_size=cache_size, **persisted), "--fake"
     from ragtrust.models.embedder import default_embedder
     from ragtrust.models.nli import default_nli
 
@@ -127,7 +137,7 @@ def _models(settings: Settings, fake: bool, cache: bool) -> tuple[Any, CountingE
         embedder.cache_size = 0
     embedder.warm_up()
     shipped = default_nli(settings)
-    nli = CountingEngine(shipped.model, cache_size=cache_size)
+    nli = CountingEngine(shipped.model, cache_size=cache_size, **persisted)
     try:
         nli.warm_up()
     except (ModelError, MissingDependencyError) as exc:
@@ -147,11 +157,19 @@ def _summary(values: list[float]) -> dict[str, float]:
     }
 
 
-def _gate(settings: Settings, store: str | None, fake: bool, cache: bool) -> tuple[TrustGate, CountingEngine, Any]:
-    """A fresh gate over the store (or the knowledge base) with a counting NLI engine."""
+def _gate(
+    settings: Settings, store: str | None, fake: bool, cache: bool, scanned: bool = False
+) -> tuple[TrustGate, CountingEngine, Any]:
+    """A fresh gate over the store (or the knowledge base) with a counting NLI engine.
+
+    ``scanned``: the store's persisted caches (what ``ragtrust scan`` left there) are read;
+    otherwise they are detached, so no pass but ``scanned`` benefits from an earlier run.
+    """
+    from ragtrust.models.nli_engine import NLI_CACHE_FILE
     from ragtrust.retrieval.dense import DenseIndex, DenseRetriever
 
-    embedder, nli, fallback = _models(settings, fake, cache)
+    persisted = str(Path(store) / NLI_CACHE_FILE) if scanned and store is not None else None
+    embedder, nli, fallback = _models(settings, fake, cache, persisted)
     if store is not None:
         from ragtrust.ingest.store import Store
 
@@ -166,17 +184,26 @@ def _gate(settings: Settings, store: str | None, fake: bool, cache: bool) -> tup
         retriever = DenseRetriever(index=index, default_top_k=settings.retrieval.top_k)
         gate = TrustGate.from_settings(settings, retriever=retriever, nli=nli, embedder=embedder)
     gate.warm_up()
+    if not scanned:
+        for signal in gate.screener.signals:  # type: ignore[union-attr]
+            signal.disk = None
     return gate, nli, fallback
 
 
 def run_pass(
-    settings: Settings, questions: list[str], *, fake: bool, cache: bool, store: str | None = None
+    settings: Settings,
+    questions: list[str],
+    *,
+    fake: bool,
+    cache: bool,
+    store: str | None = None,
+    scanned: bool = False,
 ) -> dict[str, Any]:
     """One pass over ``questions`` with a fresh gate; returns the timing and pair summary."""
     started = time.perf_counter()
-    gate, nli, fallback = _gate(settings, store, fake, cache)
+    gate, nli, fallback = _gate(settings, store, fake, cache, scanned)
     setup_s = time.perf_counter() - started
-    repeat = cache and store is not None
+    repeat = cache and store is not None and not scanned
     names = ("retrieve_s", "screen_s", "verify_s", "stage12_s", "generation_s", "ask_s")
     rows: dict[str, list[float]] = {k: [] for k in (*names, "first_ask_s" if repeat else "screen_only_s")}
     pairs: list[int] = []
@@ -290,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=None, help="queries per pass (default: all questions)")
     parser.add_argument("--k", "--top-k", dest="k", type=int, nargs="+", default=[5], help="retrieval K (several)")
     parser.add_argument("--threads", type=int, default=2, help="ONNX Runtime threads per model")
-    parser.add_argument("--passes", nargs="+", choices=("cold", "warm"), default=["cold", "warm"])
+    parser.add_argument("--passes", nargs="+", choices=("cold", "warm", "scanned"), default=["cold", "warm"])
     parser.add_argument("--fake", action="store_true", help="HashingEmbedder + LexicalNLI (smoke test)")
     parser.add_argument(
         "--set",
@@ -305,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     source = args.questions or ("owasp" if args.store else "kb")
     if args.store is None and source != "kb":
         parser.error("--questions owasp needs --store (a store of the OWASP cheat sheets)")
+    if "scanned" in args.passes and args.store is None:
+        parser.error("--passes scanned needs --store (a store that `ragtrust scan --store` went over)")
     if args.store is not None and not Path(args.store).is_dir():
         parser.error(f"--store {args.store}: no such folder (build it with `ragtrust ingest`)")
     all_questions = _questions(source)
@@ -333,7 +362,14 @@ def main(argv: list[str] | None = None) -> int:
         overrides["models"] = {**extra.get("models", {}), "threads": args.threads}
         settings = load_settings(env={}, overrides=overrides)
         by_k[str(k)] = {
-            name: run_pass(settings, questions, fake=args.fake, cache=name == "warm", store=args.store)
+            name: run_pass(
+                settings,
+                questions,
+                fake=args.fake,
+                cache=name != "cold",
+                store=args.store,
+                scanned=name == "scanned",
+            )
             for name in args.passes
         }
         print(f"K={k} done after {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)

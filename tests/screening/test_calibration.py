@@ -219,7 +219,14 @@ def test_calibrate_model_report_goes_into_a_manifest(tmp_path: Path) -> None:
     write_to_manifest(manifest, report, "report.json")
     stored = json.loads(manifest.read_text(encoding="utf-8"))["signal_calibration"]
     assert stored["nli_sha256"] == json.loads(MANIFEST_FILE.read_text())["sha256"] and stored["report"] == "report.json"
-    assert OnnxNLI(manifest_path=str(manifest)).signal_calibration == report["signals"]
+    shipped = json.loads(MANIFEST_FILE.read_text())["signal_calibration"]["signals"]
+    assert "claim_conflict" in shipped  # fitted by another command: kept, not dropped
+    assert OnnxNLI(manifest_path=str(manifest)).signal_calibration == {**shipped, **report["signals"]}
+    other = json.loads(manifest.read_text(encoding="utf-8"))
+    other["sha256"] = "0" * 64  # another model file: the old entries are not carried over
+    manifest.write_text(json.dumps(other), encoding="utf-8")
+    write_to_manifest(manifest, report, "report.json")
+    assert json.loads(manifest.read_text())["signal_calibration"]["signals"] == report["signals"]
 
 
 def test_a_calibration_suggested_spec_pastes_into_screening_signals(tmp_path: Path) -> None:

@@ -322,15 +322,18 @@ def write_to_manifest(manifest_file: Path, report: Mapping[str, Any], report_pat
     """Store a calibration report's thresholds in an ONNX model's manifest (atomic write).
 
     The entry is keyed to the manifest's ``sha256``: :attr:`OnnxNLI.signal_calibration`
-    ignores it once the ONNX file is replaced.
+    ignores it once the ONNX file is replaced. Other signals' thresholds for the same model
+    (``claim_conflict``, fitted by ``ragtrust eval conflicts --calibrate``) are kept.
     """
     from ragtrust.io import atomic_write_text
     from ragtrust.models.nli import read_manifest
 
     manifest = read_manifest(manifest_file)
+    previous = manifest.get("signal_calibration") or {}
+    kept = dict(previous.get("signals") or {}) if previous.get("nli_sha256") == manifest["sha256"] else {}
     manifest["signal_calibration"] = {
         "nli_sha256": manifest["sha256"],
-        "signals": dict(report["signals"]),
+        "signals": {**kept, **report["signals"]},
         "fpr": report.get("fpr"),
         "seed": report.get("seed"),
         "report": report_path,
