@@ -305,3 +305,19 @@ def test_top_lists_the_highest_p_documents_with_their_strongest_signal() -> None
         witnesses=0,
     )
     assert len(clean.top()) == 5 and all(t["signal"] is None and t["reason"] is None for t in clean.top())
+
+
+def test_given_vectors_find_the_same_witnesses_without_embedding_again() -> None:
+    docs = _queen_corpus()
+    embedded = scan_corpus(docs, signals=[_conflicts()], embedder=HashingEmbedder(), nli=None, witnesses=3)
+
+    class NoEmbedding(HashingEmbedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            raise AssertionError("the given vectors must be used")
+
+    vectors = HashingEmbedder().embed([d.text for d in docs])
+    given = scan_corpus(docs, signals=[_conflicts()], embedder=NoEmbedding(), nli=None, witnesses=3, vectors=vectors)
+    assert [r.witnesses for r in given.rows] == [r.witnesses for r in embedded.rows]
+    assert [r.poison_probability for r in given.rows] == [r.poison_probability for r in embedded.rows]
+    with pytest.raises(InputError, match="vectors of shape"):
+        scan_corpus(docs, signals=[_conflicts()], embedder=HashingEmbedder(), nli=None, vectors=vectors[:2])

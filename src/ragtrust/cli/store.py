@@ -188,6 +188,7 @@ def scan(
     embedder = _embedder(settings)
     opened = Store.open(root, embedder, settings=settings) if root is not None else None
     skipped: list[tuple[str, str]] = []
+    vectors = None
     if paths:
         with spinner("reading and chunking files", enabled=not json_out):
             loaded = load_paths(paths, limits=settings.ingest)
@@ -200,7 +201,8 @@ def scan(
             raise fail("nothing to scan: no readable documents in the given paths", EXIT_USAGE)
     else:
         assert opened is not None
-        documents = opened.documents()
+        # the store's own embeddings find the neighbours: no document is embedded again
+        documents, vectors = opened.snapshot()
         if not documents:
             raise fail(f"store {root} has no documents to scan", EXIT_USAGE)
     with spinner("loading the screening models", enabled=not json_out):
@@ -225,6 +227,7 @@ def scan(
             progress=progress,
             threshold=settings.screening.suspicious_threshold,
             ledger=ledger,
+            vectors=vectors,
         )
     quarantined: list[str] = []
     if quarantine_above is not None and ledger is not None:

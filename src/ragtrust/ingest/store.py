@@ -259,6 +259,13 @@ class Store:
         view.flags.writeable = False
         return view
 
+    def snapshot(self) -> tuple[list[Document], npt.NDArray[np.float32]]:
+        """:meth:`documents` and :meth:`vectors` of one generation (an ingest may swap it between two calls)."""
+        loaded = self._load()
+        view = loaded.vectors.view()
+        view.flags.writeable = False
+        return list(loaded.chunks), view
+
     def get(self, doc_id: str) -> Document:
         """Return a chunk (``<id>#<n>``) or a parent document by id.
 

@@ -6,6 +6,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from ragtrust.documents import Document, SignalResult
 from ragtrust.errors import ConfigError, InputError
 from ragtrust.models.base import Embedder, NLIModel
@@ -70,6 +73,7 @@ def scan_corpus(
     weights: Mapping[str, float] | None = None,
     workers: int | None = None,
     ledger: Any = None,
+    vectors: npt.NDArray[np.float32] | None = None,
 ) -> ScanReport:
     """Scan a corpus with document-level signals and claim conflicts with corpus witnesses.
 
@@ -90,6 +94,9 @@ def scan_corpus(
         workers: Ray actors per stage (default: 1 per available CPU, at most 4).
         ledger: the store's provenance ledger, for the claim-conflict signal built when
             ``signals`` has none (vetted versions and tiers).
+        vectors: the documents' embeddings by ``embedder``, row ``i`` for ``documents[i]``
+            (a store's, :meth:`~ragtrust.ingest.store.Store.snapshot`): the neighbours are
+            found from them instead of embedding every document again.
 
     Raises:
         InputError: no documents or duplicate ids.
@@ -105,6 +112,8 @@ def scan_corpus(
         raise InputError("duplicate document ids in the corpus to scan")
     if engine not in ("local", "ray"):
         raise ConfigError(f"unknown scan engine {engine!r}; expected local or ray")
+    if vectors is not None and (np.ndim(vectors) != 2 or len(vectors) != len(docs)):
+        raise InputError(f"scan: vectors of shape {np.shape(vectors)} for {len(docs)} documents")
     run = [s for s in signals if getattr(s, "document_level", True)]
     judges = _witness_signals(signals, nli, embedder, ledger) if witnesses > 0 and embedder is not None else []
     judging = {id(s) for s in judges}
@@ -114,10 +123,12 @@ def scan_corpus(
         if not getattr(s, "document_level", True) and id(s) not in judging
     ]
     fuse_weights = {**DEFAULT_SIGNAL_WEIGHTS, **(weights or {})}
+    embed = embedder if judges and vectors is None else None
     if engine == "ray":
-        results, vectors = _ray_stage_one(docs, run, embedder if judges else None, batch_size, workers, progress)
+        results, found = _ray_stage_one(docs, run, embed, batch_size, workers, progress)
     else:
-        results, vectors = _local_stage_one(docs, run, embedder if judges else None, batch_size, progress)
+        results, found = _local_stage_one(docs, run, embed, batch_size, progress)
+    vectors = found if vectors is None else np.asarray(vectors, dtype=np.float32)
     witness_rows: list[tuple[Witness, ...]] = [() for _ in docs]
     if judges and vectors is not None:
         # on the driver for both engines: one signal instance, so its claim-embedding cache
