@@ -2,10 +2,15 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from ragtrust import registry
+from ragtrust.testing import HashingEmbedder
 
 
 @pytest.fixture
@@ -16,3 +21,16 @@ def signal_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     except ModuleNotFoundError:
         monkeypatch.setitem(sys.modules, "ragtrust.screening.provenance", types.ModuleType("provenance"))
     registry._loaded.discard("signal")
+
+
+@dataclass
+class CountingEmbedder:
+    """The hashing embedder, counting the texts it was asked to embed."""
+
+    inner: HashingEmbedder = field(default_factory=HashingEmbedder)
+    texts: list[str] = field(default_factory=list)
+    model_id: str = "counting"
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.texts.extend(texts)
+        return self.inner.embed(texts)

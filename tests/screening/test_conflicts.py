@@ -8,13 +8,14 @@ shipped NLI model and embedder (its ``claim_conflict`` ramp calibrated in the ma
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
+from tests.screening.conftest import CountingEmbedder
 
 from ragtrust import registry
 from ragtrust.config import load_settings
@@ -40,19 +41,6 @@ class NeutralNLI:
 
     def predict(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
         return np.tile(np.array([0.1, 0.8, 0.1], dtype=np.float32), (len(pairs), 1))
-
-
-@dataclass
-class CountingEmbedder:
-    """The hashing embedder, counting the texts it was asked to embed."""
-
-    inner: HashingEmbedder = field(default_factory=HashingEmbedder)
-    texts: list[str] = field(default_factory=list)
-    model_id: str = "counting"
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        self.texts.extend(texts)
-        return self.inner.embed(texts)
 
 
 @dataclass
