@@ -40,6 +40,14 @@ if TYPE_CHECKING:
 _Part = TypeVar("_Part")
 
 
+def _store_folder(store: Any) -> tuple[str | None, bool]:
+    """The store's folder (``root``; ``path`` for other store-like objects) and whether it is read-only."""
+    if store is None:
+        return None, False
+    root = getattr(store, "root", None) or getattr(store, "path", None)
+    return (None if root is None else str(root)), bool(getattr(store, "read_only", False))
+
+
 @dataclass
 class TrustGate:
     """The trust layer: retrieval, screening, grounding, verification, Trust Index.
@@ -92,10 +100,8 @@ class TrustGate:
             embedder = getattr(store, "embedder", None) if store is not None else None
             embedder = embedder or default_embedder(settings)
         if nli is None:
-            # Store exposes its folder as ``root`` (``path`` kept for other store-like objects)
-            root = (getattr(store, "root", None) or getattr(store, "path", None)) if store is not None else None
+            root, read_only = _store_folder(store)
             # a read-only store keeps the NLI cache in memory (nothing is written into it)
-            read_only = bool(getattr(store, "read_only", False))
             cache = str(Path(root) / NLI_CACHE_FILE) if root is not None and not read_only else None
             nli = default_nli(settings, cache_path=cache)
         return cls(
@@ -140,10 +146,9 @@ class TrustGate:
         if self.screener is None:
             ledger = getattr(self.store, "ledger", None) if self.store is not None else None
             self.screener = build_screener(s, nli=self.nli, embedder=self.embedder, ledger=ledger)
-            root = (getattr(self.store, "root", None) or getattr(self.store, "path", None)) if self.store else None
+            root, read_only = _store_folder(self.store)
             if root is not None:
                 # documents screened before (a corpus scan, an earlier query) cost a lookup
-                read_only = bool(getattr(self.store, "read_only", False))
                 persist_caches(self.screener.signals, Path(root) / SCREEN_CACHE_FILE, read_only=read_only)
         if self.verifier is None:
             self.verifier = FactualityVerifier(nli=self.nli)
