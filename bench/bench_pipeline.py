@@ -29,11 +29,26 @@ Passes, each with a fresh gate per K:
   them, so the query pays only for what depends on the question and on the retrieved
   combination (the answer's Stage 2 pairs, claim pairs across documents the scan never put
   side by side). The other passes never read those files;
+* ``plain`` — what a RAG app without ragtrust does, on the same store and questions: dense
+  top-K retrieval, then the extractive answer writer over the retrieved chunks (the
+  extractor's passages, then the writer), with no screening, alignment, citation guard,
+  verification or relevance; caches off, as in ``cold``. The result's ``ratios`` divide each
+  pass's ``ask_s`` (the whole trusted answer) and ``stage12_s`` (the trust layer's Stage 1 +
+  Stage 2) by this pass's ``plain_s``, median over median (paper: its verifier cost about
+  17x a plain answer);
 * ``warm`` — the default caches (a long-running server). Knowledge base: each question once,
   from empty caches (documents screened for an earlier question are not screened again).
   Store: each question is asked once to fill the caches and timed on its second ask (the
   figure of a question, or a retrieved set, seen before); the first ask is reported as
   ``first_ask_s``.
+
+``--paper N`` times, for the first N questions, the NLI passes the paper's verifier runs
+(:mod:`ragtrust.eval.paper_cost`: whole answer vs whole document twice, document halves, at
+most 10 document pairs; batch 1, no cache) on a model of bart-large-mnli's shape with random
+weights (torch, fp32, ``--threads`` threads), using the ``plain`` pass's answer and retrieved
+chunks (the paper verified the answer a plain RAG app wrote). ``ratios`` then also gives
+``paper_s`` over each pass's ``stage12_s``: how many times cheaper ragtrust's verdict is per
+query than the paper's configuration, measured in the same run (needs ``--passes plain``).
 
 Per query it records the stage timings the Verdict carries. ``stage12_s`` = screen +
 verify + trust (SPEC section 2's Stage 1 + Stage 2, excluding retrieval, extraction,
@@ -262,6 +277,88 @@ def run_pass(
     }
 
 
+def run_plain(
+    settings: Settings, questions: list[str], *, fake: bool, store: str | None = None
+) -> tuple[dict[str, Any], list[tuple[str, list[str]]]]:
+    """The ``plain`` pass: retrieval + the extractive writer, nothing of the trust layer.
+
+    Returns its summary and, per question, the plain answer with the retrieved texts (what
+    the paper's verifier would check).
+    """
+    from ragtrust.evidence.extract_llm import extract_or_report
+
+    started = time.perf_counter()
+    gate, _, _ = _gate(settings, store, fake, cache=False)
+    setup_s = time.perf_counter() - started
+    rows: list[float] = []
+    checked: list[tuple[str, list[str]]] = []
+    for question in questions:
+        t0 = time.perf_counter()
+        docs, _ = gate.retrieve(question)
+        passages, _, _ = extract_or_report(gate.extractor, question, docs)
+        answer = gate.generator.generate(question, passages)  # type: ignore[union-attr]
+        rows.append(time.perf_counter() - t0)
+        checked.append((answer.text, [d.document.text for d in docs]))
+    summary = {"setup_and_warm_up_s": round(setup_s, 3), "plain_s": _summary(rows)}
+    return summary, checked
+
+
+def run_paper(checked: list[tuple[str, list[str]]], *, threads: int, count_tokens: Any) -> dict[str, Any]:
+    """The paper's NLI passes for each (answer, retrieved texts), timed on a bart-large-mnli-shaped model."""
+    from ragtrust.eval.paper_cost import BART_LARGE_MNLI, ShapeTimer, paper_passes
+
+    timer = ShapeTimer(count_tokens=count_tokens, threads=threads)
+    t0 = time.perf_counter()
+    timer.warm_up()
+    build_s = time.perf_counter() - t0
+    costs = [timer.time(paper_passes(answer, texts)) for answer, texts in checked]
+    kinds = sorted({k for c in costs for k in c.seconds_by_kind})
+    return {
+        "model": "random-weight BartForSequenceClassification of facebook/bart-large-mnli's shape, fp32, batch 1",
+        "config": dict(BART_LARGE_MNLI),
+        "threads": threads,
+        "build_s": round(build_s, 1),
+        "queries": len(costs),
+        "passes_per_query": [c.passes for c in costs],
+        "tokens_per_pass_median": statistics.median(t for c in costs for t in c.tokens),
+        "paper_s": _summary([c.seconds for c in costs]),
+        "paper_s_by_kind_median": {
+            k: round(statistics.median(c.seconds_by_kind.get(k, 0.0) for c in costs), 3) for k in kinds
+        },
+        "per_query_s": [round(c.seconds, 3) for c in costs],
+    }
+
+
+def _ratios(passes: dict[str, Any], paper: dict[str, Any] | None) -> dict[str, Any]:
+    """Each pass against the plain answer (and the paper's configuration), median over median."""
+    plain = passes["plain"]["plain_s"]["median"]
+    out: dict[str, Any] = {}
+    for name, result in passes.items():
+        if name == "plain":
+            continue
+        row = {
+            "ask_over_plain": round(result["ask_s"]["median"] / plain, 2),
+            "trust_layer_over_plain": round(result["stage12_s"]["median"] / plain, 2),
+        }
+        if paper is not None:
+            row["paper_over_verdict"] = round(paper["paper_s"]["median"] / result["stage12_s"]["median"], 1)
+        out[name] = row
+    return out
+
+
+def _token_counter(settings: Settings, fake: bool) -> Any:
+    """Tokens of a text: the shipped NLI model's WordPiece counter (words x 1.3 with ``--fake``)."""
+    if not fake:
+        from ragtrust.models.nli import default_nli
+
+        model = default_nli(settings).model
+        counter = getattr(model, "count_tokens", None)
+        if callable(counter):
+            model.warm_up()
+            return counter
+    return lambda text: int(len(text.split()) * 1.3) + 1
+
+
 def _machine() -> dict[str, Any]:
     cpu = platform.processor() or ""
     try:
@@ -317,7 +414,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=None, help="queries per pass (default: all questions)")
     parser.add_argument("--k", "--top-k", dest="k", type=int, nargs="+", default=[5], help="retrieval K (several)")
     parser.add_argument("--threads", type=int, default=2, help="ONNX Runtime threads per model")
-    parser.add_argument("--passes", nargs="+", choices=("cold", "warm", "scanned"), default=["cold", "warm"])
+    parser.add_argument(
+        "--passes", nargs="+", choices=("plain", "cold", "warm", "scanned"), default=["cold", "warm"]
+    )
+    parser.add_argument(
+        "--paper",
+        type=int,
+        default=0,
+        metavar="N",
+        help="time the paper's bart-large-mnli passes for the first N questions (needs --passes plain)",
+    )
     parser.add_argument("--fake", action="store_true", help="HashingEmbedder + LexicalNLI (smoke test)")
     parser.add_argument(
         "--set",
@@ -334,6 +440,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--questions owasp needs --store (a store of the OWASP cheat sheets)")
     if "scanned" in args.passes and args.store is None:
         parser.error("--passes scanned needs --store (a store that `ragtrust scan --store` went over)")
+    if args.paper and "plain" not in args.passes:
+        parser.error("--paper needs --passes plain (the paper verified the plain answer)")
+    if args.paper < 0:
+        parser.error("--paper must be 0 or more")
     if args.store is not None and not Path(args.store).is_dir():
         parser.error(f"--store {args.store}: no such folder (build it with `ragtrust ingest`)")
     all_questions = _questions(source)
@@ -361,8 +471,13 @@ def main(argv: list[str] | None = None) -> int:
         overrides = {**extra, "retrieval": {**extra.get("retrieval", {}), "top_k": k}}
         overrides["models"] = {**extra.get("models", {}), "threads": args.threads}
         settings = load_settings(env={}, overrides=overrides)
-        by_k[str(k)] = {
-            name: run_pass(
+        passes: dict[str, Any] = {}
+        checked: list[tuple[str, list[str]]] = []
+        for name in args.passes:
+            if name == "plain":
+                passes[name], checked = run_plain(settings, questions, fake=args.fake, store=args.store)
+                continue
+            passes[name] = run_pass(
                 settings,
                 questions,
                 fake=args.fake,
@@ -370,10 +485,17 @@ def main(argv: list[str] | None = None) -> int:
                 store=args.store,
                 scanned=name == "scanned",
             )
-            for name in args.passes
-        }
+        paper = None
+        if args.paper:
+            count = _token_counter(settings, args.fake)
+            paper = run_paper(checked[: args.paper], threads=args.threads, count_tokens=count)
+            passes["paper"] = paper
+        if "plain" in passes:
+            passes["ratios"] = _ratios({n: v for n, v in passes.items() if n in args.passes}, paper)
+        by_k[str(k)] = passes
         print(f"K={k} done after {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-    first = next(iter(next(iter(by_k.values())).values()))
+    first_k = next(iter(by_k.values()))
+    first = next((v for n, v in first_k.items() if n in ("cold", "warm", "scanned")), {})
     result = {
         "bench": "pipeline",
         "command": "python bench/bench_pipeline.py " + " ".join(sys.argv[1:] if argv is None else argv),
@@ -381,11 +503,14 @@ def main(argv: list[str] | None = None) -> int:
         "questions": source,
         "n_queries": len(questions),
         "k": args.k,
-        "models": first["models"],
-        "nli_fallback": first["nli_fallback"],
+        "models": first.get("models"),
+        "nli_fallback": first.get("nli_fallback"),
         "definitions": {
             "stage12_s": "screen + verify + trust (Stage 1 + Stage 2, excluding generation)",
             "generation_s": "extract + align + generate + postprocess",
+            "plain_s": "plain pass: retrieval + extractor + extractive writer (no trust layer)",
+            "paper_s": "the paper's NLI passes for the plain answer, bart-large-mnli-shaped model, batch 1",
+            "ratios": "ask_s or stage12_s median over plain_s median; paper_s median over stage12_s median",
             "ask_s": "wall time of TrustGate.ask (retrieval to Verdict)",
             "screen_only_s": "TrustGate.screen on the retrieved set (pre-generation gate alone)",
             "first_ask_s": "store, warm pass: the question's first ask (filling the caches)",

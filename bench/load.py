@@ -7,6 +7,12 @@ Phases: warm-up (one client, ``--baseline`` seconds: the single-client throughpu
 accepted throughput and latency, shed count and how fast sheds were answered, every other
 response as an error, and the server's RSS after warm-up, at the end and at its peak.
 
+``--questions store`` asks questions that never repeat (a soak): one per section of the served
+store, "What does the <document title> say about <section heading>?", in a seeded order, so
+every request retrieves a new set and the server's caches fill up to their bounds; the RSS
+is sampled every 10 s (``server_rss_series_mib``) and ``server_rss_growth_second_half_pct``
+compares the end of the run with its midpoint (flat memory: close to 0).
+
 ``--endpoint screen`` loads ``/v1/screen`` with the knowledge base's documents instead of
 ``/v1/ask``; ``--hung-llm`` points the server's generator at a local port that accepts
 connections and never answers, and ``--ask-clients N`` adds N clients asking through it
@@ -75,6 +81,8 @@ class Result:
     server_rss_samples_max_mib: float | None = None
     server_rss_after_warmup_mib: float | None = None
     server_rss_end_mib: float | None = None
+    server_rss_series_mib: list[tuple[float, float]] = field(default_factory=list)
+    server_rss_growth_second_half_pct: float | None = None
     side_load: dict[str, int] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
 
@@ -100,6 +108,28 @@ def _check_loopback(url: str) -> None:
     host = urlsplit(url).hostname or ""
     if host not in LOOPBACK and not host.startswith("127."):
         raise SystemExit(f"refusing to load-test {host!r}: loopback servers only (127.0.0.1, localhost, ::1)")
+
+
+def store_questions(store: Path, seed: int = 0) -> list[str]:
+    """One question per distinct (title, heading) of the store's chunks, in a seeded order."""
+    import random
+
+    from ragtrust.ingest.store import Store
+
+    opened = Store.open(store, read_only=True)
+    try:
+        seen: dict[str, None] = {}
+        for doc in opened.documents():
+            title, heading = doc.metadata.get("title"), doc.metadata.get("heading")
+            if title and heading and heading != title:
+                seen[f"What does the {title} say about {heading}?"] = None
+    finally:
+        opened.close()
+    questions = list(seen)
+    random.Random(seed).shuffle(questions)
+    if not questions:
+        raise SystemExit(f"--questions store: no chunk of {store} has a title and a section heading")
+    return questions
 
 
 def load_questions(kind: str = "kb") -> list[str]:
@@ -220,9 +250,14 @@ async def wait_ready(url: str, deadline_s: float, proc: subprocess.Popen[bytes] 
 Request = tuple[str, dict[str, Any]]
 
 
-def build_requests(endpoint: str, questions_from: str = "kb") -> list[Request]:
+def build_requests(endpoint: str, questions_from: str = "kb", store: Path | None = None) -> list[Request]:
     """The request bodies the clients cycle through: questions, or 5 KB documents to screen."""
-    questions = load_questions(questions_from)
+    if questions_from == "store":
+        if store is None:
+            raise SystemExit("--questions store needs --store or --build-kb (the served store)")
+        questions = store_questions(store)
+    else:
+        questions = load_questions(questions_from)
     if endpoint == "ask":
         return [("/v1/ask", {"question": q}) for q in questions]
     from ragtrust.data.kb import load_knowledge_base
@@ -259,6 +294,7 @@ async def run_load(
     side_statuses: Counter[str] = Counter()
     levels: Counter[str] = Counter()
     rss_max = 0
+    series: list[tuple[float, float]] = []
     stop = time.monotonic() + duration_s
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     total_clients = clients + side_clients
@@ -310,8 +346,13 @@ async def run_load(
 
         async def sampler() -> None:
             nonlocal rss_max
+            next_point = time.monotonic()
             while pid is not None and time.monotonic() < stop:
-                rss_max = max(rss_max, _rss_kib(pid, "VmRSS") or 0)
+                rss = _rss_kib(pid, "VmRSS") or 0
+                rss_max = max(rss_max, rss)
+                if time.monotonic() >= next_point:
+                    series.append((round(time.monotonic() - started, 1), round(rss / 1024, 1)))
+                    next_point += 10.0
                 await asyncio.sleep(0.5)
 
         started = time.monotonic()
@@ -337,6 +378,10 @@ async def run_load(
         result.server_rss_samples_max_mib = round(rss_max / 1024, 1) if rss_max else None
         now = _rss_kib(pid, "VmRSS")
         result.server_rss_end_mib = round(now / 1024, 1) if now else None
+        result.server_rss_series_mib = series
+        if now and series:
+            middle = min(series, key=lambda point: abs(point[0] - wall / 2))[1]
+            result.server_rss_growth_second_half_pct = round(100 * (now / 1024 - middle) / middle, 1)
     return result
 
 
@@ -418,7 +463,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-queue", type=int, help="server queue bound per lane (when started here)")
     parser.add_argument("--endpoint", choices=("ask", "screen"), default="ask", help="what the clients call")
     parser.add_argument(
-        "--questions", choices=("kb", "owasp"), default="kb", help="the KB's 40 questions or the 36 OWASP questions"
+        "--questions",
+        choices=("kb", "owasp", "store"),
+        default="kb",
+        help="the KB's 40 questions, the 36 OWASP questions, or never-repeating questions from the served store",
     )
     parser.add_argument("--baseline", type=float, default=20.0, help="seconds of single-client warm-up first")
     parser.add_argument("--hung-llm", action="store_true", help="answer through an LLM endpoint that never answers")
@@ -450,14 +498,16 @@ def main(argv: list[str] | None = None) -> int:
         llm_url = hung.url if hung is not None else None
         proc = start_server(store, port, args.workers, args.timeout, args.nli, args.max_queue, llm_url)
         pid = proc.pid
-    requests = build_requests(args.endpoint, args.questions)
+    requests = build_requests(args.endpoint, args.questions, args.store or args.build_kb)
     side = build_requests("ask") if args.ask_clients else None
     key = os.environ.get("RAGTRUST_API_KEY")
     try:
         asyncio.run(wait_ready(url, 180, proc))
         single = None
         if args.baseline > 0:
-            single = asyncio.run(run_load(url, 1, args.baseline, requests, key, pid))
+            # never-repeating questions: the warm-up takes them from the other end of the list
+            warm = requests[::-1] if args.questions == "store" else requests
+            single = asyncio.run(run_load(url, 1, args.baseline, warm, key, pid))
         rss_warm = _rss_kib(pid, "VmRSS") if pid is not None else None
         result = asyncio.run(
             run_load(url, args.clients, args.duration, requests, key, pid, side=side, side_clients=args.ask_clients)

@@ -164,3 +164,43 @@ def test_engine_windows_a_premise_once_while_caching() -> None:
     assert cold.premise_windows(doc, hypothesis) == first
     assert cold.premise_windows(doc, hypothesis) == first
     assert Counting.counted - before == 2 * after_first  # premise and its sentences counted each time
+
+
+def test_premise_tokens_cut_shorter_windows_and_score_only_those() -> None:
+    from ragtrust.models.nli_engine import NLIEngine
+
+    class Words(LexicalNLI):
+        def count_tokens(self, text: str) -> int:
+            return len(text.split())
+
+        def predict(self, pairs):  # type: ignore[no-untyped-def]
+            seen.extend(len(p.split()) for p, _ in pairs)
+            return super().predict(pairs)
+
+    seen: list[int] = []
+    filler = " ".join(f"Filler sentence number {i} talks about unrelated gardening." for i in range(12))
+    doc = filler + " Session cookies must set the Secure and HttpOnly attributes. " + filler
+    claim = "Session cookies must set the Secure attribute."
+    engine = NLIEngine(Words(), max_premise_tokens=120, cache_size=0)
+    long_spans = engine.premise_windows(doc, claim)
+    short_spans = engine.premise_windows(doc, claim, max_tokens=32)
+    assert len(short_spans) > len(long_spans)
+    assert all(len(doc[a:b].split()) <= 32 for a, b in short_spans)
+    r = FactualityVerifier(nli=engine, max_premises=2, premise_tokens=32).verify(claim, retrieved([doc]))
+    assert r.sentences[0].supported and "Session cookies" in doc[slice(*short_spans[r.sentences[0].window])]
+    assert len(seen) == 2 and max(seen) <= 32  # two short windows scored, nothing longer
+    seen.clear()
+    FactualityVerifier(nli=engine, max_premises=None, premise_tokens=32).verify(claim, retrieved([doc]))
+    distinct = {doc[a:b] for a, b in short_spans}  # the filler repeats: equal windows are scored once
+    assert len(seen) == len(distinct) and max(seen) <= 32  # the grid over the short windows too
+
+
+@pytest.mark.parametrize("bad", [0, 31, True, -5])
+def test_bad_premise_tokens(bad: object) -> None:
+    from ragtrust.models.nli_engine import NLIEngine
+
+    with pytest.raises(InputError, match="premise_tokens"):
+        FactualityVerifier(nli=LexicalNLI(), premise_tokens=bad)  # type: ignore[arg-type]
+    if bad is not True and bad < 1:  # type: ignore[operator]
+        with pytest.raises(InputError, match="max_tokens"):
+            NLIEngine(LexicalNLI()).premise_windows("One sentence. Another one.", "x", max_tokens=bad)  # type: ignore[arg-type]

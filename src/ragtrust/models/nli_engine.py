@@ -161,10 +161,12 @@ class NLIEngine(ReloadsAfterPickle):
             return counter  # type: ignore[no-any-return]
         return lambda text: int(len(text.split()) * 1.3) + 1
 
-    def _windows(self, premise: str, hypothesis_tokens: int) -> list[tuple[int, int]]:
+    def _windows(self, premise: str, hypothesis_tokens: int, max_tokens: int | None = None) -> list[tuple[int, int]]:
         limit = self.max_premise_tokens
         if limit is None:
             limit = int(getattr(self.model, "max_length", 512)) - hypothesis_tokens - 4
+        if max_tokens is not None:
+            limit = min(limit, max_tokens)
         limit = max(32, limit)
         if self.cache_size <= 0:
             return self._cut(premise, limit)
@@ -198,16 +200,20 @@ class NLIEngine(ReloadsAfterPickle):
             i = max(i + 1, j - self.window_overlap_sentences)
         return windows
 
-    def premise_windows(self, premise: str, hypothesis: str) -> list[tuple[int, int]]:
+    def premise_windows(self, premise: str, hypothesis: str, max_tokens: int | None = None) -> list[tuple[int, int]]:
         """Character spans of the windows :meth:`predict` scores ``premise`` in against ``hypothesis``.
 
         One span ``(0, len(premise))`` when the pair fits the model; else sentence-bounded
         windows that each fit it with ``hypothesis`` (a caller that sends the windows
-        itself gets each one scored as it is, not windowed again).
+        itself gets each one scored as it is, not windowed again). ``max_tokens`` caps a
+        window below that (at least 32 tokens; one sentence may exceed it): shorter pairs,
+        each cheaper to score.
         """
         if not premise:
             return [(0, 0)]
-        return self._windows(premise, self._count()(hypothesis))
+        if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
+            raise InputError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+        return self._windows(premise, self._count()(hypothesis), max_tokens)
 
     def predict_windows(self, pairs: Sequence[tuple[str, str]]) -> list[WindowedPrediction]:
         """Window every premise, score all (window, hypothesis) pairs in one batched call."""
