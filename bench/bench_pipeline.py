@@ -346,6 +346,32 @@ def _ratios(passes: dict[str, Any], paper: dict[str, Any] | None) -> dict[str, A
     return out
 
 
+def run_k(settings: Settings, questions: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    """Every pass of one K (and the paper's passes, and the ratios, when asked for)."""
+    passes: dict[str, Any] = {}
+    checked: list[tuple[str, list[str]]] = []
+    for name in args.passes:
+        if name == "plain":
+            passes[name], checked = run_plain(settings, questions, fake=args.fake, store=args.store)
+            continue
+        passes[name] = run_pass(
+            settings,
+            questions,
+            fake=args.fake,
+            cache=name != "cold",
+            store=args.store,
+            scanned=name == "scanned",
+        )
+    paper = None
+    if args.paper:
+        count = _token_counter(settings, args.fake)
+        paper = run_paper(checked[: args.paper], threads=args.threads, count_tokens=count)
+        passes["paper"] = paper
+    if "plain" in passes:
+        passes["ratios"] = _ratios({n: v for n, v in passes.items() if n in args.passes}, paper)
+    return passes
+
+
 def _token_counter(settings: Settings, fake: bool) -> Any:
     """Tokens of a text: the shipped NLI model's WordPiece counter (words x 1.3 with ``--fake``)."""
     if not fake:
@@ -414,9 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=None, help="queries per pass (default: all questions)")
     parser.add_argument("--k", "--top-k", dest="k", type=int, nargs="+", default=[5], help="retrieval K (several)")
     parser.add_argument("--threads", type=int, default=2, help="ONNX Runtime threads per model")
-    parser.add_argument(
-        "--passes", nargs="+", choices=("plain", "cold", "warm", "scanned"), default=["cold", "warm"]
-    )
+    parser.add_argument("--passes", nargs="+", choices=("plain", "cold", "warm", "scanned"), default=["cold", "warm"])
     parser.add_argument(
         "--paper",
         type=int,
@@ -471,28 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         overrides = {**extra, "retrieval": {**extra.get("retrieval", {}), "top_k": k}}
         overrides["models"] = {**extra.get("models", {}), "threads": args.threads}
         settings = load_settings(env={}, overrides=overrides)
-        passes: dict[str, Any] = {}
-        checked: list[tuple[str, list[str]]] = []
-        for name in args.passes:
-            if name == "plain":
-                passes[name], checked = run_plain(settings, questions, fake=args.fake, store=args.store)
-                continue
-            passes[name] = run_pass(
-                settings,
-                questions,
-                fake=args.fake,
-                cache=name != "cold",
-                store=args.store,
-                scanned=name == "scanned",
-            )
-        paper = None
-        if args.paper:
-            count = _token_counter(settings, args.fake)
-            paper = run_paper(checked[: args.paper], threads=args.threads, count_tokens=count)
-            passes["paper"] = paper
-        if "plain" in passes:
-            passes["ratios"] = _ratios({n: v for n, v in passes.items() if n in args.passes}, paper)
-        by_k[str(k)] = passes
+        by_k[str(k)] = run_k(settings, questions, args)
         print(f"K={k} done after {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     first_k = next(iter(by_k.values()))
     first = next((v for n, v in first_k.items() if n in ("cold", "warm", "scanned")), {})

@@ -65,11 +65,11 @@ def _labelled(row: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     """Print (and optionally write) the per-m comparison with the all-pairs grid."""
     from ragtrust.config import load_settings
+    from ragtrust.eval.attack_edits import negate_statement
     from ragtrust.ingest.store import Store
     from ragtrust.models.embedder import default_embedder
     from ragtrust.models.nli import default_nli
     from ragtrust.pipeline import TrustGate
-    from ragtrust.eval.attack_edits import negate_statement
     from ragtrust.verification import FactualityVerifier
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -346,14 +346,8 @@ async def run_load(
 
         async def sampler() -> None:
             nonlocal rss_max
-            next_point = time.monotonic()
-            while pid is not None and time.monotonic() < stop:
-                rss = _rss_kib(pid, "VmRSS") or 0
-                rss_max = max(rss_max, rss)
-                if time.monotonic() >= next_point:
-                    series.append((round(time.monotonic() - started, 1), round(rss / 1024, 1)))
-                    next_point += 10.0
-                await asyncio.sleep(0.5)
+            if pid is not None:
+                rss_max = await _sample_rss(pid, stop, series)
 
         started = time.monotonic()
         sides = [asyncio.create_task(side_worker(i)) for i in range(side_clients)] if side else []
@@ -373,16 +367,35 @@ async def run_load(
     result.latency_ms = _summary(latencies)
     result.shed_latency_ms = _summary(shed_latencies)
     if pid is not None:
-        hwm = _rss_kib(pid, "VmHWM")
-        result.server_peak_rss_mib = round(hwm / 1024, 1) if hwm else None
-        result.server_rss_samples_max_mib = round(rss_max / 1024, 1) if rss_max else None
-        now = _rss_kib(pid, "VmRSS")
-        result.server_rss_end_mib = round(now / 1024, 1) if now else None
-        result.server_rss_series_mib = series
-        if now and series:
-            middle = min(series, key=lambda point: abs(point[0] - wall / 2))[1]
-            result.server_rss_growth_second_half_pct = round(100 * (now / 1024 - middle) / middle, 1)
+        _fill_rss(result, pid, rss_max, series, wall)
     return result
+
+
+async def _sample_rss(pid: int, stop: float, series: list[tuple[float, float]]) -> int:
+    """Sample the server's RSS every 0.5 s until ``stop``, one point every 10 s into ``series``; the peak (KiB)."""
+    started = next_point = time.monotonic()
+    peak = 0
+    while time.monotonic() < stop:
+        rss = _rss_kib(pid, "VmRSS") or 0
+        peak = max(peak, rss)
+        if time.monotonic() >= next_point:
+            series.append((round(time.monotonic() - started, 1), round(rss / 1024, 1)))
+            next_point += 10.0
+        await asyncio.sleep(0.5)
+    return peak
+
+
+def _fill_rss(result: Result, pid: int, rss_max: int, series: list[tuple[float, float]], wall: float) -> None:
+    """The server's peak, end and sampled RSS, and its growth over the second half of the run."""
+    hwm = _rss_kib(pid, "VmHWM")
+    result.server_peak_rss_mib = round(hwm / 1024, 1) if hwm else None
+    result.server_rss_samples_max_mib = round(rss_max / 1024, 1) if rss_max else None
+    now = _rss_kib(pid, "VmRSS")
+    result.server_rss_end_mib = round(now / 1024, 1) if now else None
+    result.server_rss_series_mib = series
+    if now and series:
+        middle = min(series, key=lambda point: abs(point[0] - wall / 2))[1]
+        result.server_rss_growth_second_half_pct = round(100 * (now / 1024 - middle) / middle, 1)
 
 
 def _kind(response: httpx.Response) -> str:

@@ -123,6 +123,7 @@ class ShapeTimer:
 
     @property
     def max_length(self) -> int:
+        """The longest input the model reads (1,024 for BART)."""
         return int(self.config.get("max_position_embeddings", 1024))
 
     def warm_up(self) -> None:
@@ -134,11 +135,12 @@ class ShapeTimer:
             from transformers import BartConfig, BartForSequenceClassification
         except ImportError as exc:
             raise MissingDependencyError(
-                "timing the paper's configuration needs torch and transformers: pip install 'ragtrust[train]'"
+                "timing the paper's configuration (torch, transformers)", "pip install 'ragtrust[train]'"
             ) from exc
         torch.manual_seed(self.seed)
         torch.set_num_threads(self.threads)
-        self._model = BartForSequenceClassification(BartConfig(**self.config)).eval()
+        model: Any = BartForSequenceClassification(BartConfig(**self.config))
+        self._model = model.eval()
         self._forward(8)  # first-call allocations out of the measured passes
 
     def length(self, item: PaperPass) -> int:
