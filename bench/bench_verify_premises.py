@@ -76,6 +76,13 @@ def main() -> None:
     ap.add_argument("--store", required=True, help="a store of the OWASP cheat sheets (ragtrust ingest)")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--n", type=int, default=36, help="questions")
+    ap.add_argument(
+        "--questions",
+        choices=("owasp", "store"),
+        default="owasp",
+        help="the 36 bundled OWASP questions, or questions written from the store's section headings "
+        "(bench/load.py --questions store: questions no setting was chosen on)",
+    )
     ap.add_argument("--m", type=int, nargs="+", default=[1, 2, 3], help="max_premises values to compare")
     ap.add_argument("--premise-tokens", type=int, nargs="*", default=[], help="premise window sizes (tokens) to add")
     ap.add_argument("--out", type=Path, default=None)
@@ -99,8 +106,13 @@ def main() -> None:
     nli = default_nli(settings)
     gate = TrustGate.from_settings(settings, store=store, nli=nli, embedder=embedder)
     gate.warm_up()
-    text = resources.files("ragtrust.data").joinpath("owasp_questions.jsonl").read_text(encoding="utf-8")
-    questions = [json.loads(line)["question"] for line in text.splitlines() if line.strip()][: a.n]
+    if a.questions == "store":
+        from load import store_questions  # bench/load.py, beside this script
+
+        questions = store_questions(Path(a.store))[: a.n]
+    else:
+        text = resources.files("ragtrust.data").joinpath("owasp_questions.jsonl").read_text(encoding="utf-8")
+        questions = [json.loads(line)["question"] for line in text.splitlines() if line.strip()][: a.n]
     values: list[tuple[int | None, int | None]] = [(None, None), *((m, None) for m in a.m)]
     values += [(m, t) for t in a.premise_tokens for m in a.m]
 
@@ -150,7 +162,7 @@ def main() -> None:
 
     result: dict[str, Any] = {
         "command": "python bench/bench_verify_premises.py "
-        + f"--store {a.store} --k {a.k} --n {a.n} --m {' '.join(map(str, a.m))}"
+        + f"--store {a.store} --k {a.k} --n {a.n} --questions {a.questions} --m {' '.join(map(str, a.m))}"
         + (f" --premise-tokens {' '.join(map(str, a.premise_tokens))}" if a.premise_tokens else ""),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}",
         "load_average_at_start": load,
