@@ -217,6 +217,18 @@ def test_assertions_are_prose(line: str) -> None:
     assert is_prose(line)
 
 
+def test_pointer_sentences_are_references_not_claims() -> None:
+    # OWASP Authentication Cheat Sheet: two pointers that differ only in the page named were
+    # read as one claim with a swapped entity, a false conflict that refused the answer
+    text = (
+        "Please see [Forgot Password Cheat Sheet](Forgot_Password_Cheat_Sheet.md) for details on this feature. "
+        "Please see [Password Storage Cheat Sheet](Password_Storage_Cheat_Sheet.md) for details on this feature. "
+        "Please rotate signing keys at least once a year."
+    )
+    assert [c.text for c in extract_claims(0, text)] == ["Please rotate signing keys at least once a year."]
+    assert not is_prose("Please refer to the OWASP Logging Cheat Sheet for the events to record.")
+
+
 def test_an_overlong_sentence_is_not_prose() -> None:
     assert not is_prose("word " * 200)
 

@@ -76,7 +76,9 @@ _CODE = re.compile(r"`([^`]+)`")
 _OPTION = re.compile(r"(?:^|\s)--?[a-z][\w-]*")
 #: an answer particle before a claim ("No, very few books are banned") says nothing itself
 _ANSWER = re.compile(r"^\s*(?:yes|no)\s*[,.;:]\s*", re.I)
-_REFERENCE = re.compile(r"^(?:see(?: also)?|refer to|more (?:information|details)|for more|read more)\b", re.I)
+_REFERENCE = re.compile(
+    r"^(?:please\s+)?(?:see(?: also)?|refer to|more (?:information|details)|for more|read more)\b", re.I
+)
 
 
 def plain(text: str) -> str:
@@ -99,6 +101,8 @@ def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
         (True, False)
         >>> is_prose("x = hashlib.sha256(pw).hexdigest()"), is_prose("See also: [Password Storage](p.md).")
         (False, False)
+        >>> is_prose("Please see [Forgot Password Cheat Sheet](f.md) for details on this feature.")
+        False
         >>> is_prose("- `javax.xml.XMLConstants.ACCESS_EXTERNAL_DTD`"), is_prose("Run openssl req -new -nodes now")
         (False, False)
     """
