@@ -158,3 +158,38 @@ def test_outlier_small_batches_skipped(k: int) -> None:
 def test_outlier_three_documents_robust() -> None:
     rs = SemanticOutlierSignal(embedder=HashingEmbedder()).score_batch(retrieved(ON_TOPIC[:3]))
     assert all(0.0 <= r.score <= 1.0 and not r.skipped for r in rs)
+
+
+class LinksContradict(LexicalNLI):
+    """Calls any two texts that both hold a Markdown link a contradiction (the shipped model did, at 0.93)."""
+
+    def predict(self, pairs):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        self.calls += 1
+        self.pairs_seen += len(pairs)
+        rows = [[0.02, 0.03, 0.95] if "](" in p and "](" in h else [0.1, 0.8, 0.1] for p, h in pairs]
+        return np.asarray(rows, dtype=np.float32)
+
+
+REFERENCE_TAIL = (
+    "LDAP injection happens when user input reaches an LDAP filter without escaping. "
+    "Escape every special character of the filter syntax before the query is built. "
+    "Frameworks that build the filters for you escape the input for you as well.\n\n"
+    "- OWASP article on [LDAP Injection](https://owasp.org/www-community/attacks/LDAP_Injection) and its variants.\n"
+    "- [OWASP Testing Guide](https://owasp.org/testing) article on how to [Test for LDAP Injection](https://owasp.org/t)."
+)
+
+
+def test_intra_tail_checks_skip_a_reference_list() -> None:
+    docs = retrieved([REFERENCE_TAIL])
+    assert IntraConsistencySignal(nli=LinksContradict(), direction="both").score_batch(docs)[0].score == 0.0
+    old = IntraConsistencySignal(nli=LinksContradict(), direction="both", prose_tail=False).score_batch(docs)[0]
+    assert old.score > 0.8 and "OWASP Testing Guide" in old.reasons[0]  # the false alarm the rule removes
+    # a tail that states something is still compared with the earlier statements
+    prose = REFERENCE_TAIL.replace(
+        "- [OWASP Testing Guide](https://owasp.org/testing) article on how to [Test for LDAP Injection](https://owasp.org/t).",
+        "Escaping every special character of the filter syntax is never needed, whatever the input.",
+    )
+    r = IntraConsistencySignal(nli=LexicalNLI(), direction="both").score_batch(retrieved([prose]))[0]
+    assert r.details["contradiction"].get("tail_sentence", 0.0) > 0.0

@@ -33,7 +33,11 @@ The ramp is continuous, unlike the reference's step rule (``c > 0.7 -> 0.7c``,
 ``c > 0.5 -> 0.4c``).
 
 A document with fewer than two sentences, or a half with fewer than ``min_words`` words
-(reference: 5), is skipped with a reason (no score, not "clean").
+(reference: 5), is skipped with a reason (no score, not "clean"). The tail checks run only
+when the tail reads as a statement and compare it only with earlier statements
+(``prose_tail``): the last items of a chunk's reference list ("- [OWASP Testing Guide](...)
+article on how to [Test for LDAP Injection](...)" against "- OWASP article on [LDAP
+Injection](...)") scored a contradiction of 0.93 and withheld a clean OWASP chunk.
 
 **Cost bound (issue 20).** The halves check is run only when the two halves fit the NLI model
 together, in one pass each way (``whole_halves``, through the engine's
@@ -67,6 +71,7 @@ from ragtrust.errors import ConfigError, ModelError
 from ragtrust.models.base import CONTRADICTION, NLIModel
 from ragtrust.registry import register, warm_up
 from ragtrust.screening.base import Signal
+from ragtrust.screening.claims import is_prose
 from ragtrust.screening.ramp import calibrated_direction, contradiction_ramp, resolve_ramp
 from ragtrust.text import Sentence, assertions, words
 
@@ -104,6 +109,9 @@ class IntraConsistencySignal(Signal):
         min_overlap: word overlap coefficient an earlier sentence needs to be compared.
         whole_halves: run the halves check only when the halves fit the model together (one
             window each way, see the module docstring); ``False`` runs it on any length.
+        prose_tail: run the tail checks only when the tail reads as a statement, and compare
+            it only with earlier sentences that do (:func:`~ragtrust.screening.claims.is_prose`:
+            not a reference list item, table row, code line or lead-in); ``False`` checks any.
     """
 
     nli: NLIModel
@@ -115,6 +123,7 @@ class IntraConsistencySignal(Signal):
     max_sentence_pairs: int = 3
     min_overlap: float = 0.3
     whole_halves: bool = True
+    prose_tail: bool = True
 
     name: ClassVar[str] = "intra_consistency"
 
@@ -133,7 +142,8 @@ class IntraConsistencySignal(Signal):
             checks.append(_Check(i, "halves", (0, mid), (mid, n)))
         if self.check_tail and n >= 3:
             cut = n - 1 if n_words(n - 1, n) >= self.min_words else n - 2
-            if cut >= 1 and n_words(0, cut) >= self.min_words and n_words(cut, n) >= self.min_words:
+            prose = not self.prose_tail or all(is_prose(s.text) for s in sentences[max(cut, 0) : n])
+            if prose and cut >= 1 and n_words(0, cut) >= self.min_words and n_words(cut, n) >= self.min_words:
                 if cut != mid:
                     checks.append(_Check(i, "tail", (0, cut), (cut, n)))
                 # the tail against its most related earlier sentences: short premises are
@@ -142,6 +152,8 @@ class IntraConsistencySignal(Signal):
                 related = []
                 for j in range(cut):
                     own = set(words(sentences[j].text))
+                    if self.prose_tail and not is_prose(sentences[j].text):
+                        continue
                     if len(own) >= self.min_words and tail_words:
                         overlap = len(own & tail_words) / min(len(own), len(tail_words))
                         if overlap >= self.min_overlap:
