@@ -317,6 +317,7 @@ def run_paper(checked: list[tuple[str, list[str]]], *, threads: int, count_token
         "model": "random-weight BartForSequenceClassification of facebook/bart-large-mnli's shape, fp32, batch 1",
         "config": dict(BART_LARGE_MNLI),
         "threads": threads,
+        "versions": versions("torch", "transformers"),
         "build_s": round(build_s, 1),
         "queries": len(costs),
         "passes_per_query": [c.passes for c in costs],
