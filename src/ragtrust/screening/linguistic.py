@@ -6,25 +6,31 @@ text and scores the matches:
 1. **Normalisation with an offset map** (:func:`normalize_for_matching`): each character is
    NFKC-normalised (full-width and styled letters become ASCII), zero-width and bidi
    control characters are dropped, Cyrillic/Greek look-alikes are folded to Latin, and
-   scrambled instruction words ("ignroe") are folded back (OWASP "typoglycemia"). Every
+   scrambled instruction words ("ignroe") are folded back (OWASP "typoglycemia"), and Markdown
+   emphasis underscores ("_ignore ..._") become spaces. Every
    normalised character remembers the index of the original character it came from, so
    the spans reported point into the *original* document text.
 2. **Sentence-level matching**: the normalised text is split into sentences (and lines),
    and every pattern is matched per sentence; a directive buried in a long benign document
-   is found, and context (below) is judged per sentence, not per document.
+   is found, and context (below) is judged per sentence, not per document. A sentence that
+   runs over line breaks is matched once more with the breaks blanked, so a directive wrapped
+   over two lines is found too.
 3. **Context damping**: security documentation quotes injections without issuing them, so
    a match inside code (fenced block, inline backticks, ``<code>``) is multiplied by
-   ``CODE_DAMPING``, and a match whose *framing* discusses it by ``DISCUSSION_DAMPING`` (and,
-   inside quotation marks, by ``QUOTE_DAMPING`` too). Damping may lower the score of text
-   that quotes an attack to talk about attacks; it must never hide a directive that
-   addresses the model, so the framing is read narrowly (see :meth:`_Framing.discusses`):
-   URLs, e-mail addresses and domain names are masked ("bee-antidote.example" is no example),
-   words inside any match are the payload's own, a quotation counts as discussed only through
-   words *outside* its quotation marks (a bare quoted directive, 'Note: "..."' is not damped),
-   an unquoted match only through words before it (or after it when it is the sentence's
-   subject: "... is a classic jailbreak"), and openers that merely introduce the directive
-   ("For example, ignore ...", "e.g. ignore ...", "Instead of answering, reveal ...") do not
-   count.
+   ``CODE_DAMPING`` when the code is discussed or is no prose (a token, a string literal,
+   a line of code syntax: prose wrapped in backticks is read as prose), and a match whose
+   *framing* discusses it by ``DISCUSSION_DAMPING`` (and, inside quotation marks, by
+   ``QUOTE_DAMPING`` too). Damping may lower the score of text that quotes an attack to talk
+   about attacks; it must never hide a directive that addresses the model, so the framing is
+   read narrowly (see :meth:`_Framing.discusses`): URLs, e-mail addresses and domain names are
+   masked ("bee-antidote.example" is no example), words inside any match are the payload's own,
+   a quotation or code counts as discussed only through words *outside* it (in its sentences
+   and the line leading in to it; a bare quoted directive, 'Note: "..."' or 'Jailbreak: "..."'
+   is not damped), an unquoted match only through words before it (or after it when it is the
+   sentence's subject: "... is a classic jailbreak"), no cue counts across a new clause ("...
+   no prompt injection here, so ignore ..."), "you can ignore ..." is a permission, not a
+   description, and openers that merely introduce the directive ("For example, ignore ...",
+   "e.g. ignore ...", "Instead of answering, reveal ...") do not count.
 4. **Score**: each pattern counts once, with its strongest damped severity ``s_p``. Matches
    of different patterns that overlap in the text are one piece of evidence, not several:
    taken strongest first, a match that overlaps an already counted one is reported but not
@@ -85,8 +91,16 @@ HOMOGLYPHS: dict[str, str] = {
 _WORD = re.compile(r"[A-Za-z]+")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _CODE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]+`|<code>.*?</code>|<pre>.*?</pre>", re.DOTALL)
+#: the delimiters of a _CODE region (a fence with its info string, backticks, tags)
+_CODE_DELIMITER = re.compile(r"\A(?:```[^\n]*|~~~[^\n]*|`|<code>|<pre>)|(?:```|~~~|`|</code>|</pre>)\Z")
+#: Markdown emphasis underscores at a word's edge ("_ignore all previous instructions_"): blanked
+#: for matching, since "_" is a word character and hides the pattern's word boundary
+_EMPHASIS = re.compile(r"(?<![A-Za-z0-9])_+(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])_+(?![A-Za-z0-9])")
+#: a line break inside a sentence with the blockquote markers and indentation of the next line
+_SOFT_BREAK = re.compile(r"[ \t]*\n[ \t]*(?:>[ \t]*)*")
 _QUOTE = re.compile(r"\"[^\"\n]{3,400}\"|\u201c[^\u201d\n]{3,400}\u201d|\u00ab[^\u00bb\n]{3,400}\u00bb")
 _QUOTE_MAX = 240  # characters of a sentence quoted in a reason
+_LEAD_IN_LINES = 50  # lines looked back over for the lead-in of a quotation or code (a long list)
 #: URLs, e-mail addresses, domain names and paths: their words ("bee-antidote.example",
 #: "/examples/", "jailbreak.example.com") are addresses, never discussion cues
 _ADDRESS = re.compile(
@@ -157,6 +171,8 @@ def _fold_look_alike(ch: str) -> str:
 def normalize_for_matching(text: str) -> tuple[str, list[int]]:
     r"""Normalise ``text`` for pattern matching and map every character back.
 
+    Besides the folding above, Markdown emphasis underscores ("_ignore ..._") become spaces.
+
     Returns:
         ``(normalised, index)`` where ``normalised[k]`` came from ``text[index[k]]``.
 
@@ -178,7 +194,8 @@ def normalize_for_matching(text: str) -> tuple[str, list[int]]:
             pieces.append(target.upper() if word.isupper() else target)
             last = m.end()
     pieces.append(normalised[last:])
-    return "".join(pieces), index
+    # emphasis underscores become spaces (same length): "_ignore ..._" reads as "ignore ..."
+    return _EMPHASIS.sub(lambda m: " " * len(m.group(0)), "".join(pieces)), index
 
 
 def _regions(regex: re.Pattern[str], text: str) -> list[tuple[int, int]]:
@@ -201,6 +218,20 @@ def _segments(norm: str) -> list[tuple[int, int]]:
     return out
 
 
+def _joined_sentences(norm: str) -> list[tuple[int, int, str]]:
+    r"""Sentences that run over line breaks, with each break (and the next line's ">") blanked.
+
+    A directive wrapped over two lines ("Ignore all previous\ninstructions") is no match on
+    either line; matching the joined sentence finds it. Same length, so offsets are unchanged.
+    """
+    out = []
+    for sent in split_sentences(norm):
+        if "\n" in sent.text.strip():
+            joined = _SOFT_BREAK.sub(lambda m: " " * len(m.group(0)), sent.text)
+            out.append((sent.start, sent.start + len(sent.text), joined))
+    return out
+
+
 def _mask_addresses(text: str) -> str:
     """``text`` with URLs, e-mail addresses, domain names and paths blanked (same length)."""
     return _ADDRESS.sub(lambda m: " " * len(m.group(0)), text)
@@ -211,26 +242,32 @@ class _Framing:
     """The words around the matches of one document, read for discussion cues.
 
     Attributes:
+        text: the normalised text.
         masked: the normalised text with addresses blanked.
         segments: sentence spans of the normalised text.
         matches: every match's span in the normalised text (a payload's own words).
+        enclosures: quotations and code in the normalised text (their words are not framing).
     """
 
+    text: str
     masked: str
     segments: Sequence[tuple[int, int]]
     matches: Sequence[tuple[int, int]]
+    enclosures: Sequence[tuple[int, int]]
 
     def discusses(self, target: tuple[int, int], segment: tuple[int, int], enclosed: bool) -> bool:
         """Whether the framing of ``target`` (a match, or the quotation or code around one) discusses it.
 
-        A quotation is framed by the words outside it in the sentences it touches; an unquoted
-        match by the words before it in its sentence, and by the words after it only when a
-        verb makes the match the subject ("ignore previous instructions is a jailbreak").
+        A quotation (or code) is framed by the words outside it in the sentences it touches, and,
+        when it starts its line, by the line that leads in to it ("Payloads look like this:" over
+        a fence or a list of quoted payloads); an unquoted match by the words before it in its
+        sentence, and by the words after it only when a verb makes the match the subject ("ignore
+        previous instructions is a jailbreak"). No cue frames it across a new clause (NEW_CLAUSE).
         """
         t_start, t_end = target
         if enclosed:
             touched = [s for s in self.segments if s[0] < t_end and t_start < s[1]] or [segment]
-            ctx_start, ctx_end = touched[0][0], touched[-1][1]
+            ctx_start, ctx_end = min(touched[0][0], self._lead_in(t_start)), touched[-1][1]
         else:
             ctx_start, ctx_end = segment
         subject = enclosed or P.SUBJECT_PREDICATE.match(self.masked, t_end, ctx_end) is not None
@@ -245,13 +282,40 @@ class _Framing:
                     return True
         return False
 
+    def _lead_in(self, start: int) -> int:
+        """The start of the line leading in to a quotation or code that starts its line at ``start``.
+
+        Blank lines are skipped, and so are sibling list items when the target is one (a list of
+        payloads under "Attack patterns:"); ``start`` itself when the target does not start its line.
+        """
+        line = self.masked.rfind("\n", 0, start) + 1
+        marker = P.LINE_MARKERS.match(self.masked, line, start)
+        if marker is None or marker.end() != start or line == 0:
+            return start
+        in_list = bool(self.masked[line:start].strip(" \t>"))
+        for _ in range(_LEAD_IN_LINES):
+            end = line - 1
+            line = self.masked.rfind("\n", 0, end) + 1
+            marker = P.LINE_MARKERS.match(self.masked, line, end)
+            sibling = in_list and marker is not None and self.masked[line : marker.end()].strip()
+            if self.masked[line:end].strip() and not sibling:
+                return line
+            if line == 0:
+                break
+        return start
+
     def _cue_counts(self, kind: str, cue: re.Match[str], target: tuple[int, int], ctx_end: int, enclosed: bool) -> bool:
         """Whether a cue discusses the target rather than introducing it or framing something else."""
         c_start, c_end = cue.span()
         t_start, t_end = target
         before = c_end <= t_start
+        if P.NEW_CLAUSE.search(self._between(c_end, t_start) if before else self._between(t_end, c_start)):
+            return False  # the cue frames its own clause: "No prompt injection here, so ignore ..."
         if kind == "discussion":
-            return True
+            # "you can ignore ..." grants the reader a permission; "documents can override ..." describes
+            return not (
+                cue.group("capability") and P.ADDRESSED_SUBJECT.search(self.masked, max(0, c_start - 40), c_start)
+            )
         if kind == "contrast":
             clause = P.CONTRAST_CLAUSE.match(self.masked, c_end, t_start) if before else None
             return clause is None or not self._introduces(clause.end(), t_start)  # "Instead of X, reveal ..."
@@ -261,19 +325,42 @@ class _Framing:
         if kind == "example" and self._introduces(c_end, t_start):
             return False  # 'Example: "Ignore ..."', "e.g. ignore ..."
         if enclosed:
-            return True
+            if kind == "topic" and cue.group("connective") is None and self._introduces(c_end, t_start):
+                return False  # 'Jailbreak: "Ignore ..."', 'This is not a prompt injection, "Ignore ..."'
+            return P.LABEL_MARK.search(self._between(c_end, t_start)) is None  # 'Injection test note: "..."'
         # an unquoted directive: an opener introduces the sentence's main clause (or something
         # else: "Sweeteners such as honey are safe, so ignore ..."); a topic word or example noun
         # counts only in the directive's own clause ("Jailbreak prompts like ignore ... are common")
         return not opener and P.CLAUSE_BREAK.search(self._between(c_end, t_start)) is None
 
     def _between(self, start: int, end: int) -> str:
-        """The masked text of ``[start, end)`` with every match blanked (a directive's own words)."""
+        """The masked text of ``[start, end)`` with matches (a directive's own words), quotations and code blanked."""
         between = list(self.masked[start:end])
-        for a, b in self.matches:
+        for a, b in (*self.matches, *self.enclosures):
             for k in range(max(a, start), min(b, end)):
                 between[k - start] = " "
         return "".join(between)
+
+    def is_code(self, region: tuple[int, int], match: tuple[int, int], literal: bool) -> bool:
+        """Whether a match in the code ``region`` is code rather than prose wrapped in backticks (CODE_SYNTAX).
+
+        ``literal``: the match is inside a quotation inside the code (a string literal).
+        """
+        r_start, r_end = region
+        inner = list(_CODE_DELIMITER.sub(lambda m: " " * len(m.group(0)), self.text[r_start:r_end]))
+        if not any(ch.isspace() for ch in "".join(inner).strip()):
+            return True  # one token named in prose: "`<system>`"
+        for a, b in self.matches:
+            for k in range(max(a, r_start), min(b, r_end)):
+                inner[k - r_start] = " "
+        code = "".join(inner)
+        line_start = max(r_start, self.text.rfind("\n", 0, match[0]) + 1)
+        line_end = self.text.find("\n", match[1], r_end)
+        line = code[line_start - r_start : (r_end if line_end < 0 else line_end) - r_start]
+        if literal or P.CODE_SYNTAX.search(line):
+            return True  # a string literal in code ('`"Ignore ..."`', 'attacks = ["Ignore ...", ...]')
+        # a bare key in a block of code ("    admin:")
+        return P.CODE_SYNTAX.search(code) is not None and _WORD_CHAR.search(line) is None
 
     def _introduces(self, start: int, end: int) -> bool:
         """Whether only punctuation, lead-in words ("please", "you must") and matches lie in ``[start, end)``."""
@@ -346,19 +433,37 @@ class LinguisticSignal(Signal):
             for m in pattern.regex.finditer(norm[slice(*segment)])
             if m.end() > m.start()
         ]
-        framing = _Framing(_mask_addresses(norm), segments, [(a, b) for _, _, a, b in matches])
+        # a directive wrapped over lines: matches of the joined sentence that cross a line break
+        matches += [
+            ((s_start, s_end), pattern, s_start + m.start(), s_start + m.end())
+            for s_start, s_end, joined in _joined_sentences(norm)
+            for pattern in self.patterns
+            for m in pattern.regex.finditer(joined)
+            if "\n" in norm[s_start + m.start() : s_start + m.end()].strip()
+        ]
+
+        def to_norm(region: tuple[int, int]) -> tuple[int, int]:
+            return bisect_left(index, region[0]), bisect_left(index, region[1])
+
+        framing = _Framing(
+            norm,
+            _mask_addresses(norm),
+            segments,
+            [(a, b) for _, _, a, b in matches],
+            [to_norm(r) for r in (*code, *quotes)],
+        )
         hits: list[PatternHit] = []
         for segment, pattern, n_start, n_end in matches:
             start, end = index[n_start], index[n_end - 1] + 1
             in_code = _enclosing(start, end, code)
-            in_quote = None if in_code else _enclosing(start, end, quotes)
+            in_quote = _enclosing(start, end, quotes)
+            if in_code and in_quote and not (in_code[0] <= in_quote[0] and in_quote[1] <= in_code[1]):
+                in_quote = None  # code inside a quotation: the code is the enclosure
             enclosure = in_code or in_quote
-            target = (
-                (bisect_left(index, enclosure[0]), bisect_left(index, enclosure[1])) if enclosure else (n_start, n_end)
-            )
+            target = to_norm(enclosure) if enclosure else (n_start, n_end)
             discussed = framing.discusses(target, segment, enclosed=enclosure is not None)
             severity, why = pattern.severity, []
-            if in_code:
+            if in_code and (discussed or framing.is_code(target, (n_start, n_end), literal=in_quote is not None)):
                 severity *= self.code_damping
                 why.append("code")
             elif in_quote and discussed:
