@@ -16,7 +16,11 @@ Everything comes from registry packages or is generated here; nothing is downloa
   framing and a goal (override, false claim, link, exfiltration, persona, tool call,
   omission), in several languages and disguises (``For example,``, quotes, a URL, HTML
   comments, zero-width characters). A test asserts that no held-out family's trigger
-  phrase occurs in its templates.
+  phrase occurs in its templates;
+* with ``tool_outputs`` (stage 3), generated directives inside the outputs an agent reads:
+  JSON tool results, e-mails, tickets, calendar entries, CSV rows, fetched pages, HTML
+  comments (:func:`tool_outputs`); the same formats with benign payloads are negatives, so
+  the format alone never decides the label.
 
 Every positive is placed inside benign context (0-2 sentences before and after it, from the
 same benign pool as the negatives), so neither position nor length tells the classes apart.
@@ -29,7 +33,8 @@ sign of injection), and hard negatives written here (:func:`hard_negatives`):
 imperatives addressed to a human reader, errata and corrections, text that discusses
 prompt injection and quotes payloads, fiction with orders between characters, chat
 transcripts, code, customer messages, ordinary requests to an assistant (tasks without an
-override, exfiltration or hijack) and benign text in other languages.
+override, exfiltration or hijack), security advice *about* AI assistants, agents and RAG
+systems addressed to their developers, and benign text in other languages.
 
 **Splits** (:func:`owasp_split`): the OWASP files are split by a hash of the file name into
 train (70%), calibration (15%) and evaluation (15%); ``LLM_Prompt_Injection_Prevention``
@@ -56,7 +61,7 @@ from typing import Any, Literal
 
 from ragtrust.errors import InputError
 from ragtrust.models.windows import sentence_windows
-from ragtrust.training.injection_texts import Example, hard_negatives, synthetic_injections
+from ragtrust.training.injection_texts import Example, hard_negatives, synthetic_injections, tool_outputs
 
 Split = Literal["train", "calib", "eval"]
 
@@ -320,6 +325,9 @@ class DataConfig:
     owasp_glued: int = 0
     #: stage 2: development families appended to OWASP training chunks
     dev_family_owasp_chunks: int = 0
+    #: stage 3: tool, mail and page outputs (:func:`tool_outputs`), half with a generated
+    #: directive inside (indirect injection), half benign in the same formats
+    tool_outputs: int = 0
 
 
 def build_training_set(cfg: DataConfig, log: Any = print) -> list[Example]:  # noqa: C901 - one recipe
@@ -377,6 +385,9 @@ def build_training_set(cfg: DataConfig, log: Any = print) -> list[Example]:  # n
             if a < record.span[1] and record.span[0] < b:
                 positives.append(Example(poisoned[a:b], 1, f"dev_family_{record.family}"))
     positives += _stage_two(cfg, data, raw, negatives, rng)
+    directives = [e.text for e in raw if e.source == "synthetic_injection"]
+    for example in tool_outputs(directives, cfg.tool_outputs, rng):
+        (positives if example.label else negatives).append(example)
     examples = positives + negatives
     rng.shuffle(examples)
     return examples
@@ -432,4 +443,5 @@ __all__ = [
     "owasp_split",
     "owasp_windows",
     "synthetic_injections",
+    "tool_outputs",
 ]
