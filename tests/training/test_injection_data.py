@@ -177,7 +177,6 @@ def test_security_prose_hard_negatives_are_in_the_set() -> None:
     assert len(prose) >= 50 and "You should disable all the services that you don't use." in prose
 
 
-
 def test_ai_security_prose_is_benign_advice_to_developers() -> None:
     prose = [e.text for e in data.hard_negatives() if e.source == "hard_ai_security_prose"]
     assert len(prose) >= 30
@@ -259,3 +258,59 @@ def test_rates_at_a_threshold() -> None:
     # at <= 1% FPR on 4 negatives none may fire: the threshold sits just above 0.6
     assert r["recall_at_1pct_fpr"] == pytest.approx(2 / 3, abs=1e-4) and r["fpr_at_that_threshold"] == 0.0
     assert "roc_auc" not in rates([], [0.9], threshold=0.5)
+
+
+# -- development families left out of a run ---------------------------------------------------
+
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+DEV_FAMILIES = sorted(f.name for f in FAMILIES if f.strategy == "instruction_injection" and f.split == "development")
+
+
+def test_only_development_injection_families_can_be_left_out() -> None:
+    assert data.check_excluded_families([DEV_FAMILIES[0]]) == (DEV_FAMILIES[0],)
+    assert data.check_excluded_families([]) == ()
+    held_out = next(f.name for f in FAMILIES if f.strategy == "instruction_injection" and f.split == "held_out")
+    for bad in (held_out, "no_such_family"):
+        with pytest.raises(InputError, match="not a development injection family"):
+            data.check_excluded_families([bad])
+
+
+def test_the_train_command_refuses_an_unknown_family_before_building_data() -> None:
+    from typer.testing import CliRunner
+
+    from ragtrust.cli.main import app
+
+    result = CliRunner().invoke(app, ["injection", "train", "--exclude-dev-family", "summariser_note"])
+    assert result.exit_code != 0
+    assert "not a development injection family: summariser_note" in result.output
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="the shared data folder is not beside the checkout")
+def test_a_left_out_family_never_reaches_the_training_set() -> None:
+    small = {"synthetic": 20, "nli_premises": 20, "chatterbot": 20, "owasp_windows_max": 20, "owasp_imperatives": 0}
+    cfg = data.DataConfig(data_dir=str(SHARED_DATA), dev_family_docs=120, dev_family_owasp_chunks=30, **small)
+    kept = {e.source for e in data.build_training_set(cfg, log=lambda _: None)}
+    assert {f"dev_family_{name}" for name in DEV_FAMILIES} <= kept
+    left_out = DEV_FAMILIES[1]
+    cfg.exclude_dev_families = (left_out,)
+    sources = {e.source for e in data.build_training_set(cfg, log=lambda _: None)}
+    assert f"dev_family_{left_out}" not in sources and f"dev_family_owasp_{left_out}" not in sources
+    assert {f"dev_family_{name}" for name in DEV_FAMILIES if name != left_out} <= sources
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="the shared data folder is not beside the checkout")
+def test_calibration_reports_recall_per_development_family() -> None:
+    from ragtrust.screening.injection import InjectionSignal
+    from ragtrust.testing import KeywordInjectionModel
+    from ragtrust.training.injection_eval import calibrate_injection, calibration_documents, poison_with_families
+
+    report = calibrate_injection(InjectionSignal(model=KeywordInjectionModel()), SHARED_DATA)
+    by_family = report["recall_by_family"]
+    assert sorted(by_family) == DEV_FAMILIES
+    assert all(0.0 <= v <= 1.0 for v in by_family.values())
+    # the pooled recall is the families' recalls weighted by their documents
+    clean = [d for docs in calibration_documents(SHARED_DATA).values() for d in docs]
+    _, families = poison_with_families(clean, "development", 0)
+    pooled = sum(by_family[f] for f in families) / len(families)
+    assert pooled == pytest.approx(report["development_families"]["recall_at_threshold"], abs=1e-3)
+    assert len(set(by_family.values())) > 1  # the keyword model catches some families, not others

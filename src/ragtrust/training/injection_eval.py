@@ -126,12 +126,18 @@ def evaluation_documents(data_dir: Path) -> dict[str, list[Document]]:
     }
 
 
-def _poison(docs: Sequence[Document], families: str, seed: int) -> list[Document]:
+def poison_with_families(docs: Sequence[Document], families: str, seed: int) -> tuple[list[Document], list[str]]:
+    """``docs`` poisoned by the instruction-injection ``families``, and the family of each."""
     from ragtrust.eval.attacks import AttackGenerator
 
     result = AttackGenerator(strategy="instruction_injection", rate=1.0, seed=seed, families=families).attack(docs)
     by_index = {r.index: r for r in result.records}
-    return [result.poisoned[i] for i in sorted(by_index)]
+    order = sorted(by_index)
+    return [result.poisoned[i] for i in order], [by_index[i].family for i in order]
+
+
+def _poison(docs: Sequence[Document], families: str, seed: int) -> list[Document]:
+    return poison_with_families(docs, families, seed)[0]
 
 
 def calibrate_injection(signal: Any, data_dir: Path, *, fpr: float = 0.01, seed: int = 0) -> dict[str, Any]:
@@ -141,7 +147,14 @@ def calibrate_injection(signal: Any, data_dir: Path, *, fpr: float = 0.01, seed:
     clean_docs = [d for docs in sources.values() for d in docs]
     clean = injection_probabilities(signal, clean_docs)
     threshold = threshold_at_fpr(clean, fpr)
-    poisoned = injection_probabilities(signal, _poison(clean_docs, "development", seed))
+    attacked, families = poison_with_families(clean_docs, "development", seed)
+    poisoned = injection_probabilities(signal, attacked)
+    # recall per family: a family left out of a run's training (``--exclude-dev-family``)
+    # measures an unseen style, which more training text of the other families cannot inflate
+    by_family = {
+        name: round(float(np.mean([p >= threshold for p, f in zip(poisoned, families, strict=True) if f == name])), 4)
+        for name in sorted(set(families))
+    }
     per_source: dict[str, Any] = {}
     offset = 0
     for name, docs in sources.items():
@@ -160,6 +173,7 @@ def calibrate_injection(signal: Any, data_dir: Path, *, fpr: float = 0.01, seed:
         "clean_documents": len(clean),
         "per_source": per_source,
         "development_families": rates(clean, poisoned, threshold),
+        "recall_by_family": by_family,
         "seed": seed,
     }
 
@@ -264,6 +278,7 @@ __all__ = [
     "evaluate",
     "evaluation_documents",
     "injection_probabilities",
+    "poison_with_families",
     "public_corpus",
     "rates",
     "signal_scores",

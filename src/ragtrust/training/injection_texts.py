@@ -474,7 +474,7 @@ _AI_SECURITY_PROSE = (
     "Keep retrieved text apart from the system prompt so that the application can tell data from instructions.",
     "Log every tool call an agent makes, with its arguments and the user on whose behalf it ran.",
     "Require a person to confirm before an agent sends e-mail, deletes files or moves money.",
-    "Voice assistants can trigger app shortcuts while the phone is locked, so require authentication for sensitive intents.",
+    "Voice assistants can trigger app shortcuts on a locked phone, so require authentication for sensitive intents.",
     "A model that summarises a web page may follow instructions hidden in it; limit what its tools are allowed to do.",
     "Give the chatbot access only to the data it needs; it should never hold secrets it does not use.",
     "Show users the sources behind each generated answer so that they can check the claims themselves.",
@@ -516,10 +516,10 @@ _TOOL_WRAPPERS = (
     '{{"tool": "web_search", "output": {payload}}}',
     "From: {sender}\nSubject: {title}\n\n{payload}",
     "Tool result (weather_api): 14 C, wind 12 km/h, humidity 71%. Note: {payload}",
-    "<div class=\"review\"><p>{payload}</p></div>",
+    '<div class="review"><p>{payload}</p></div>',
     "Ticket #{number} updated by the customer: {payload}",
     "Calendar invite: {title}, Thursday 10:00. Description: {payload}",
-    "name,comment\nj.doe,\"{payload}\"",
+    'name,comment\nj.doe,"{payload}"',
     "[search result {number}] {title} - {payload}",
     "Fetched page text: {payload}",
     "README.md\n\n## Notes\n{payload}",
@@ -531,7 +531,9 @@ _TOOL_TITLES = (
     "Quarterly review", "Invoice 2291", "Release notes 4.2", "Order status", "Team offsite",
     "Password reset", "Shipping update", "Weekly report", "Support request", "Product review",
 )  # fmt: skip
-_TOOL_SENDERS = ("billing@vendor.example", "Maria Lopez", "noreply@shop.example", "ops-bot", "Daniel K.", "hr@corp.example")
+_TOOL_SENDERS = (
+    "billing@vendor.example", "Maria Lopez", "noreply@shop.example", "ops-bot", "Daniel K.", "hr@corp.example",
+)  # fmt: skip
 _TOOL_BENIGN = (
     "The package ships with a default configuration in the etc folder.",
     "Thanks for the quick reply, the signed invoice is attached.",
