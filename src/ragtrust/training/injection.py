@@ -124,6 +124,8 @@ def train(  # noqa: C901 - one loop, as in training.nli
     if cfg.max_steps:
         planned = min(planned, cfg.max_steps)
     run = _ResumableRun(model, cfg, planned, out / "checkpoint.pt", device, log)
+    if examples is None:  # built from a recipe: a resumed run must use the same one
+        run.bind_data(asdict(cfg.data), log)
     state = run.state
 
     stream = _epoch_stream(lengths, cfg)

@@ -26,6 +26,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ragtrust.errors import InputError
+
 
 @dataclass(frozen=True)
 class Example:
@@ -477,7 +479,7 @@ _AI_SECURITY_PROSE = (
     "Voice assistants can trigger app shortcuts on a locked phone, so require authentication for sensitive intents.",
     "A model that summarises a web page may follow instructions hidden in it; limit what its tools are allowed to do.",
     "Give the chatbot access only to the data it needs; it should never hold secrets it does not use.",
-    "Show users the sources behind each generated answer so that they can check the claims themselves.",
+    "A chatbot answer that names no source leaves the reader no way to check it.",
     "Scan uploaded documents for hidden text and invisible characters before they are indexed for retrieval.",
     "Issue the assistant's API key with read-only scopes wherever the feature allows it.",
     "Red-team the assistant with known jailbreak prompts before every release and track the failures.",
@@ -488,7 +490,7 @@ _AI_SECURITY_PROSE = (
     "Run the code that an agent writes in a sandbox without network access.",
     "An assistant that browses the web should not carry the user's session cookies.",
     "Rate-limit the chat endpoint and cap the number of tokens a single user can request.",
-    "Screen documents for embedded directives before they enter the retrieval index.",
+    "Ingestion pipelines for vector databases need the same input validation as any other upload path.",
     "Indirect prompt injection arrives through content the model reads, such as e-mails, pages and tool results.",
     "The agent framework should strip markup from tool output before the model sees it.",
     "Developers should assume that anything the model can read, an attacker can write.",
@@ -573,17 +575,22 @@ def tool_outputs(directives: Sequence[str], n: int, rng: random.Random) -> list[
     """
     import json
 
+    if n > 0 and not directives:
+        raise InputError("tool outputs need at least one directive to inject (none was generated)")
     out: list[Example] = []
     for i in range(n):
         label = i % 2
-        payload = rng.choice(directives) if label and directives else rng.choice(_TOOL_BENIGN)
+        payload = rng.choice(directives) if label else rng.choice(_TOOL_BENIGN)
         wrapper = rng.choice(_TOOL_WRAPPERS)
         fill = {"title": rng.choice(_TOOL_TITLES), "sender": rng.choice(_TOOL_SENDERS), "number": rng.randint(2, 9999)}
         if wrapper.startswith("{{"):  # JSON: the payload as a JSON string
-            text = wrapper.format(payload=json.dumps(payload, ensure_ascii=False), **fill)
-        else:
-            text = wrapper.format(payload=payload.replace("-->", "->") if "<!--" in wrapper else payload, **fill)
-        out.append(Example(text, label, "tool_output" if label else "tool_output_benign"))
+            payload = json.dumps(payload, ensure_ascii=False)
+        elif wrapper.startswith("<!--"):  # the comment must not end inside the payload
+            payload = payload.replace("-->", "->")
+        elif wrapper.startswith("name,comment"):  # a CSV field: quotes doubled
+            payload = payload.replace('"', '""')
+        source = "tool_output" if label else "tool_output_benign"
+        out.append(Example(wrapper.format(payload=payload, **fill), label, source))
     return out
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from ragtrust.errors import MissingDependencyError
+from ragtrust.errors import InputError, MissingDependencyError
 from ragtrust.models.nli_eval import expected_calibration_error
 
 
@@ -78,6 +78,30 @@ class _ResumableRun:
             self.optim.load_state_dict(ckpt["optim"])
             self.state = ckpt["state"]
             log(f"resumed from step {self.state['step']} of {self.state['total_steps']}")
+
+    def bind_data(self, recipe: dict[str, Any], log: Callable[[str], None]) -> None:
+        """Record the data recipe in the run, or refuse to resume with a different one.
+
+        A resumed run replays the batch order of the data it started with; other data (say,
+        a development family no longer left out) would silently change what it learns.
+        ``data_dir`` is not compared (the same folder may be reached by another path). A
+        checkpoint written before recipes were recorded adopts this one, with a warning.
+        """
+        import json
+
+        current = json.loads(json.dumps({k: v for k, v in recipe.items() if k != "data_dir"}))
+        stored = self.state.get("data")
+        if stored is None:
+            if self.state["step"]:
+                log(f"warning: the checkpoint at step {self.state['step']} recorded no data recipe; assuming this one")
+            self.state["data"] = current
+            return
+        changed = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
+        if changed:
+            detail = ", ".join(f"{k}: {stored.get(k)!r} -> {current.get(k)!r}" for k in changed)
+            raise InputError(
+                f"{self.ckpt_path} was trained on other data ({detail}); rerun with the same options or use a new --out"
+            )
 
     def lr_at(self, step: int) -> float:
         """Linear warm-up over ``warmup_frac`` of the steps, then linear decay to 0."""
