@@ -4,7 +4,7 @@ Usage (numbers go to docs/benchmarks.md, "Injection classifier"):
     python bench/bench_injection_gate.py --data ../shared/data
 
 The idea measured: a hashed word (1-2) + character (3-5) n-gram logistic regression
-(scikit-learn, ~0.5 ms per window) scores every sentence window first, and only windows at
+(scikit-learn, under 1 ms per window) scores every sentence window first, and only windows at
 or above a gate threshold ``g`` go to the transformer; the others count as benign. The cost
 of the signal then scales with the share of windows that pass.
 
