@@ -252,6 +252,53 @@ def test_unrelated_neighbours_give_no_conflict() -> None:
     assert nli.calls == 0
 
 
+def test_parallel_statements_about_two_subjects_are_no_conflict() -> None:
+    """Each side's changed name is its own document's subject, even when function words changed with it."""
+    california = doc("ca", "What books are still banned in California? Very few books are still banned in California.")
+    england = doc(
+        "en",
+        "Are there still books that are banned by the law in England? What are they? "
+        "No, very few books (if any) are still banned in England.",
+    )
+    assert conflicts(fake_signal(nli=NeutralNLI()).score_batch([california, england])) == []
+    # the swap of the answer's name, with the question unchanged, is still found
+    swapped = doc("p", "What books are still banned in California? Very few books are still banned in Massachusetts.")
+    (c,) = conflicts(fake_signal(nli=NeutralNLI()).score_batch([california, swapped]))
+    assert c.kind == "entity" and {c.left_words, c.right_words} == {"California", "Massachusetts"}
+
+
+def test_a_swap_that_leaves_the_original_value_elsewhere_is_blamed() -> None:
+    """One against one, but the edited document's own question still names the original."""
+    clean = doc("ca", "What books are still banned in California? Very few books are still banned in California.")
+    swapped = doc("p", "What books are still banned in California? Very few books are still banned in Massachusetts.")
+    results = fake_signal(nli=NeutralNLI()).score_batch([clean, swapped])
+    (c,) = conflicts(results)
+    assert c.blamed == "p" and c.resolution == "its own topic names 'California'"
+    assert results[0].score == 0.0 and results[1].score > 0.0
+    # an edit of every mention leaves no trace: it reads as a statement about another
+    # subject (the same-subject test), not as a conflict
+    everywhere = doc(
+        "q", "What books are still banned in Massachusetts? Very few books are still banned in Massachusetts."
+    )
+    assert conflicts(fake_signal(nli=NeutralNLI()).score_batch([clean, everywhere])) == []
+
+
+def test_a_value_named_in_the_body_is_no_trace() -> None:
+    """Only the topic counts: a body sentence may name a value to warn against it."""
+    warn = " Stay away from broken modes such as ECB."
+    a = doc("a", "Which mode should encrypt data? Use AES in an authenticated mode such as GCM." + warn)
+    b = doc("b", "Which mode should encrypt data? Use AES in an authenticated mode such as ECB." + warn)
+    (c,) = conflicts(fake_signal(nli=NeutralNLI()).score_batch([a, b]))
+    assert c.blamed is None and c.resolution.startswith("contested")
+
+
+def test_no_trace_when_each_document_names_the_other_value() -> None:
+    a = doc("a", "Are books banned in Massachusetts? Very few books are still banned in California.")
+    b = doc("b", "What books are still banned in California? Very few books are still banned in Massachusetts.")
+    (c,) = conflicts(fake_signal(nli=NeutralNLI()).score_batch([a, b]))
+    assert c.blamed is None and c.resolution.startswith("contested")
+
+
 def test_agreeing_documents_give_no_conflict() -> None:
     results = fake_signal().score_batch(retrieved([LONG, LONG_REWORDED]))
     assert conflicts(results) == []

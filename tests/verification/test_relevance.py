@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ragtrust.config import RelevanceConfig, Settings, load_settings
-from ragtrust.documents import Document, Passage, RetrievedDoc
+from ragtrust.documents import Document, Passage, RetrievedDoc, Span
 from ragtrust.errors import ConfigError
 from ragtrust.evidence.extract import ExtractiveExtractor
 from ragtrust.generation.postprocess import CLOSEST_EVIDENCE, NOT_STATED_PREFACE, says_not_stated
@@ -104,6 +104,44 @@ def test_judge_not_measured_vs_no_evidence() -> None:
     assert empty.failures() == [
         "no relevant evidence: no sentence of the retrieved documents was extracted for the question"
     ]
+
+
+FAQ = Document("faq", "What is a fact that the East Coast hides? I have no comment.", metadata={})
+
+
+def _faq_passage(doc: Document) -> Passage:
+    start = doc.text.index("I have")
+    span = Span(doc.id, start, len(doc.text), doc.text[start:])
+    return Passage("p1", doc.text[start:], doc_id=doc.id, spans=(span,), status="kept")
+
+
+def test_judge_reads_a_passage_in_its_topic_context() -> None:
+    """An answer that does not repeat its question is about the question its document asks."""
+    judge = RelevanceJudge(embedder=HashingEmbedder(), context_threshold=0.3)
+    question = "What is a fact that the East Coast hides?"
+    passage = _faq_passage(FAQ)
+    alone = judge.judge(question, [passage], ["I have no comment."])
+    assert alone.context is not None and not alone.context_relevant
+    framed = judge.judge(question, [passage], ["I have no comment."], documents=[RetrievedDoc(FAQ)])
+    # half the sentence's cosine plus half the topic's (1.0: the question line is the question)
+    assert framed.context == pytest.approx(0.5 * alone.context + 0.5, abs=1e-4) and framed.context_relevant
+    # weight 0 switches the topic off
+    off = RelevanceJudge(embedder=HashingEmbedder(), context_threshold=0.3, context_weight=0.0)
+    assert off.judge(question, [passage], [], documents=[FAQ]).context == pytest.approx(alone.context)
+    # the topic never lowers a sentence that is relevant by itself
+    own = judge.judge("I have no comment", [passage], [], documents=[FAQ])
+    assert own.context == pytest.approx(judge.judge("I have no comment", [passage], []).context)
+    # an off-topic question is not made relevant by the topic of unrelated evidence
+    assert not judge.judge(OFF_TOPIC, [passage], [], documents=[FAQ]).context_relevant
+
+
+def test_judge_topic_context_from_metadata_and_missing_documents() -> None:
+    judge = RelevanceJudge(embedder=HashingEmbedder(), context_threshold=0.3)
+    titled = Document("t", "I have no comment.", metadata={"question": "Which detectives live on Baker Street?"})
+    passage = Passage("p", "I have no comment.", doc_id="t", status="kept")  # no span: found in the text
+    assert judge.judge("Which detectives live on Baker Street?", [passage], [], documents=[titled]).context_relevant
+    # a passage whose document was not given is read alone
+    assert not judge.judge("Which detectives live on Baker Street?", [passage], [], documents=[FAQ]).context_relevant
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, True, "0.4"])
@@ -230,7 +268,9 @@ def test_verify_checks_the_answer_against_the_query() -> None:
 
 @dataclass
 class RaisingJudge:
-    def judge(self, question: str, passages: Any, answer_sentences: Sequence[str] = ()) -> RelevanceReport:
+    def judge(
+        self, question: str, passages: Any, answer_sentences: Sequence[str] = (), documents: Any = ()
+    ) -> RelevanceReport:
         raise RuntimeError("embedder crashed")
 
 

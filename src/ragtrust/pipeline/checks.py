@@ -37,13 +37,20 @@ def checked_factuality(verifier: Any, answer: str, docs: Sequence[RetrievedDoc])
 
 
 def checked_relevance(
-    judge: Any, question: str, passages: Sequence[Passage] | None, answer_sentences: Sequence[str]
+    judge: Any,
+    question: str,
+    passages: Sequence[Passage] | None,
+    answer_sentences: Sequence[str],
+    documents: Sequence[RetrievedDoc] = (),
 ) -> tuple[Any, tuple[str, ...]]:
-    """The relevance report (``None`` when there is no judge) and any failure of the judge (fail closed)."""
+    """The relevance report (``None`` when there is no judge) and any failure of the judge (fail closed).
+
+    ``documents``: the documents the passages came from (their topic context counts).
+    """
     if judge is None:
         return None, ()
     try:
-        return judge.judge(question, passages, answer_sentences), ()
+        return judge.judge(question, passages, answer_sentences, documents=documents), ()
     except Exception as exc:  # noqa: BLE001 - fail closed: recorded, verdict not trusted
         return None, (f"relevance check failed: {type(exc).__name__}: {exc}",)
 

@@ -337,10 +337,14 @@ class TrustGate:
         return checked_factuality(self.verifier, answer, docs)
 
     def _relevance(
-        self, question: str, passages: Sequence[Passage] | None, answer_sentences: Sequence[str]
+        self,
+        question: str,
+        passages: Sequence[Passage] | None,
+        answer_sentences: Sequence[str],
+        documents: Sequence[RetrievedDoc] = (),
     ) -> tuple[Any, tuple[str, ...]]:
         """The relevance report (``None`` when disabled) and any failure of the judge (fail closed)."""
-        return checked_relevance(self.relevance, question, passages, answer_sentences)
+        return checked_relevance(self.relevance, question, passages, answer_sentences, documents)
 
     def _gate(self, screenings: Sequence[DocumentScreening], docs: Sequence[RetrievedDoc]) -> Gated:
         """The document gate under this gate's policy, asking the store's ledger when it has one."""
@@ -398,7 +402,7 @@ class TrustGate:
             self._check(out, grounded, context, watch)
             with watch.stage("relevance"):
                 out.relevance, out.relevance_errors = self._relevance(
-                    question, out.passages, [s.text for s in out.sentences]
+                    question, out.passages, [s.text for s in out.sentences], context
                 )
         return self._verdict(out, watch)
 

@@ -89,9 +89,13 @@ class JudgesRelevance(Protocol):
     """Context and answer relevance to the question."""
 
     def judge(
-        self, question: str, passages: Sequence[Passage] | None, answer_sentences: Sequence[str] = ()
+        self,
+        question: str,
+        passages: Sequence[Passage] | None,
+        answer_sentences: Sequence[str] = (),
+        documents: Sequence[RetrievedDoc] = (),
     ) -> RelevanceReport:
-        """The relevance report."""
+        """The relevance report (``documents``: those the passages came from)."""
         ...
 
 

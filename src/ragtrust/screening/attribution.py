@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragtrust.documents import Document
+from ragtrust.evidence.extract import sentence_context
+from ragtrust.screening.claim_diff import STOP_WORDS
 from ragtrust.screening.claims import Claim, DiffFinding
 
 #: where a pool document comes from
@@ -85,9 +87,14 @@ def _outside(doc: Document, claim: Claim) -> str:
 
 
 def _anchored(words: str, context: str) -> bool:
-    """Every changed word also appears elsewhere in the claim's own document."""
+    """Every changed content word also appears elsewhere in the claim's own document.
+
+    Function words that changed with the name ("very few books (if any) are still banned in
+    England" / "... in California") say nothing about the subject and need no anchor.
+    """
     tokens = [t.lower() for t in re.findall(r"\w+", words) if len(t) > 1 or t.isdigit()]
-    return bool(tokens) and all(re.search(rf"\b{re.escape(t)}\b", context) for t in tokens)
+    content = [t for t in tokens if t not in STOP_WORDS]
+    return bool(content) and all(re.search(rf"\b{re.escape(t)}\b", context) for t in content)
 
 
 def same_subject(pool: Sequence[PoolDoc], a: Claim, b: Claim, finding: DiffFinding) -> bool:
@@ -156,7 +163,41 @@ def attribute(
     if n_a != n_b and max(n_a, n_b) >= 2:
         blamed = y if n_a > n_b else x
         return found, blamed, f"{max(n_a, n_b)} independent sources against {min(n_a, n_b)}"
+    traced = _traced(pool, claims, found)
+    if traced is not None:
+        return found, traced[0], traced[1]
     return found, None, f"contested: {n_a} source(s) against {n_b}"
+
+
+#: the diff kinds whose changed words are values that an edit may leave behind elsewhere
+_VALUE_KINDS = frozenset({"number", "date", "entity"})
+
+
+def _traced(pool: Sequence[PoolDoc], claims: Sequence[Claim], found: Found) -> tuple[int, str] | None:
+    """The document whose own topic names the other side's value, and the resolution.
+
+    A tie-breaker for one source against one: when a name, number or date was swapped in a
+    document's answer, its topic (title, question or heading, and the nearest heading or
+    question line before the claim: :func:`~ragtrust.evidence.extract.sentence_context`)
+    often still names the original value ("What books are still banned in California? Very
+    few books are still banned in Massachusetts."). The document whose topic names the
+    *other* side's value and not its own is blamed, when the other document's topic does not
+    name this one's value. Only the topic counts, not the rest of the text: a body sentence
+    may name a value to warn against it ("stay away from ... ECB mode"). An edit of every
+    mention leaves no trace.
+    """
+    if found.kind not in _VALUE_KINDS or not found.left_words or not found.right_words:
+        return None
+    a, b = claims[found.i], claims[found.j]
+    topic_a = sentence_context(pool[a.doc].document, a.start).lower()
+    topic_b = sentence_context(pool[b.doc].document, b.start).lower()
+    a_gives_b, b_gives_a = _anchored(found.right_words, topic_a), _anchored(found.left_words, topic_b)
+    a_own, b_own = _anchored(found.left_words, topic_a), _anchored(found.right_words, topic_b)
+    if b_gives_a and not b_own and not a_gives_b:
+        return b.doc, f"its own topic names {found.left_words!r}"
+    if a_gives_b and not a_own and not b_gives_a:
+        return a.doc, f"its own topic names {found.right_words!r}"
+    return None
 
 
 __all__ = [

@@ -38,6 +38,11 @@ A poisoned fact can only be caught by something that knows better. This signal c
      never aligned with either claim has no say. Sides are counted in independent sources:
      chunks of one parent document and near-duplicate texts count once. When one side has at
      least two sources and more than the other, the other side's document is blamed.
+   * the trace an edit leaves (a swapped name, number or date): a document whose topic (its
+     title, question or heading) names the *other* side's value and not its own ("What books
+     are still banned in California? Very few books are still banned in Massachusetts.") is
+     blamed, when the other document's topic does not name this one's value. An edit of
+     every mention leaves no trace.
    * otherwise the conflict is **contested**: nobody is blamed, both documents get
      ``contested_factor`` x strength, and the pipeline refuses to trust an answer that uses
      either claim.

@@ -5,10 +5,18 @@ The RAG triad (TruLens; RAGAS calls the parts *context relevance*, *faithfulness
 factuality; :class:`RelevanceJudge` measures the other two with the pipeline's embedder
 (cosine of unit-norm vectors):
 
-* **context relevance** = the best cosine between the question and a sentence of the
-  evidence passages (the sentences the extractor scored: their vectors are usually already
-  in the embedder's cache, so this costs little more than a lookup). One relevant
-  sentence is enough: the question is whether *any* retrieved evidence is about it.
+* **context relevance** = the best relevance of a sentence of the evidence passages (the
+  sentences the extractor scored: their vectors are usually already in the embedder's
+  cache, so this costs little more than a lookup). One relevant sentence is enough: the
+  question is whether *any* retrieved evidence is about it. A sentence is about what its
+  section is about: when the retrieved documents are given, a sentence's relevance is the
+  larger of its own cosine and ``(1 - context_weight) * own + context_weight * topic``,
+  where *topic* is the cosine of the question with the passage's topic context (the
+  document's title / question / heading metadata and the nearest heading or question line
+  before the passage, :func:`~ragtrust.evidence.extract.sentence_context`: the context the
+  extractor scored the sentence with). "I have no comment." under the line "What's a fact
+  that everyone on the East Coast lies about?" answers that question though its own words
+  do not say so; a heading alone cannot make an unrelated sentence fully relevant.
 * **answer relevance** = the cosine between the question and the answer, the answer
   being the normalised mean of its sentences' vectors (citation markers are not part of
   the sentences). An answer padded with off-topic sentences scores lower than its best
@@ -22,7 +30,7 @@ extract) is no relevant evidence as well; passages ``None`` (the ``verify`` stag
 none) or no answer leaves that part unmeasured (``None``): nothing fails on it.
 
 Example:
-    >>> from ragtrust.documents import Passage
+    >>> from ragtrust.documents import Document, Passage, RetrievedDoc
     >>> from ragtrust.testing import HashingEmbedder
     >>> judge = RelevanceJudge(embedder=HashingEmbedder(), context_threshold=0.3, answer_threshold=0.3)
     >>> p = [Passage("p1", "Store passwords with Argon2id. Cats purr.")]
@@ -35,13 +43,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ragtrust.documents import Passage
+from ragtrust.documents import Document, Passage, RetrievedDoc
 from ragtrust.errors import ConfigError
+from ragtrust.evidence.extract import sentence_context
 from ragtrust.models.base import Embedder
 from ragtrust.registry import warm_up
 from ragtrust.text import split_sentences
@@ -136,10 +145,11 @@ class RelevanceJudge:
     embedder: Embedder
     context_threshold: float = 0.166
     answer_threshold: float = 0.0
+    context_weight: float = 0.5
 
     def __post_init__(self) -> None:
-        """Validate the thresholds."""
-        for label in ("context_threshold", "answer_threshold"):
+        """Validate the thresholds and the topic weight."""
+        for label in ("context_threshold", "answer_threshold", "context_weight"):
             value = getattr(self, label)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
                 raise ConfigError(f"{label} must be a number in [0, 1], got {value!r}")
@@ -149,7 +159,11 @@ class RelevanceJudge:
         warm_up(self.embedder)
 
     def judge(
-        self, question: str, passages: Sequence[Passage] | None, answer_sentences: Sequence[str] = ()
+        self,
+        question: str,
+        passages: Sequence[Passage] | None,
+        answer_sentences: Sequence[str] = (),
+        documents: Sequence[Document | RetrievedDoc] = (),
     ) -> RelevanceReport:
         """Relevance of ``passages`` (live ones) and of the answer to ``question``.
 
@@ -158,12 +172,19 @@ class RelevanceJudge:
             passages: the evidence passages (``dropped`` ones are ignored); none live is no
                 relevant evidence; ``None``: context relevance is not measured.
             answer_sentences: the answer's sentences without citation markers (no preface).
+            documents: the documents the passages were taken from; a passage whose document
+                is here is also read in its topic context (see the module docstring).
         """
         live = [p for p in passages if p.status != "dropped"] if passages is not None else []
-        evidence = [s.text for p in live for s in split_sentences(p.text) if s.text.strip()]
+        by_id = {d.id: d for d in (doc.document if isinstance(doc, RetrievedDoc) else doc for doc in documents)}
+        evidence: list[tuple[str, str]] = []  # (sentence, its passage's topic context)
+        for passage in live:
+            topic = _topic(passage, by_id)
+            evidence.extend((s.text, topic) for s in split_sentences(passage.text) if s.text.strip())
         no_evidence = passages is not None and not evidence
         answer = [s for s in answer_sentences if s.strip()]
-        texts = list(dict.fromkeys([question, *evidence, *answer]))
+        topics = [t for _, t in evidence if t] if self.context_weight else []
+        texts = list(dict.fromkeys([question, *(t for t, _ in evidence), *topics, *answer]))
         if len(texts) == 1:
             return RelevanceReport(None, None, self.context_threshold, self.answer_threshold, no_evidence)
         vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
@@ -171,13 +192,34 @@ class RelevanceJudge:
         q = vectors[0]
         context = None
         if evidence:
-            context = _unit(max(float(vectors[row[t]] @ q) for t in evidence))
+            w = self.context_weight
+            best = 0.0
+            for sentence, topic in evidence:
+                own = float(vectors[row[sentence]] @ q)
+                score = max(own, (1.0 - w) * own + w * float(vectors[row[topic]] @ q)) if topic and w else own
+                best = max(best, score)
+            context = _unit(best)
         answer_score = None
         if answer:
             mean = vectors[[row[t] for t in answer]].mean(axis=0)
             norm = float(np.linalg.norm(mean))
             answer_score = _unit(float(mean @ q) / norm) if norm > 0 else 0.0
         return RelevanceReport(context, answer_score, self.context_threshold, self.answer_threshold, no_evidence)
+
+
+def _topic(passage: Passage, documents: Mapping[str, Document]) -> str:
+    """The topic context of ``passage`` in its document ('' when the document is not given)."""
+    span = passage.spans[0] if passage.spans else None
+    doc_id = span.doc_id if span is not None else passage.doc_id
+    document = documents.get(doc_id) if doc_id is not None else None
+    if document is None:
+        return ""
+    if span is not None:
+        offset = span.start
+    else:
+        found = document.text.find(passage.text)
+        offset = max(found, 0)
+    return sentence_context(document, offset)
 
 
 def _unit(value: float) -> float:
