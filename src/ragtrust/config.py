@@ -162,7 +162,8 @@ class RelevanceConfig(_Section):
     """Relevance, the RAG triad's two question checks (see :mod:`ragtrust.verification.relevance`).
 
     *Context relevance* is the best cosine between the question and a sentence of the
-    evidence passages; *answer relevance* the cosine between the question and the answer
+    evidence passages, a sentence read in its topic context (its document's title, question
+    or heading); *answer relevance* the cosine between the question and the answer
     (the normalised mean of its sentences' vectors). Both use the pipeline's embedder, so the
     thresholds belong to one embedder: the defaults were fitted for the shipped
     all-MiniLM-L6-v2 by ``ragtrust eval relevance`` over two corpora (the OWASP cheat sheets
@@ -186,6 +187,11 @@ class RelevanceConfig(_Section):
     #: writer's preface, or an LLM writing "The documentation does not explicitly state") is
     #: not trusted: its sentences are the closest evidence, not an answer.
     not_stated_fails: bool = Field(True, description="an answer prefaced 'does not explicitly state' is not trusted")
+    #: a question that names something (Netflix, MongoDB, AES-128) none of whose names occurs in
+    #: a retrieved document is answered from evidence about something else: not trusted.
+    names_required: bool = Field(
+        True, description="a question whose names (capitalised words, acronyms) no retrieved document mentions fails"
+    )
 
 
 class EvidenceConfig(_Section):

@@ -373,8 +373,9 @@ class Verdict(_JsonMixin):
             otherwise. F was computed over the answer as written, these included.
         warnings: plain-language warnings for a person.
         errors: internal failures (any makes ``trusted`` false: fail closed).
-        context_relevance: best cosine between the question and a sentence of the evidence
-            (``None`` when not measured); below ``relevance.context_threshold`` there is no
+        context_relevance: best relevance of a sentence of the evidence to the question, the
+            sentence read in its topic context (a cosine; see
+            :mod:`ragtrust.verification.relevance`; ``None`` when not measured); below ``relevance.context_threshold`` there is no
             relevant evidence and the verdict is not trusted.
         answer_relevance: cosine between the question and the answer (``None`` when not
             measured); below ``relevance.answer_threshold`` the answer does not address the

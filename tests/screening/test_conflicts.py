@@ -267,14 +267,17 @@ def test_parallel_statements_about_two_subjects_are_no_conflict() -> None:
     assert c.kind == "entity" and {c.left_words, c.right_words} == {"California", "Massachusetts"}
 
 
-def test_a_swap_that_leaves_the_original_value_elsewhere_is_blamed() -> None:
-    """One against one, but the edited document's own question still names the original."""
+def test_a_swap_whose_own_question_names_the_original_is_the_suspect() -> None:
+    """One against one, the edited document's question still names the original value."""
     clean = doc("ca", "What books are still banned in California? Very few books are still banned in California.")
     swapped = doc("p", "What books are still banned in California? Very few books are still banned in Massachusetts.")
-    results = fake_signal(nli=NeutralNLI()).score_batch([clean, swapped])
+    signal = fake_signal(nli=NeutralNLI())
+    results = signal.score_batch([clean, swapped])
     (c,) = conflicts(results)
-    assert c.blamed == "p" and c.resolution == "its own topic names 'California'"
-    assert results[0].score == 0.0 and results[1].score > 0.0
+    # it scores as if blamed, but nobody is cleared: the conflict stays contested
+    assert c.blamed is None and c.resolution == "contested: 1 source(s) against 1; p asks about 'California'"
+    assert results[1].score == pytest.approx(c.strength)
+    assert results[0].score == pytest.approx(signal.contested_factor * c.strength)
     # an edit of every mention leaves no trace: it reads as a statement about another
     # subject (the same-subject test), not as a conflict
     everywhere = doc(
@@ -283,20 +286,37 @@ def test_a_swap_that_leaves_the_original_value_elsewhere_is_blamed() -> None:
     assert conflicts(fake_signal(nli=NeutralNLI()).score_batch([clean, everywhere])) == []
 
 
-def test_a_value_named_in_the_body_is_no_trace() -> None:
-    """Only the topic counts: a body sentence may name a value to warn against it."""
+def test_a_heading_or_a_body_sentence_is_no_trace() -> None:
+    """A heading or a body sentence may name a value to warn against it ("Disable TLS 1.0")."""
+    signal = fake_signal(nli=NeutralNLI())
+    clean = doc("a", "# Disable TLS 1.0\n\nThe server should accept TLS 1.3 connections only.")
+    poisoned = doc("b", "# Transport\n\nThe server should accept TLS 1.0 connections only.")
+    results = signal.score_batch([clean, poisoned])
+    (c,) = conflicts(results)
+    assert c.resolution == "contested: 1 source(s) against 1" and results[0].score == results[1].score
     warn = " Stay away from broken modes such as ECB."
-    a = doc("a", "Which mode should encrypt data? Use AES in an authenticated mode such as GCM." + warn)
-    b = doc("b", "Which mode should encrypt data? Use AES in an authenticated mode such as ECB." + warn)
-    (c,) = conflicts(fake_signal(nli=NeutralNLI()).score_batch([a, b]))
-    assert c.blamed is None and c.resolution.startswith("contested")
+    a = doc("c", "Which mode should encrypt data? Use AES in an authenticated mode such as GCM." + warn)
+    b = doc("d", "Which mode should encrypt data? Use AES in an authenticated mode such as ECB." + warn)
+    (c,) = conflicts(signal.score_batch([a, b]))
+    assert c.resolution == "contested: 1 source(s) against 1"
 
 
-def test_no_trace_when_each_document_names_the_other_value() -> None:
+def test_a_question_that_warns_raises_a_score_but_clears_nobody() -> None:
+    """The trace can point at the wrong side; it never decides the conflict."""
+    signal = fake_signal(nli=NeutralNLI())
+    clean = doc("a", "Why is ECB mode unsafe? Use AES in an authenticated mode such as GCM.")
+    poisoned = doc("b", "Which mode is best? Use AES in an authenticated mode such as ECB.")
+    results = signal.score_batch([clean, poisoned])
+    (c,) = conflicts(results)
+    assert c.blamed is None and c.resolution.endswith("a asks about 'ECB'")
+    assert results[0].score > results[1].score > 0.0
+
+
+def test_no_trace_when_each_question_names_the_other_value() -> None:
     a = doc("a", "Are books banned in Massachusetts? Very few books are still banned in California.")
     b = doc("b", "What books are still banned in California? Very few books are still banned in Massachusetts.")
     (c,) = conflicts(fake_signal(nli=NeutralNLI()).score_batch([a, b]))
-    assert c.blamed is None and c.resolution.startswith("contested")
+    assert c.resolution == "contested: 1 source(s) against 1"
 
 
 def test_agreeing_documents_give_no_conflict() -> None:

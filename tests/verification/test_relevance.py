@@ -23,7 +23,7 @@ from ragtrust.evidence.extract import ExtractiveExtractor
 from ragtrust.generation.postprocess import CLOSEST_EVIDENCE, NOT_STATED_PREFACE, says_not_stated
 from ragtrust.pipeline import TrustGate
 from ragtrust.testing import HashingEmbedder, LexicalNLI, ScriptedGenerator
-from ragtrust.verification.relevance import RelevanceJudge, RelevanceReport
+from ragtrust.verification.relevance import RelevanceJudge, RelevanceReport, question_names, unnamed_names
 
 SIGNALS = ["linguistic", "structural", "intra_consistency", "cross_consistency", "semantic_outlier", "provenance"]
 DOCS = [
@@ -144,6 +144,87 @@ def test_judge_topic_context_from_metadata_and_missing_documents() -> None:
     assert not judge.judge("Which detectives live on Baker Street?", [passage], [], documents=[FAQ]).context_relevant
 
 
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("How do I reset the password of my Netflix account?", ["Netflix"]),
+        ("Is MD5 OK for passwords?", ["MD5", "OK"]),
+        ("How should AES-128 keys be stored in C# and Node.js?", ["AES-128", "C#", "Node.js"]),
+        ("Which river flows through Cairo? Egypt's, I think.", ["Cairo", "Egypt"]),
+        ("How should passwords be stored?", []),
+        ("Netflix: how do I reset my password on an iPhone?", ["Netflix", "iPhone"]),  # a first word counts
+        ("JWT or sessions?", ["JWT"]),
+        ("Is I/O a bottleneck for the A team?", []),  # one letter alone is no name
+        # Title Case: only what its form marks as a name
+        ("What Is The Best Way To Reset A Netflix Password On iOS?", ["iOS"]),
+        ("How Should Node.js Apps Store Passwords?", ["Node.js"]),
+    ],
+)
+def test_question_names(question: str, names: list[str]) -> None:
+    assert question_names(question) == names
+
+
+def test_unnamed_names_needs_one_name_found() -> None:
+    docs = ["Never store passwords with MD5 or SHA-1.", "Reset tokens expire after an hour."]
+    assert unnamed_names("Is MD5 OK for passwords?", docs) == ()
+    assert unnamed_names("How do I reset my Netflix password?", docs) == ("Netflix",)
+    assert unnamed_names("How do I reset my password?", docs) == ()
+    assert unnamed_names("Is md5 ok?", docs) == ()  # no names: nothing to require
+    assert unnamed_names("How do I reset my Netflix password?", []) == ()  # nothing to look in
+    # whole words, case-insensitive: "Netflixing" is not "Netflix", "NETFLIX" is
+    assert unnamed_names("Is Netflix safe?", ["Netflixing is a verb."]) == ("Netflix",)
+    assert unnamed_names("Is Netflix safe?", ["NETFLIX uses TLS."]) == ()
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "found"),
+    [
+        ("Are JWTs safe?", "Sign every JWT.", True),  # plural / singular
+        ("Is a JWT safe?", "Sign all JWTs.", True),
+        ("Is a JWT safe?", "A JSON Web Token carries claims.", True),  # an acronym spelt out
+        ("Is a JWT safe?", "just when tokens expire", False),  # initials must be capitalised words
+        ("Is AES-128 strong enough?", "Use AES with a key of at least 128 bits.", True),  # its letter part
+        ("Is OAuth2 safe?", "OAuth 2.0 with PKCE.", True),
+        ("Should my Netgear Wi-Fi use WPA3?", "Rotate the wifi key.", False),
+    ],
+)
+def test_names_are_found_as_texts_write_them(question: str, text: str, found: bool) -> None:
+    assert (unnamed_names(question, [text]) == ()) is found
+
+
+def test_judge_fails_a_question_about_an_unnamed_subject() -> None:
+    judge = RelevanceJudge(embedder=HashingEmbedder(), context_threshold=0.0)
+    pw = RetrievedDoc(DOCS[0])
+    passage = Passage("p1", "Store passwords with Argon2id hashing.", doc_id="pw", status="kept")
+    answer = ["Store passwords with Argon2id hashing."]
+    report = judge.judge("How does Netflix store passwords?", [passage], answer, [pw])
+    assert report.unnamed == ("Netflix",) and not report.relevant and report.context_relevant
+    assert report.failures() == [
+        "the evidence is not about what the question names: no retrieved document mentions 'Netflix'"
+    ]
+    assert "Netflix" in report.warnings()[0]
+    named = judge.judge("Should Argon2id store passwords?", [passage], [], [pw])
+    assert named.unnamed == () and named.relevant
+    off = RelevanceJudge(embedder=HashingEmbedder(), context_threshold=0.0, names_required=False)
+    assert off.judge("How does Netflix store passwords?", [passage], [], [pw]).relevant
+    # without documents nothing is checked; with them, the names are looked for in those the
+    # live passages came from, and in their titles and headings
+    assert judge.judge("How does Netflix store passwords?", [passage], []).unnamed == ()
+    netflix = RetrievedDoc(Document("nf", "Streaming help.", metadata={"title": "Netflix account help"}))
+    assert judge.judge("How does Netflix store passwords?", [passage], [], [pw, netflix]).unnamed == ("Netflix",)
+    assert judge.judge("How does Netflix store passwords?", None, [], [pw, netflix]).unnamed == ()
+
+
+def test_a_question_about_an_unnamed_subject_is_not_trusted() -> None:
+    v = gate().ask("Which hashing should Netflix use to store passwords?")
+    assert not v.trusted and v.trust_level in {"LOW", "VERY LOW"}
+    assert "the evidence is not about what the question names: no retrieved document mentions 'Netflix'" in (
+        v.decision_reasons
+    )
+    free = gate(settings(names_required=False)).ask("Which hashing should Netflix use to store passwords?")
+    assert not any("Netflix" in r for r in free.decision_reasons)
+
+
 @pytest.mark.parametrize("bad", [-0.1, 1.5, True, "0.4"])
 def test_judge_rejects_bad_thresholds(bad: Any) -> None:
     with pytest.raises(ConfigError, match="context_threshold"):
@@ -207,8 +288,8 @@ def fooled_gate(cfg: Settings) -> TrustGate:
 
 
 def test_relevance_alone_flags_a_grounded_answer_to_an_off_topic_question() -> None:
-    # the preface would flag it too; switch that rule off to see relevance decide alone
-    cfg = settings(not_stated_fails=False)
+    # the preface and the question's name would flag it too; switch them off to see the thresholds decide
+    cfg = settings(not_stated_fails=False, names_required=False)
     v = fooled_gate(cfg).ask(OFF_TOPIC)
     assert v.passages and any(s.supported for s in v.sentences)  # grounded: not what fails
     assert v.trust_score >= v.tau  # T alone would trust it
@@ -216,7 +297,9 @@ def test_relevance_alone_flags_a_grounded_answer_to_an_off_topic_question() -> N
     assert relevance_reasons(v.decision_reasons) == list(v.decision_reasons)
     assert v.decision_reasons[0].startswith("no relevant evidence: the best evidence sentence has similarity 0.")
     # the same verdict with relevance not deciding (thresholds 0) is trusted
-    free = fooled_gate(settings(not_stated_fails=False, context_threshold=0.0, answer_threshold=0.0)).ask(OFF_TOPIC)
+    free = fooled_gate(
+        settings(not_stated_fails=False, names_required=False, context_threshold=0.0, answer_threshold=0.0)
+    ).ask(OFF_TOPIC)
     assert free.trusted and free.trust_score == pytest.approx(v.trust_score)
 
 
@@ -264,6 +347,14 @@ def test_verify_checks_the_answer_against_the_query() -> None:
     assert on.trusted and on.answer_relevance is not None and on.answer_relevance >= 0.3
     unasked = g.verify("Cats purr loudly at night when content.", docs)
     assert unasked.answer_relevance is None and not relevance_reasons(unasked.decision_reasons)
+    # the question's names are looked for in the documents the answer is checked against
+    named = g.verify(
+        "Store passwords with Argon2id hashing.", docs, query="Which hashing should Netflix store passwords with?"
+    )
+    assert not named.trusted
+    assert "the evidence is not about what the question names: no retrieved document mentions 'Netflix'" in (
+        named.decision_reasons
+    )
 
 
 @dataclass

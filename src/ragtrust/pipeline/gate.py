@@ -159,6 +159,7 @@ class TrustGate:
                 embedder=self.embedder,
                 context_threshold=s.relevance.context_threshold,
                 answer_threshold=s.relevance.answer_threshold,
+                names_required=s.relevance.names_required,
             )
         if self.aligner is None:
             self.aligner = NGramAligner(n=s.evidence.ngram_n, threshold=s.evidence.overlap_threshold)
@@ -315,9 +316,12 @@ class TrustGate:
         )
         drop_unsupported(out, self.settings)
         if query and query.strip():
-            # no passages here: only the answer's relevance to the question is measured
+            # no passages here: the answer's relevance to the question is measured, and the
+            # question's names are looked for in the documents the gate kept
             with watch.stage("relevance"):
-                out.relevance, out.relevance_errors = self._relevance(query, None, [s.text for s in out.sentences])
+                out.relevance, out.relevance_errors = self._relevance(
+                    query, None, [s.text for s in out.sentences], gated.kept
+                )
         out.not_stated = says_not_stated(answer)
         return self._verdict(out, watch)
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ragtrust.documents import Document
-from ragtrust.evidence.extract import sentence_context
 from ragtrust.screening.claim_diff import STOP_WORDS
 from ragtrust.screening.claims import Claim, DiffFinding
+from ragtrust.text import split_sentences
 
 #: where a pool document comes from
 VETTED = "vetted"
@@ -139,69 +140,113 @@ def independent_sources(pool: Sequence[PoolDoc], members: set[int], near_duplica
     return len(reps)
 
 
+class Attribution(NamedTuple):
+    """Who a conflict blames: ``blamed`` (a pool index, ``None`` = contested) and how, in words.
+
+    ``suspect``: in a contested conflict, the side a trace points to (see :func:`_traced`);
+    it scores as if blamed, but nobody is cleared: an answer that uses either claim still
+    fails the decision.
+    """
+
+    found: Found
+    blamed: int | None
+    resolution: str
+    suspect: int | None = None
+
+
 def attribute(
     pool: Sequence[PoolDoc], claims: Sequence[Claim], found: Found, stances: Stances, near_duplicate: float
-) -> tuple[Found, int | None, str]:
-    """``(conflict, blamed pool index or None, resolution)`` by the rule of :mod:`ragtrust.screening.conflicts`."""
+) -> Attribution:
+    """The :class:`Attribution` of one conflict by the rule of :mod:`ragtrust.screening.conflicts`."""
     i, j = found.i, found.j
     x, y = claims[i].doc, claims[j].doc
     if x == y:
-        return found, x, "the document contradicts itself"
+        return Attribution(found, x, "the document contradicts itself")
     px, py = pool[x], pool[y]
     if px.origin == VETTED or py.origin == VETTED:
-        return found, (y if px.origin == VETTED else x), "the vetted version says otherwise"
+        return Attribution(found, (y if px.origin == VETTED else x), "the vetted version says otherwise")
     if {px.tier, py.tier} == {"vetted", "unvetted"}:
-        return found, (x if px.tier == "unvetted" else y), "an unvetted source against a vetted one"
+        return Attribution(found, (x if px.tier == "unvetted" else y), "an unvetted source against a vetted one")
     # a document with another claim in conflict with its own claim states both sides
     x_both, y_both = x in stances.oppose[i], y in stances.oppose[j]
     if x_both != y_both:
-        return found, (x if x_both else y), "states both sides of the conflict"
+        return Attribution(found, (x if x_both else y), "states both sides of the conflict")
     side_a = stances.side(i, j) | {x}
     side_b = stances.side(j, i) | {y}
     n_a = independent_sources(pool, side_a - {y}, near_duplicate)
     n_b = independent_sources(pool, side_b - {x}, near_duplicate)
     if n_a != n_b and max(n_a, n_b) >= 2:
         blamed = y if n_a > n_b else x
-        return found, blamed, f"{max(n_a, n_b)} independent sources against {min(n_a, n_b)}"
-    traced = _traced(pool, claims, found)
-    if traced is not None:
-        return found, traced[0], traced[1]
-    return found, None, f"contested: {n_a} source(s) against {n_b}"
+        return Attribution(found, blamed, f"{max(n_a, n_b)} independent sources against {min(n_a, n_b)}")
+    contested = f"contested: {n_a} source(s) against {n_b}"
+    if n_a == n_b == 1:
+        traced = _traced(pool, claims, found)
+        if traced is not None:
+            suspect, names = traced
+            return Attribution(
+                found, None, f"{contested}; {pool[suspect].document.id} asks about {names!r}", suspect=suspect
+            )
+    return Attribution(found, None, contested)
 
 
 #: the diff kinds whose changed words are values that an edit may leave behind elsewhere
 _VALUE_KINDS = frozenset({"number", "date", "entity"})
 
 
-def _traced(pool: Sequence[PoolDoc], claims: Sequence[Claim], found: Found) -> tuple[int, str] | None:
-    """The document whose own topic names the other side's value, and the resolution.
+def _question_topic(doc: Document, claim: Claim) -> str:
+    """A document's title and question metadata and the last question line before ``claim`` (lower case)."""
+    parts = [str(doc.metadata.get(key, "")) for key in ("title", "question")]
+    last = ""
+    for sentence in split_sentences(doc.text[: claim.start]):
+        if sentence.text.strip().rstrip("*_)\"'").endswith("?"):
+            last = sentence.text
+    return " ".join([*parts, last]).lower()
 
-    A tie-breaker for one source against one: when a name, number or date was swapped in a
-    document's answer, its topic (title, question or heading, and the nearest heading or
-    question line before the claim: :func:`~ragtrust.evidence.extract.sentence_context`)
-    often still names the original value ("What books are still banned in California? Very
-    few books are still banned in Massachusetts."). The document whose topic names the
-    *other* side's value and not its own is blamed, when the other document's topic does not
-    name this one's value. Only the topic counts, not the rest of the text: a body sentence
-    may name a value to warn against it ("stay away from ... ECB mode"). An edit of every
-    mention leaves no trace.
+
+def _phrase_in(words: str, context: str) -> bool:
+    """``words`` (stop words trimmed at both ends) occur in ``context`` as one phrase, whole words."""
+    tokens = re.findall(r"\S+", words.lower())
+    while tokens and tokens[0].strip("()[],;:") in STOP_WORDS:
+        tokens.pop(0)
+    while tokens and tokens[-1].strip("()[],;:") in STOP_WORDS:
+        tokens.pop()
+    if not tokens:
+        return False
+    return re.search(r"(?<!\w)" + r"\s+".join(re.escape(t) for t in tokens) + r"(?!\w)", context) is not None
+
+
+def _traced(pool: Sequence[PoolDoc], claims: Sequence[Claim], found: Found) -> tuple[int, str] | None:
+    """The document of a one-against-one value conflict whose own question names the other side's value.
+
+    When a name, number or date was swapped in a document's answer, its question (a title
+    or question in its metadata, or the last question line before the claim) often still
+    names the original value ("What books are still banned in California? Very few books are
+    still banned in Massachusetts."). The document whose question names the *other* side's
+    value (as a phrase) and not its own, while the other document's question does not name
+    this one's value, is the *suspect*: it scores as if blamed, but the conflict stays
+    contested, because a question may also name a value to warn against it ("Why is ECB
+    unsafe?") and a trace must never clear the other side. Markdown headings do not count
+    ("Disable TLS 1.0" names what to avoid). An edit of every mention leaves no trace.
+
+    Returns:
+        ``(suspect pool index, the value its question names)`` or ``None``.
     """
     if found.kind not in _VALUE_KINDS or not found.left_words or not found.right_words:
         return None
     a, b = claims[found.i], claims[found.j]
-    topic_a = sentence_context(pool[a.doc].document, a.start).lower()
-    topic_b = sentence_context(pool[b.doc].document, b.start).lower()
-    a_gives_b, b_gives_a = _anchored(found.right_words, topic_a), _anchored(found.left_words, topic_b)
-    a_own, b_own = _anchored(found.left_words, topic_a), _anchored(found.right_words, topic_b)
+    topic_a, topic_b = _question_topic(pool[a.doc].document, a), _question_topic(pool[b.doc].document, b)
+    a_gives_b, b_gives_a = _phrase_in(found.right_words, topic_a), _phrase_in(found.left_words, topic_b)
+    a_own, b_own = _phrase_in(found.left_words, topic_a), _phrase_in(found.right_words, topic_b)
     if b_gives_a and not b_own and not a_gives_b:
-        return b.doc, f"its own topic names {found.left_words!r}"
+        return b.doc, found.left_words
     if a_gives_b and not a_own and not b_gives_a:
-        return a.doc, f"its own topic names {found.right_words!r}"
+        return a.doc, found.right_words
     return None
 
 
 __all__ = [
     "RETRIEVED",
+    "Attribution",
     "SHORT_CLAIM",
     "STORE",
     "VETTED",

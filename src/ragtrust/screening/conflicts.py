@@ -38,14 +38,15 @@ A poisoned fact can only be caught by something that knows better. This signal c
      never aligned with either claim has no say. Sides are counted in independent sources:
      chunks of one parent document and near-duplicate texts count once. When one side has at
      least two sources and more than the other, the other side's document is blamed.
-   * the trace an edit leaves (a swapped name, number or date): a document whose topic (its
-     title, question or heading) names the *other* side's value and not its own ("What books
-     are still banned in California? Very few books are still banned in Massachusetts.") is
-     blamed, when the other document's topic does not name this one's value. An edit of
-     every mention leaves no trace.
    * otherwise the conflict is **contested**: nobody is blamed, both documents get
      ``contested_factor`` x strength, and the pipeline refuses to trust an answer that uses
-     either claim.
+     either claim. One exception to the scores, never to the refusal: in one source against
+     one, when a name, number or date was swapped and one document's own question (title,
+     question, or the last question line before the claim; not a Markdown heading) names the
+     *other* side's value and not its own ("What books are still banned in California? Very
+     few books are still banned in Massachusetts."), while the other's question does not
+     name this one's, that document is the *suspect* and scores the full strength. An edit
+     of every mention leaves no trace.
 
 A document's score is its strongest blame (a witness from the store gets no result: it is
 not in the retrieved set). The batch consistency C is ``1 - max`` over conflicts of the
@@ -85,6 +86,7 @@ from ragtrust.screening.attribution import (
     RETRIEVED,
     STORE,
     VETTED,
+    Attribution,
     Found,
     PoolDoc,
     Stances,
@@ -354,7 +356,7 @@ class ClaimConflictSignal(Signal):
         docs: Sequence[RetrievedDoc],
         pool: Sequence[PoolDoc],
         claims: Sequence[Claim],
-        resolved: Sequence[tuple[Found, int | None, str]],
+        resolved: Sequence[Attribution],
         aligned: int,
         nli_pairs: int,
         notes: Sequence[str],
@@ -366,7 +368,7 @@ class ClaimConflictSignal(Signal):
         scores = [0.0] * len(docs)
         per_doc: list[list[Conflict]] = [[] for _ in docs]
         worst = 0.0
-        for found, blamed, resolution in resolved:
+        for found, blamed, resolution, suspect in resolved:
             i, j, strength, contradiction = found.i, found.j, found.strength, found.contradiction
             x, y = claims[i].doc, claims[j].doc
             conflict = Conflict(
@@ -384,6 +386,8 @@ class ClaimConflictSignal(Signal):
                 share = {x: self.intra_factor * strength}
             elif blamed is None:
                 share = {x: self.contested_factor * strength, y: self.contested_factor * strength}
+                if suspect is not None:  # a trace points to one side: it scores as if blamed
+                    share[suspect] = strength
             else:
                 share = {blamed: strength}
             worst = max(worst, strength if blamed is None else strength / 2)

@@ -281,7 +281,9 @@ class VerdictOut(_Response):
     documents: list[DocumentScreeningOut] = []
     passages: list[PassageOut] = []
     context_relevance: float | None = Field(
-        default=None, description="best cosine question-evidence sentence; null when not measured"
+        default=None,
+        description="best relevance of an evidence sentence (in its topic context) to the question; "
+        "null when not measured",
     )
     answer_relevance: float | None = Field(default=None, description="cosine question-answer; null when not measured")
     warnings: list[str] = []

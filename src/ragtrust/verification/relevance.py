@@ -22,6 +22,14 @@ factuality; :class:`RelevanceJudge` measures the other two with the pipeline's e
   the sentences). An answer padded with off-topic sentences scores lower than its best
   sentence would.
 
+* **named subjects**: the names of the question (words capitalised mid-sentence,
+  acronyms, letters mixed with digits: "Netflix", "MongoDB", "AES-128") are what it asks
+  about; when it has some and *none* of them occurs in any retrieved document, the evidence
+  is about something else, however close its vocabulary ("How do I reset the password of my
+  Netflix account?" against password-reset guidance that never mentions Netflix). One name
+  found is enough ("Is MD5 OK for passwords?" needs MD5, not "OK"). This is a failed
+  condition of its own, not a threshold (``RelevanceConfig.names_required``).
+
 Each is compared with its threshold (``config.RelevanceConfig``: fitted for the shipped
 embedder by ``ragtrust eval relevance``, :mod:`ragtrust.eval.relevance`); a value below it
 is a failed condition of the decision (see :mod:`ragtrust.trust`). Passages given but none
@@ -43,6 +51,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -53,6 +62,7 @@ from ragtrust.errors import ConfigError
 from ragtrust.evidence.extract import sentence_context
 from ragtrust.models.base import Embedder
 from ragtrust.registry import warm_up
+from ragtrust.screening.claim_diff import STOP_WORDS
 from ragtrust.text import split_sentences
 
 
@@ -67,6 +77,8 @@ class RelevanceReport:
         context_threshold: the context relevance a verdict needs.
         answer_threshold: the answer relevance a verdict needs.
         no_evidence: passages were expected but none was live: no relevant evidence.
+        unnamed: the question's names when none of them occurs in a retrieved document
+            (empty when one does, when it has none, or when nothing was checked).
     """
 
     context: float | None
@@ -74,6 +86,7 @@ class RelevanceReport:
     context_threshold: float
     answer_threshold: float
     no_evidence: bool = False
+    unnamed: tuple[str, ...] = ()
 
     @property
     def context_relevant(self) -> bool:
@@ -89,12 +102,17 @@ class RelevanceReport:
 
     @property
     def relevant(self) -> bool:
-        """Both checks passed (or were not measured)."""
-        return self.context_relevant and self.answer_relevant
+        """Every check passed (or was not measured)."""
+        return self.context_relevant and self.answer_relevant and not self.unnamed
 
     def failures(self) -> list[str]:
         """The failed checks in words (decision reasons); empty when :attr:`relevant`."""
         out = []
+        if self.unnamed:
+            out.append(
+                f"the evidence is not about what the question names: no retrieved document mentions "
+                f"{_listed(self.unnamed)}"
+            )
         if self.no_evidence:
             out.append("no relevant evidence: no sentence of the retrieved documents was extracted for the question")
         elif not self.context_relevant:
@@ -112,6 +130,11 @@ class RelevanceReport:
     def warnings(self) -> list[str]:
         """Plain-language warnings for a person; empty when :attr:`relevant`."""
         out = []
+        if self.unnamed:
+            out.append(
+                f"The question asks about {_listed(self.unnamed)}, which no retrieved document mentions: the "
+                "evidence is about something else. The answer is not trusted."
+            )
         if self.no_evidence:
             out.append(
                 "No relevant evidence: no sentence of the retrieved documents was relevant enough to the question "
@@ -140,12 +163,17 @@ class RelevanceJudge:
             retrieval and extraction).
         context_threshold: context relevance below this fails (``RelevanceConfig``).
         answer_threshold: answer relevance below this fails.
+        context_weight: weight of a passage's topic context in a sentence's relevance (0:
+            sentences alone); 0.5, the extractive extractor's default ``context_weight``.
+        names_required: fail a question none of whose names occurs in the evidence documents
+            (``RelevanceConfig.names_required``).
     """
 
     embedder: Embedder
     context_threshold: float = 0.166
     answer_threshold: float = 0.0
     context_weight: float = 0.5
+    names_required: bool = True
 
     def __post_init__(self) -> None:
         """Validate the thresholds and the topic weight."""
@@ -182,11 +210,12 @@ class RelevanceJudge:
             topic = _topic(passage, by_id)
             evidence.extend((s.text, topic) for s in split_sentences(passage.text) if s.text.strip())
         no_evidence = passages is not None and not evidence
+        unnamed = unnamed_names(question, _evidence_texts(by_id, live)) if self.names_required else ()
         answer = [s for s in answer_sentences if s.strip()]
         topics = [t for _, t in evidence if t] if self.context_weight else []
         texts = list(dict.fromkeys([question, *(t for t, _ in evidence), *topics, *answer]))
         if len(texts) == 1:
-            return RelevanceReport(None, None, self.context_threshold, self.answer_threshold, no_evidence)
+            return RelevanceReport(None, None, self.context_threshold, self.answer_threshold, no_evidence, unnamed)
         vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
         row = {text: i for i, text in enumerate(texts)}
         q = vectors[0]
@@ -204,7 +233,122 @@ class RelevanceJudge:
             mean = vectors[[row[t] for t in answer]].mean(axis=0)
             norm = float(np.linalg.norm(mean))
             answer_score = _unit(float(mean @ q) / norm) if norm > 0 else 0.0
-        return RelevanceReport(context, answer_score, self.context_threshold, self.answer_threshold, no_evidence)
+        return RelevanceReport(
+            context, answer_score, self.context_threshold, self.answer_threshold, no_evidence, unnamed
+        )
+
+
+_WORD = re.compile(r"[^\W_](?:[\w.+#'’-]*[^\W_+#.'’-]|[+#]+)?")
+#: words that open a question without naming anything ("How", "Explain", "Passwords" does name)
+_OPENERS = STOP_WORDS | frozenset(
+    "how what why when where which who whom whose did shall might please explain describe list give tell "
+    "compare show define suggest recommend help i me my im i'm is are was were do does can could should would "
+    "will may must has have had".split()
+)
+
+
+def _marked(word: str) -> bool:
+    """A word that is a name by its form alone: letters with digits, an acronym, iPhone, C#."""
+    mixed = any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
+    acronym = sum(c.isupper() for c in word) >= 2 and not any(c.islower() for c in word[:2])
+    inner_capital = word[:1].islower() and any(c.isupper() for c in word[1:])  # iPhone, eBay, macOS
+    return mixed or acronym or inner_capital or (word[:1].isupper() and not word[1:].isalpha())
+
+
+def _is_name(word: str, first: bool) -> bool:
+    if _marked(word):
+        return True
+    return word[:1].isupper() and not (first and word.lower() in _OPENERS)
+
+
+def question_names(question: str) -> list[str]:
+    """The names of a question: capitalised words, acronyms, letters mixed with digits, iPhone-style words.
+
+    A sentence's first word is a name unless it is a question word or a function word
+    ("How", "Is", "Netflix"); one-letter words and function words are never names; in a
+    question written in Title Case only acronyms and mixed words count.
+
+    Example:
+        >>> question_names("How do I reset the password of my Netflix account?")
+        ['Netflix']
+        >>> question_names("Is MD5 OK for AES-128 keys in C#?")
+        ['MD5', 'OK', 'AES-128', 'C#']
+        >>> question_names("Netflix: how do I reset my password on an iPhone?")
+        ['Netflix', 'iPhone']
+    """
+    words = [
+        (re.sub(r"['’]s$", "", m.group(0)), n == 0)
+        for sentence in split_sentences(question)
+        for n, m in enumerate(_WORD.finditer(sentence.text))
+    ]
+    words = [(w, first) for w, first in words if len(w) > 1 and w.lower() not in STOP_WORDS]
+    plain = [w for w, _ in words if not _marked(w)]
+    capitalised = sum(1 for w in plain if w[:1].isupper())
+    title_case = len(plain) >= 3 and capitalised >= 0.6 * len(plain)
+    names: list[str] = []
+    for word, first in words:
+        if title_case and not _marked(word):
+            continue
+        if _is_name(word, first) and word not in names:
+            names.append(word)
+    return names
+
+
+def _name_patterns(name: str) -> list[re.Pattern[str]]:
+    """The ways a text may write ``name``: whole word (plural or singular), its longest letter part, its initials."""
+    folded = name.casefold()
+    stem = folded[:-1] if folded.endswith("s") and len(folded) > 3 else folded
+    forms = [rf"{re.escape(stem)}(?:s|es)?"]
+    parts = [part for part in re.split(r"[^a-z]+", folded) if len(part) >= 3]
+    if parts and parts[0] != folded:  # AES-128 -> AES, OAuth2 -> OAuth (not Wi-Fi: no part of 3 letters)
+        forms.append(re.escape(max(parts, key=len)))
+    patterns = [re.compile(rf"(?<!\w){form}(?!\w)", re.IGNORECASE) for form in forms]
+    letters = name.rstrip("s")
+    if 2 <= len(letters) <= 6 and letters.isalpha() and letters.isupper():  # JWT -> JSON Web Tokens
+        initials = r"[\s-]+".join(rf"{c}[\w]*" for c in letters)
+        patterns.append(re.compile(rf"(?<!\w){initials}(?!\w)"))
+    return patterns
+
+
+def unnamed_names(question: str, texts: Sequence[str]) -> tuple[str, ...]:
+    """The question's names when none of them occurs in ``texts``; else ``()``.
+
+    A name occurs when a text writes it as a whole word, case-insensitively, in the singular
+    or the plural (JWT / JWTs), or writes its longest part of three letters or more (AES-128
+    / "AES with a 128-bit key"), or, for an acronym, spells it out in capitalised words (JWT /
+    "JSON Web Token"). One name found is enough.
+
+    Example:
+        >>> unnamed_names("How do I reset my Netflix password?", ["Reset passwords with a token."])
+        ('Netflix',)
+        >>> unnamed_names("Is MD5 OK for passwords?", ["Never store passwords with MD5."])
+        ()
+        >>> unnamed_names("Are JWTs safe?", ["A JSON Web Token carries claims."])
+        ()
+    """
+    names = question_names(question)
+    if not names or not texts:
+        return ()
+    for name in names:
+        if any(pattern.search(text) for pattern in _name_patterns(name) for text in texts):
+            return ()
+    return tuple(names)
+
+
+def _evidence_texts(documents: Mapping[str, Document], live: Sequence[Passage]) -> list[str]:
+    """What the names check reads: the documents the live passages came from (all when none), with their titles."""
+    used = {span.doc_id for p in live for span in p.spans} | {p.doc_id for p in live if p.doc_id}
+    chosen = [d for doc_id, d in documents.items() if doc_id in used] or list(documents.values())
+    texts = []
+    for d in chosen:
+        meta = [str(d.metadata.get(key, "")) for key in ("title", "heading", "question")]
+        texts.append(" \n".join([*meta, d.text]))
+    return texts
+
+
+def _listed(names: Sequence[str]) -> str:
+    quoted = [f"'{n}'" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
 def _topic(passage: Passage, documents: Mapping[str, Document]) -> str:
@@ -227,4 +371,4 @@ def _unit(value: float) -> float:
     return min(1.0, max(0.0, value))
 
 
-__all__ = ["RelevanceJudge", "RelevanceReport"]
+__all__ = ["RelevanceJudge", "RelevanceReport", "question_names", "unnamed_names"]
