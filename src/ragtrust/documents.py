@@ -375,8 +375,9 @@ class Verdict(_JsonMixin):
         errors: internal failures (any makes ``trusted`` false: fail closed).
         context_relevance: best relevance of a sentence of the evidence to the question, the
             sentence read in its topic context (a cosine; see
-            :mod:`ragtrust.verification.relevance`; ``None`` when not measured); below ``relevance.context_threshold`` there is no
-            relevant evidence and the verdict is not trusted.
+            :mod:`ragtrust.verification.relevance`; ``None`` when not measured); below
+            ``relevance.context_threshold`` there is no relevant evidence and the verdict is
+            not trusted.
         answer_relevance: cosine between the question and the answer (``None`` when not
             measured); below ``relevance.answer_threshold`` the answer does not address the
             question and the verdict is not trusted.
