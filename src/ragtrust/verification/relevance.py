@@ -170,7 +170,7 @@ class RelevanceJudge:
     """
 
     embedder: Embedder
-    context_threshold: float = 0.166
+    context_threshold: float = 0.167
     answer_threshold: float = 0.0
     context_weight: float = 0.5
     names_required: bool = True
