@@ -190,7 +190,7 @@ class RelevanceConfig(_Section):
     #: a question that names something (Netflix, MongoDB, AES-128) none of whose names occurs in
     #: a retrieved document is answered from evidence about something else: not trusted.
     names_required: bool = Field(
-        True, description="a question whose names (capitalised words, acronyms) no retrieved document mentions fails"
+        True, description="a question whose names (capitalised words, acronyms) no evidence document mentions fails"
     )
 
 

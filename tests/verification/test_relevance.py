@@ -200,7 +200,7 @@ def test_judge_fails_a_question_about_an_unnamed_subject() -> None:
     report = judge.judge("How does Netflix store passwords?", [passage], answer, [pw])
     assert report.unnamed == ("Netflix",) and not report.relevant and report.context_relevant
     assert report.failures() == [
-        "the evidence is not about what the question names: no retrieved document mentions 'Netflix'"
+        "the evidence is not about what the question names: no document the evidence came from mentions 'Netflix'"
     ]
     assert "Netflix" in report.warnings()[0]
     named = judge.judge("Should Argon2id store passwords?", [passage], [], [pw])
@@ -218,8 +218,9 @@ def test_judge_fails_a_question_about_an_unnamed_subject() -> None:
 def test_a_question_about_an_unnamed_subject_is_not_trusted() -> None:
     v = gate().ask("Which hashing should Netflix use to store passwords?")
     assert not v.trusted and v.trust_level in {"LOW", "VERY LOW"}
-    assert "the evidence is not about what the question names: no retrieved document mentions 'Netflix'" in (
-        v.decision_reasons
+    assert (
+        "the evidence is not about what the question names: no document the evidence came from mentions 'Netflix'"
+        in (v.decision_reasons)
     )
     free = gate(settings(names_required=False)).ask("Which hashing should Netflix use to store passwords?")
     assert not any("Netflix" in r for r in free.decision_reasons)
@@ -352,8 +353,9 @@ def test_verify_checks_the_answer_against_the_query() -> None:
         "Store passwords with Argon2id hashing.", docs, query="Which hashing should Netflix store passwords with?"
     )
     assert not named.trusted
-    assert "the evidence is not about what the question names: no retrieved document mentions 'Netflix'" in (
-        named.decision_reasons
+    assert (
+        "the evidence is not about what the question names: no document the evidence came from mentions 'Netflix'"
+        in (named.decision_reasons)
     )
 
 

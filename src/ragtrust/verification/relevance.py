@@ -110,7 +110,7 @@ class RelevanceReport:
         out = []
         if self.unnamed:
             out.append(
-                f"the evidence is not about what the question names: no retrieved document mentions "
+                f"the evidence is not about what the question names: no document the evidence came from mentions "
                 f"{_listed(self.unnamed)}"
             )
         if self.no_evidence:
@@ -132,8 +132,8 @@ class RelevanceReport:
         out = []
         if self.unnamed:
             out.append(
-                f"The question asks about {_listed(self.unnamed)}, which no retrieved document mentions: the "
-                "evidence is about something else. The answer is not trusted."
+                f"The question asks about {_listed(self.unnamed)}, which no document the evidence came from "
+                "mentions: the evidence is about something else. The answer is not trusted."
             )
         if self.no_evidence:
             out.append(
