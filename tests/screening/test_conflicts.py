@@ -301,15 +301,23 @@ def test_a_heading_or_a_body_sentence_is_no_trace() -> None:
     assert c.resolution == "contested: 1 source(s) against 1"
 
 
-def test_a_question_that_warns_raises_a_score_but_clears_nobody() -> None:
-    """The trace can point at the wrong side; it never decides the conflict."""
+def test_a_question_that_warns_is_no_trace() -> None:
+    """A trace needs the other side's own question to name its value: a warning corroborates nothing."""
     signal = fake_signal(nli=NeutralNLI())
     clean = doc("a", "Why is ECB mode unsafe? Use AES in an authenticated mode such as GCM.")
     poisoned = doc("b", "Which mode is best? Use AES in an authenticated mode such as ECB.")
     results = signal.score_batch([clean, poisoned])
     (c,) = conflicts(results)
-    assert c.blamed is None and c.resolution.endswith("a asks about 'ECB'")
-    assert results[0].score > results[1].score > 0.0
+    assert c.resolution == "contested: 1 source(s) against 1" and results[0].score == results[1].score
+    # a question of an earlier section is not the claim's question
+    earlier = doc(
+        "c",
+        "Is TLS 1.0 still allowed? No, it is not.\n\n## Configuration\n\n"
+        "Servers should accept TLS 1.3 connections only.",
+    )
+    swapped = doc("d", "Which TLS 1.0 settings apply? Servers should accept TLS 1.0 connections only.")
+    (c,) = conflicts(signal.score_batch([earlier, swapped]))
+    assert c.resolution == "contested: 1 source(s) against 1"
 
 
 def test_no_trace_when_each_question_names_the_other_value() -> None:

@@ -152,10 +152,17 @@ def test_judge_topic_context_from_metadata_and_missing_documents() -> None:
         ("How should AES-128 keys be stored in C# and Node.js?", ["AES-128", "C#", "Node.js"]),
         ("Which river flows through Cairo? Egypt's, I think.", ["Cairo", "Egypt"]),
         ("How should passwords be stored?", []),
-        ("Netflix: how do I reset my password on an iPhone?", ["Netflix", "iPhone"]),  # a first word counts
+        ("How do I secure MongoDB?", ["MongoDB"]),  # a capital after a small letter marks a name
+        ("How do I prevent NoSQL injection in MongoDB?", ["NoSQL", "MongoDB"]),
+        ("Who painted the Mona Lisa?", ["Mona", "Lisa"]),
+        ("Netflix: how do I reset my password on an iPhone?", ["Netflix", "iPhone"]),  # a label counts
+        ("Best way to reset my Netflix password?", ["Netflix"]),  # a plain first word does not
+        ("Difference between hashing and encryption?", []),
+        ("I'm locked out of my Netflix account, what now?", ["Netflix"]),  # no "I'm", no "Don't"
+        ("Don't I need to salt passwords?", []),
         ("JWT or sessions?", ["JWT"]),
         ("Is I/O a bottleneck for the A team?", []),  # one letter alone is no name
-        # Title Case: only what its form marks as a name
+        # Title Case (a function word capitalised mid-sentence): only what its form marks
         ("What Is The Best Way To Reset A Netflix Password On iOS?", ["iOS"]),
         ("How Should Node.js Apps Store Passwords?", ["Node.js"]),
     ],
@@ -186,6 +193,10 @@ def test_unnamed_names_needs_one_name_found() -> None:
         ("Is AES-128 strong enough?", "Use AES with a key of at least 128 bits.", True),  # its letter part
         ("Is OAuth2 safe?", "OAuth 2.0 with PKCE.", True),
         ("Should my Netgear Wi-Fi use WPA3?", "Rotate the wifi key.", False),
+        # a plain capitalised part, a two-letter acronym's initials or a dropped "s" prove nothing
+        ("Should Node.js apps hash passwords?", "Walk every DOM node.", False),
+        ("Is MD5 OK here?", "Open Knowledge licences apply.", False),
+        ("Is CORS safe?", "Servers have many cores.", False),
     ],
 )
 def test_names_are_found_as_texts_write_them(question: str, text: str, found: bool) -> None:
@@ -213,6 +224,9 @@ def test_judge_fails_a_question_about_an_unnamed_subject() -> None:
     netflix = RetrievedDoc(Document("nf", "Streaming help.", metadata={"title": "Netflix account help"}))
     assert judge.judge("How does Netflix store passwords?", [passage], [], [pw, netflix]).unnamed == ("Netflix",)
     assert judge.judge("How does Netflix store passwords?", None, [], [pw, netflix]).unnamed == ()
+    # passages from documents that were not given: nothing to look in, nothing decided
+    stray = Passage("p2", "Store passwords with Argon2id hashing.", doc_id="elsewhere", status="kept")
+    assert judge.judge("How does Netflix store passwords?", [stray], [], [pw]).unnamed == ()
 
 
 def test_a_question_about_an_unnamed_subject_is_not_trusted() -> None:

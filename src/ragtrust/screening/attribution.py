@@ -198,7 +198,10 @@ def _question_topic(doc: Document, claim: Claim) -> str:
     parts = [str(doc.metadata.get(key, "")) for key in ("title", "question")]
     last = ""
     for sentence in split_sentences(doc.text[: claim.start]):
-        if sentence.text.strip().rstrip("*_)\"'").endswith("?"):
+        stripped = sentence.text.strip()
+        if stripped.startswith("#"):  # a new section: an earlier question is not this claim's
+            last = ""
+        elif stripped.rstrip("*_)\"'").endswith("?"):
             last = sentence.text
     return " ".join([*parts, last]).lower()
 
@@ -219,14 +222,15 @@ def _traced(pool: Sequence[PoolDoc], claims: Sequence[Claim], found: Found) -> t
     """The document of a one-against-one value conflict whose own question names the other side's value.
 
     When a name, number or date was swapped in a document's answer, its question (a title
-    or question in its metadata, or the last question line before the claim) often still
-    names the original value ("What books are still banned in California? Very few books are
-    still banned in Massachusetts."). The document whose question names the *other* side's
-    value (as a phrase) and not its own, while the other document's question does not name
-    this one's value, is the *suspect*: it scores as if blamed, but the conflict stays
-    contested, because a question may also name a value to warn against it ("Why is ECB
-    unsafe?") and a trace must never clear the other side. Markdown headings do not count
-    ("Disable TLS 1.0" names what to avoid). An edit of every mention leaves no trace.
+    or question in its metadata, or the last question line before the claim in its section)
+    often still names the original value ("What books are still banned in California? Very
+    few books are still banned in Massachusetts."). The document whose question names the
+    *other* side's value (as a phrase) and not its own is the *suspect*, when the other
+    document's question names its own value (corroboration) and not this one's. It scores as
+    if blamed (so the default ``drop-suspicious`` policy usually withholds it), but the
+    conflict stays contested: a question may also name a value to warn against it ("Why is
+    ECB unsafe?"), and a trace must never clear the other side. Markdown headings do not
+    count ("Disable TLS 1.0" names what to avoid). An edit of every mention leaves no trace.
 
     Returns:
         ``(suspect pool index, the value its question names)`` or ``None``.
@@ -237,9 +241,11 @@ def _traced(pool: Sequence[PoolDoc], claims: Sequence[Claim], found: Found) -> t
     topic_a, topic_b = _question_topic(pool[a.doc].document, a), _question_topic(pool[b.doc].document, b)
     a_gives_b, b_gives_a = _phrase_in(found.right_words, topic_a), _phrase_in(found.left_words, topic_b)
     a_own, b_own = _phrase_in(found.left_words, topic_a), _phrase_in(found.right_words, topic_b)
-    if b_gives_a and not b_own and not a_gives_b:
+    # the other side must be corroborated by its own question (the clean original asks about
+    # its value); a question that names a value to warn against it corroborates nothing
+    if b_gives_a and not b_own and not a_gives_b and a_own:
         return b.doc, found.left_words
-    if a_gives_b and not a_own and not b_gives_a:
+    if a_gives_b and not a_own and not b_gives_a and b_own:
         return a.doc, found.right_words
     return None
 

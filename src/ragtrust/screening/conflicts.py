@@ -42,11 +42,12 @@ A poisoned fact can only be caught by something that knows better. This signal c
      ``contested_factor`` x strength, and the pipeline refuses to trust an answer that uses
      either claim. One exception to the scores, never to the refusal: in one source against
      one, when a name, number or date was swapped and one document's own question (title,
-     question, or the last question line before the claim; not a Markdown heading) names the
-     *other* side's value and not its own ("What books are still banned in California? Very
-     few books are still banned in Massachusetts."), while the other's question does not
-     name this one's, that document is the *suspect* and scores the full strength. An edit
-     of every mention leaves no trace.
+     question, or the last question line before the claim in its section; not a Markdown
+     heading) names the *other* side's value and not its own ("What books are still banned
+     in California? Very few books are still banned in Massachusetts."), while the other's
+     question names its own value and not this one's, that document is the *suspect* and
+     scores the full strength (the default policy then usually withholds it). An edit of
+     every mention leaves no trace.
 
 A document's score is its strongest blame (a witness from the store gets no result: it is
 not in the retrieved set). The batch consistency C is ``1 - max`` over conflicts of the

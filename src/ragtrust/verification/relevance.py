@@ -239,73 +239,68 @@ class RelevanceJudge:
 
 
 _WORD = re.compile(r"[^\W_](?:[\w.+#'’-]*[^\W_+#.'’-]|[+#]+)?")
-#: words that open a question without naming anything ("How", "Explain", "Passwords" does name)
-_OPENERS = STOP_WORDS | frozenset(
-    "how what why when where which who whom whose did shall might please explain describe list give tell "
-    "compare show define suggest recommend help i me my im i'm is are was were do does can could should would "
-    "will may must has have had".split()
-)
+#: a word ending that is not part of a name ("Netflix's", "I'm", "Don't")
+_CLITIC = re.compile(r"['’](?:s|m|t|re|ve|ll|d)$", re.IGNORECASE)
 
 
 def _marked(word: str) -> bool:
-    """A word that is a name by its form alone: letters with digits, an acronym, iPhone, C#."""
+    """A name by its form alone: letters with digits, an acronym, a capital after a small letter, C#, X-Frame."""
     mixed = any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
     acronym = sum(c.isupper() for c in word) >= 2 and not any(c.islower() for c in word[:2])
-    inner_capital = word[:1].islower() and any(c.isupper() for c in word[1:])  # iPhone, eBay, macOS
-    return mixed or acronym or inner_capital or (word[:1].isupper() and not word[1:].isalpha())
-
-
-def _is_name(word: str, first: bool) -> bool:
-    if _marked(word):
-        return True
-    return word[:1].isupper() and not (first and word.lower() in _OPENERS)
+    # iPhone, eBay, MongoDB, PayPal, NoSQL, JavaScript
+    inner_capital = any(a.islower() and b.isupper() for a, b in zip(word, word[1:], strict=False))
+    symbol = word[:1].isupper() and not word[1:].replace("'", "").isalpha()  # C#, X-Frame-Options, Node.js
+    return mixed or acronym or inner_capital or symbol
 
 
 def question_names(question: str) -> list[str]:
-    """The names of a question: capitalised words, acronyms, letters mixed with digits, iPhone-style words.
+    """The names of a question: capitalised words mid-sentence, acronyms, mixed words, iPhone-style words.
 
-    A sentence's first word is a name unless it is a question word or a function word
-    ("How", "Is", "Netflix"); one-letter words and function words are never names; in a
-    question written in Title Case only acronyms and mixed words count.
+    A sentence's first word counts only when its form marks it (an acronym, MongoDB, MD5) or
+    when it labels the question ("Netflix: how do I ...", "Docker, how ..."); one-letter
+    words and function words are never names. A question written in Title Case (a function
+    word capitalised mid-sentence: "What Is The Best Way") is read for marked words only.
 
     Example:
         >>> question_names("How do I reset the password of my Netflix account?")
         ['Netflix']
         >>> question_names("Is MD5 OK for AES-128 keys in C#?")
         ['MD5', 'OK', 'AES-128', 'C#']
-        >>> question_names("Netflix: how do I reset my password on an iPhone?")
-        ['Netflix', 'iPhone']
+        >>> question_names("Netflix: how do I secure MongoDB on an iPhone?")
+        ['Netflix', 'MongoDB', 'iPhone']
     """
-    words = [
-        (re.sub(r"['’]s$", "", m.group(0)), n == 0)
-        for sentence in split_sentences(question)
-        for n, m in enumerate(_WORD.finditer(sentence.text))
-    ]
-    words = [(w, first) for w, first in words if len(w) > 1 and w.lower() not in STOP_WORDS]
-    plain = [w for w, _ in words if not _marked(w)]
-    capitalised = sum(1 for w in plain if w[:1].isupper())
-    title_case = len(plain) >= 3 and capitalised >= 0.6 * len(plain)
+    words: list[tuple[str, bool]] = []
+    title_case = False
+    for sentence in split_sentences(question):
+        text = sentence.text
+        for n, m in enumerate(_WORD.finditer(text)):
+            word = _CLITIC.sub("", m.group(0))
+            if n > 0 and word[:1].isupper() and word.lower() in STOP_WORDS:
+                title_case = True
+            labels = n == 0 and text[m.end() : m.end() + 1] in (":", ",")
+            words.append((word, n == 0 and not labels))
     names: list[str] = []
     for word, first in words:
-        if title_case and not _marked(word):
+        if len(word) < 2 or word.lower() in STOP_WORDS or word in names:
             continue
-        if _is_name(word, first) and word not in names:
+        if _marked(word) or (word[:1].isupper() and not first and not title_case):
             names.append(word)
     return names
 
 
 def _name_patterns(name: str) -> list[re.Pattern[str]]:
-    """The ways a text may write ``name``: whole word (plural or singular), its longest letter part, its initials."""
-    folded = name.casefold()
-    stem = folded[:-1] if folded.endswith("s") and len(folded) > 3 else folded
-    forms = [rf"{re.escape(stem)}(?:s|es)?"]
-    parts = [part for part in re.split(r"[^a-z]+", folded) if len(part) >= 3]
-    if parts and parts[0] != folded:  # AES-128 -> AES, OAuth2 -> OAuth (not Wi-Fi: no part of 3 letters)
-        forms.append(re.escape(max(parts, key=len)))
+    """The ways a text may write ``name``: the word (plural too), a marked letter part, an acronym's initials."""
+    # an acronym's plural (JWTs) names the acronym; other words keep their "s" (Windows, CORS)
+    stem = name[:-1] if len(name) > 2 and name[-1] == "s" and name[:-1].isupper() else name
+    forms = [rf"{re.escape(stem.casefold())}(?:s|es)?"]
+    # AES-128 -> AES, OAuth2 -> OAuth, SHA-256 -> SHA; not Node.js -> node, Log4j -> log, T-Mobile -> mobile
+    parts = [part for part in re.split(r"[^A-Za-z]+", name) if len(part) >= 3 and part != name]
+    marked = [part for part in parts if sum(c.isupper() for c in part) >= 2]
+    if marked:
+        forms.append(re.escape(max(marked, key=len).casefold()))
     patterns = [re.compile(rf"(?<!\w){form}(?!\w)", re.IGNORECASE) for form in forms]
-    letters = name.rstrip("s")
-    if 2 <= len(letters) <= 6 and letters.isalpha() and letters.isupper():  # JWT -> JSON Web Tokens
-        initials = r"[\s-]+".join(rf"{c}[\w]*" for c in letters)
+    if 3 <= len(stem) <= 6 and stem.isalpha() and stem.isupper():  # JWT -> JSON Web Tokens
+        initials = r"[\s-]+".join(rf"{c}\w*" for c in stem)
         patterns.append(re.compile(rf"(?<!\w){initials}(?!\w)"))
     return patterns
 
@@ -336,9 +331,9 @@ def unnamed_names(question: str, texts: Sequence[str]) -> tuple[str, ...]:
 
 
 def _evidence_texts(documents: Mapping[str, Document], live: Sequence[Passage]) -> list[str]:
-    """What the names check reads: the documents the live passages came from (all when none), with their titles."""
+    """What the names check reads: the documents the live passages came from (all when no passage), with titles."""
     used = {span.doc_id for p in live for span in p.spans} | {p.doc_id for p in live if p.doc_id}
-    chosen = [d for doc_id, d in documents.items() if doc_id in used] or list(documents.values())
+    chosen = [d for doc_id, d in documents.items() if doc_id in used] if used else list(documents.values())
     texts = []
     for d in chosen:
         meta = [str(d.metadata.get(key, "")) for key in ("title", "heading", "question")]
