@@ -22,10 +22,12 @@ factuality; :class:`RelevanceJudge` measures the other two with the pipeline's e
   the sentences). An answer padded with off-topic sentences scores lower than its best
   sentence would.
 
-* **named subjects**: the names of the question (words capitalised mid-sentence,
-  acronyms, letters mixed with digits: "Netflix", "MongoDB", "AES-128") are what it asks
-  about; when it has some and *none* of them occurs in any retrieved document, the evidence
-  is about something else, however close its vocabulary ("How do I reset the password of my
+* **named subjects**: the names of the question (words capitalised mid-sentence, a first
+  word only as a label, acronyms, letters mixed with digits, a capital after a small
+  letter: "Netflix", "MongoDB", "AES-128"; see :func:`question_names`) are what it asks
+  about; when it has some and *none* of them occurs in the documents the evidence came
+  from (all given documents when there are no passages), the evidence is about something
+  else, however close its vocabulary ("How do I reset the password of my
   Netflix account?" against password-reset guidance that never mentions Netflix). One name
   found is enough ("Is MD5 OK for passwords?" needs MD5, not "OK"). This is a failed
   condition of its own, not a threshold (``RelevanceConfig.names_required``).
@@ -77,8 +79,9 @@ class RelevanceReport:
         context_threshold: the context relevance a verdict needs.
         answer_threshold: the answer relevance a verdict needs.
         no_evidence: passages were expected but none was live: no relevant evidence.
-        unnamed: the question's names when none of them occurs in a retrieved document
-            (empty when one does, when it has none, or when nothing was checked).
+        unnamed: the question's names when none of them occurs in the documents the
+            evidence came from (empty when one does, when it has none, or when nothing was
+            checked).
     """
 
     context: float | None
