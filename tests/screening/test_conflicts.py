@@ -286,38 +286,40 @@ def test_a_swap_whose_own_question_names_the_original_is_the_suspect() -> None:
     assert conflicts(fake_signal(nli=NeutralNLI()).score_batch([clean, everywhere])) == []
 
 
-def test_a_heading_or_a_body_sentence_is_no_trace() -> None:
-    """A heading or a body sentence may name a value to warn against it ("Disable TLS 1.0")."""
-    signal = fake_signal(nli=NeutralNLI())
-    clean = doc("a", "# Disable TLS 1.0\n\nThe server should accept TLS 1.3 connections only.")
-    poisoned = doc("b", "# Transport\n\nThe server should accept TLS 1.0 connections only.")
-    results = signal.score_batch([clean, poisoned])
-    (c,) = conflicts(results)
-    assert c.resolution == "contested: 1 source(s) against 1" and results[0].score == results[1].score
-    warn = " Stay away from broken modes such as ECB."
-    a = doc("c", "Which mode should encrypt data? Use AES in an authenticated mode such as GCM." + warn)
-    b = doc("d", "Which mode should encrypt data? Use AES in an authenticated mode such as ECB." + warn)
-    (c,) = conflicts(signal.score_batch([a, b]))
-    assert c.resolution == "contested: 1 source(s) against 1"
+_WARN = " Stay away from broken modes such as ECB."
 
 
-def test_a_question_that_warns_is_no_trace() -> None:
-    """A trace needs the other side's own question to name its value: a warning corroborates nothing."""
-    signal = fake_signal(nli=NeutralNLI())
-    clean = doc("a", "Why is ECB mode unsafe? Use AES in an authenticated mode such as GCM.")
-    poisoned = doc("b", "Which mode is best? Use AES in an authenticated mode such as ECB.")
-    results = signal.score_batch([clean, poisoned])
+@pytest.mark.parametrize(
+    ("clean", "poisoned"),
+    [
+        # a heading names what to avoid
+        (
+            "# Disable TLS 1.0\n\nThe server should accept TLS 1.3 connections only.",
+            "# Transport\n\nThe server should accept TLS 1.0 connections only.",
+        ),
+        # so may a body sentence
+        (
+            "Which mode should encrypt data? Use AES in an authenticated mode such as GCM." + _WARN,
+            "Which mode should encrypt data? Use AES in an authenticated mode such as ECB." + _WARN,
+        ),
+        # a question that warns: the other side's question does not corroborate its own value
+        (
+            "Why is ECB mode unsafe? Use AES in an authenticated mode such as GCM.",
+            "Which mode is best? Use AES in an authenticated mode such as ECB.",
+        ),
+        # a question of an earlier section is not the claim's question
+        (
+            "Is TLS 1.0 still allowed? No, it is not.\n\n## Configuration\n\n"
+            "Servers should accept TLS 1.3 connections only.",
+            "Which TLS 1.0 settings apply? Servers should accept TLS 1.0 connections only.",
+        ),
+    ],
+    ids=["heading", "body", "warning-question", "earlier-section"],
+)
+def test_what_is_no_trace_stays_contested(clean: str, poisoned: str) -> None:
+    results = fake_signal(nli=NeutralNLI()).score_batch([doc("a", clean), doc("b", poisoned)])
     (c,) = conflicts(results)
     assert c.resolution == "contested: 1 source(s) against 1" and results[0].score == results[1].score
-    # a question of an earlier section is not the claim's question
-    earlier = doc(
-        "c",
-        "Is TLS 1.0 still allowed? No, it is not.\n\n## Configuration\n\n"
-        "Servers should accept TLS 1.3 connections only.",
-    )
-    swapped = doc("d", "Which TLS 1.0 settings apply? Servers should accept TLS 1.0 connections only.")
-    (c,) = conflicts(signal.score_batch([earlier, swapped]))
-    assert c.resolution == "contested: 1 source(s) against 1"
 
 
 def test_no_trace_when_each_question_names_the_other_value() -> None:
