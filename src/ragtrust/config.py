@@ -188,7 +188,8 @@ class RelevanceConfig(_Section):
     #: not trusted: its sentences are the closest evidence, not an answer.
     not_stated_fails: bool = Field(True, description="an answer prefaced 'does not explicitly state' is not trusted")
     #: a question that names something (Netflix, MongoDB, AES-128) none of whose names occurs in
-    #: a retrieved document is answered from evidence about something else: not trusted.
+    #: the documents its evidence came from is answered from evidence about something else: not
+    #: trusted.
     names_required: bool = Field(
         True, description="a question whose names (capitalised words, acronyms) no evidence document mentions fails"
     )
