@@ -161,6 +161,14 @@ def test_overlapping_or_unrelated_quantities_do_not_conflict(left: str, right: s
     assert quantity_conflict(right, left) is None
 
 
+def test_digits_inside_a_name_are_no_quantity() -> None:
+    # "Argon2id" read as the quantity "2 id" in both claims made the swapped 19 / 64 look
+    # like two claims about a shared "2 id", and the diff let the swap pass
+    left, right = "Argon2id needs 19 MiB of memory per hash.", "Argon2id needs 64 MiB of memory per hash."
+    assert diff_conflict(left, right) == DiffFinding("number", "19", "64")
+    assert quantity_conflict("SHA256 runs in 3 ms.", "SHA512 runs in 3 ms.") is None
+
+
 def test_overlapping_quantities_in_different_sentences_pass_the_diff() -> None:
     left, right = (
         "Queens live 2 to 5 years in a healthy colony.",

@@ -426,9 +426,17 @@ def test_a_malformed_embedding_is_a_model_error() -> None:
         fake_signal(embedder=BadShapeEmbedder()).score_batch([doc("a", LONG), doc("p", SHORT)])
 
 
-def test_a_malformed_nli_output_is_a_model_error() -> None:
+@pytest.mark.parametrize(
+    ("params", "texts"),
+    [
+        ({"nli_contradiction": True}, [LONG, SHORT]),  # every aligned pair goes to NLI
+        ({}, [LONG, LONG_REWORDED, SHORT]),  # a conflict to attribute: NLI hears agreement
+    ],
+    ids=["contradiction-check", "agreement-only"],
+)
+def test_a_malformed_nli_output_is_a_model_error(params: dict[str, Any], texts: list[str]) -> None:
     with pytest.raises(ModelError, match="NLI model returned shape"):
-        fake_signal(nli=BadShapeNLI()).score_batch([doc("a", LONG), doc("p", SHORT)])
+        fake_signal(nli=BadShapeNLI(), **params).score_batch(retrieved(texts))
 
 
 def test_the_signal_is_registered_and_built_from_a_spec() -> None:
@@ -493,7 +501,7 @@ def test_the_screener_without_conflicts_keeps_full_consistency() -> None:
 
 def test_a_failing_claim_conflict_signal_fails_closed() -> None:
     screener = Screener(signals=[fake_signal(nli=RaisingNLI())])
-    report = screener.screen([doc("a", LONG), doc("p", SHORT)])
+    report = screener.screen([doc("a", LONG), doc("b", LONG_REWORDED), doc("p", SHORT)])
     assert report.consistency == 0.0
     assert report.errors and report.errors[0].startswith("signal 'claim_conflict' failed: ModelError")
     assert report.conflicts == ()

@@ -59,7 +59,10 @@ def test_claim_embeddings_and_nli_pairs_persist_across_processes(tmp_path: Path)
 
     def signal(embedder: CountingEmbedder, nli: LexicalNLI) -> ClaimConflictSignal:
         made = ClaimConflictSignal(
-            nli=NLIEngine(nli, cache_path=str(tmp_path / NLI_CACHE_FILE)), embedder=embedder, min_cosine=0.3
+            nli=NLIEngine(nli, cache_path=str(tmp_path / NLI_CACHE_FILE)),
+            embedder=embedder,
+            min_cosine=0.3,
+            nli_contradiction=True,  # every aligned pair is an NLI pair to persist
         )
         assert persist_caches([made], path) == ["claim_conflict"]
         return made

@@ -24,7 +24,7 @@ PAGES = [
 TEXT, META = join_pages(PAGES)
 BOUNDS = META["pages"]
 PDF = Document(id="guide.pdf", text=TEXT, metadata={"format": "pdf", **META})
-NOTES = Document(id="notes", text="Argon2id needs 64 MiB of memory per hash in this guide.")
+NOTES = Document(id="notes", text="Argon2id needs 64 MiB of memory per hash.")
 QUERY = "How much memory does Argon2id need?"
 
 

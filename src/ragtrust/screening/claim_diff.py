@@ -223,7 +223,9 @@ def _quantities(text: str) -> list[tuple[str, float, float, str]]:
         value = _number(tokens[i][0])
         hyphenated = i + 1 < len(tokens) and text[tokens[i][2] + len(tokens[i][1]) : tokens[i + 1][2]] == "-"
         year = _is_date(tokens[i][0]) and not hyphenated  # "2048-bit" is a size, "in 2048" a year
-        if value is None or year or tokens[i][0] in ("first", "second", "once", "single"):
+        # digits inside a name ("Argon2id", "SHA256") are part of it, not a quantity
+        glued = tokens[i][2] > 0 and text[tokens[i][2] - 1].isalpha()
+        if value is None or year or glued or tokens[i][0] in ("first", "second", "once", "single"):
             i += 1
             continue
         low = high = value
