@@ -429,8 +429,8 @@ def test_a_malformed_embedding_is_a_model_error() -> None:
 @pytest.mark.parametrize(
     ("params", "texts"),
     [
-        ({"nli_contradiction": True}, [LONG, SHORT]),  # every aligned pair goes to NLI
-        ({}, [LONG, LONG_REWORDED, SHORT]),  # a conflict to attribute: NLI hears agreement
+        ({}, [LONG, SHORT]),  # every aligned pair goes to NLI
+        ({"nli_contradiction": False}, [LONG, LONG_REWORDED, SHORT]),  # NLI hears agreement only
     ],
     ids=["contradiction-check", "agreement-only"],
 )

@@ -62,7 +62,6 @@ def test_claim_embeddings_and_nli_pairs_persist_across_processes(tmp_path: Path)
             nli=NLIEngine(nli, cache_path=str(tmp_path / NLI_CACHE_FILE)),
             embedder=embedder,
             min_cosine=0.3,
-            nli_contradiction=True,  # every aligned pair is an NLI pair to persist
         )
         assert persist_caches([made], path) == ["claim_conflict"]
         return made

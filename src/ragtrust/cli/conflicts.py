@@ -37,6 +37,11 @@ def conflicts(
     write_manifest: bool = typer.Option(
         False, "--write-manifest", help="Store the fitted ramp in the shipped NLI model's manifest (needs --calibrate)."
     ),
+    nli_check: bool = typer.Option(
+        True,
+        "--nli-check/--no-nli-check",
+        help="Run the NLI contradiction check on aligned pairs (the signal's nli_contradiction).",
+    ),
     config: Path | None = typer.Option(None, "--config", help="Settings TOML (models)."),
     as_json: bool = typer.Option(False, "--json", help="Print the headline numbers as JSON."),
 ) -> None:
@@ -58,6 +63,7 @@ def conflicts(
         witnesses=witnesses,
         seed=seed,
         owasp_sets=owasp_sets,
+        signal_params={"nli_contradiction": nli_check},
         calibrate_fpr=calibrate,
         progress=lambda message: console.print(message, highlight=False),
     )

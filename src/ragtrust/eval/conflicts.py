@@ -419,6 +419,7 @@ def run(
         "diff_strength": dict(signal.diff_strength),
         "contested_factor": signal.contested_factor,
         "intra_factor": signal.intra_factor,
+        "nli_contradiction": signal.nli_contradiction,
     }
     report["models"] = {
         "nli": str(getattr(nli, "model_id", type(nli).__name__)),

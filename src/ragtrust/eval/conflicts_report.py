@@ -40,8 +40,12 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"{report['witnesses']}; {report['n']} evaluation questions per benchmark (held-out attack families "
         f"only); run time {report.get('elapsed_s')} s on the machine that wrote it.",
         "",
-        f"Signal: NLI ramp {report['signal']['nli_ramp']} ({report['signal']['nli_ramp_source']}), "
-        f"alignment cosine >= {report['signal']['min_cosine']}, overlap >= {report['signal']['min_overlap']}, "
+        (
+            f"Signal: NLI ramp {report['signal']['nli_ramp']} ({report['signal']['nli_ramp_source']}), "
+            if report["signal"].get("nli_contradiction", True)
+            else "Signal: NLI contradiction check off (NLI only hears agreement), "
+        )
+        + f"alignment cosine >= {report['signal']['min_cosine']}, overlap >= {report['signal']['min_overlap']}, "
         f"at most {report['signal']['max_pairs']} aligned pairs; diff strengths {report['signal']['diff_strength']}.",
         "",
     ]

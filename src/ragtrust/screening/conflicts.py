@@ -20,12 +20,15 @@ A poisoned fact can only be caught by something that knows better. This signal c
    ``clip((c - low) / (high - low))`` whose ``low`` is calibrated per model on aligned pairs of
    clean text (``signal_calibration["claim_conflict"]`` in the model manifest; ``ragtrust eval
    conflicts --calibrate``), :data:`DEFAULT_RAMP` otherwise. A pair is a conflict when either
-   check fires; its strength is the larger. The NLI check is **off by default**
-   (``nli_contradiction``): with the shipped model it raised the share of clean held-out
-   FEVER sets with a conflict from 2% to 9% for 7-9 points of FEVER contradiction recall
-   and nothing elsewhere (docs/results/conflicts.md), and it was most of a query's NLI
-   pairs. Off, the model is asked only whether two claims *agree* (step 5), and only when
-   the diff found a conflict to attribute.
+   check fires; its strength is the larger. ``nli_contradiction = False`` turns the NLI
+   check off: the model is then asked only whether two claims *agree* (step 5), and only
+   when the diff found a conflict to attribute, so most retrieved sets cost no NLI pair.
+   Measured with the shipped model (docs/benchmarks.md, "Claim conflicts without the NLI
+   check"): clean held-out FEVER sets with a conflict 9% -> 2% and FEVER's clean decision
+   false-positive rate 6% -> 0%, for one FEVER poisoned query of 15 (53% -> 47%) and 7-9
+   points of FEVER contradiction recall; every other benchmark figure equal. It stays on by
+   default: the rule written before that run allowed no decision-recall cell to fall by
+   more than 3 points.
 5. **Attribution** (documented rule, in this order; it lives in
    :mod:`~ragtrust.screening.attribution`). A conflict between claim *a* of document X and
    claim *b* of document Y:
@@ -142,10 +145,8 @@ class ClaimConflictSignal(Signal):
         max_pairs: aligned pairs checked per batch (cost bound).
         max_claims_per_doc / max_claims: claim caps.
         low / high: the NLI contradiction ramp (``None`` = the model's calibration).
-        nli_contradiction: run the NLI contradiction check on every aligned pair (off by
-            default: with the shipped model it added more false alarms than catches on
-            held-out FEVER, docs/results/conflicts.md; turn it on, and calibrate, for a
-            stronger NLI model). Off, NLI only hears agreement for attribution.
+        nli_contradiction: run the NLI contradiction check on every aligned pair; off, NLI
+            only hears agreement, when a diff conflict needs attributing (see step 4).
         diff_strength: strength of a diff finding per kind.
         intra_factor: blame of a document that contradicts itself.
         contested_factor: score of each side of a contested conflict.
@@ -166,7 +167,7 @@ class ClaimConflictSignal(Signal):
     max_claims: int = 400
     low: float | None = None
     high: float | None = None
-    nli_contradiction: bool = False
+    nli_contradiction: bool = True
     diff_strength: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_DIFF_STRENGTH))
     intra_factor: float = 0.6
     contested_factor: float = 0.5
