@@ -229,6 +229,36 @@ def test_judge_fails_a_question_about_an_unnamed_subject() -> None:
     assert judge.judge("How does Netflix store passwords?", [stray], [], [pw]).unnamed == ()
 
 
+def test_the_names_are_looked_for_in_the_documents_the_answer_rests_on() -> None:
+    judge = RelevanceJudge(embedder=HashingEmbedder(), context_threshold=0.0)
+    pw = RetrievedDoc(DOCS[0])
+    netflix = RetrievedDoc(Document("nf", "Netflix streams films and series to televisions."))
+    passages = [
+        Passage("p1", "Store passwords with Argon2id hashing.", doc_id="pw", status="kept"),
+        Passage("p2", "Netflix streams films and series to televisions.", doc_id="nf", status="kept"),
+    ]
+    answer = ["Store passwords with Argon2id hashing."]
+    question = "How does Netflix store passwords?"
+    assert judge.judge(question, passages, answer, [pw, netflix]).unnamed == ()  # a live passage names it
+    assert judge.judge(question, passages, answer, [pw, netflix], answer_documents=["pw"]).unnamed == ("Netflix",)
+    assert judge.judge(question, passages, answer, [pw, netflix], answer_documents=["pw", "nf"]).unnamed == ()
+    # ids of no given document: the live passages decide, as without them
+    assert judge.judge(question, passages, answer, [pw, netflix], answer_documents=["gone"]).unnamed == ()
+
+
+def test_a_name_only_in_a_passage_the_answer_does_not_cite_is_not_found() -> None:
+    docs = [*DOCS, Document("nf", "Netflix users store passwords in their browsers.", url="https://kb.test/nf")]
+    writer = ScriptedGenerator("Store passwords with Argon2id hashing [2].")  # passage 2: the pw document
+    g = TrustGate.from_documents(docs, settings(), nli=LexicalNLI(), embedder=HashingEmbedder(), generator=writer)
+    v = g.ask("Which hashing should Netflix use to store passwords?")
+    assert [(p.doc_id, p.status) for p in v.passages] == [("nf", "kept"), ("pw", "kept")]  # nf: evidence, unused
+    assert {span.doc_id for s in v.sentences for span in s.spans} == {"pw"}
+    assert not v.trusted
+    assert v.decision_reasons == (
+        "the evidence is not about what the question names: no document the evidence came from mentions 'Netflix'",
+    )
+
+
 def test_a_question_about_an_unnamed_subject_is_not_trusted() -> None:
     v = gate().ask("Which hashing should Netflix use to store passwords?")
     assert not v.trusted and v.trust_level in {"LOW", "VERY LOW"}
@@ -376,7 +406,12 @@ def test_verify_checks_the_answer_against_the_query() -> None:
 @dataclass
 class RaisingJudge:
     def judge(
-        self, question: str, passages: Any, answer_sentences: Sequence[str] = (), documents: Any = ()
+        self,
+        question: str,
+        passages: Any,
+        answer_sentences: Sequence[str] = (),
+        documents: Any = (),
+        answer_documents: Sequence[str] = (),
     ) -> RelevanceReport:
         raise RuntimeError("embedder crashed")
 

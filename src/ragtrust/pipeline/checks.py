@@ -42,15 +42,21 @@ def checked_relevance(
     passages: Sequence[Passage] | None,
     answer_sentences: Sequence[str],
     documents: Sequence[RetrievedDoc] = (),
+    sentences: Sequence[AnswerSentence] = (),
 ) -> tuple[Any, tuple[str, ...]]:
     """The relevance report (``None`` when there is no judge) and any failure of the judge (fail closed).
 
-    ``documents``: the documents the passages came from (their topic context counts).
+    ``documents``: the documents the passages came from (their topic context counts);
+    ``sentences``: the answer's checked sentences, whose verified spans and best NLI support
+    name the documents the answer rests on (where the names check looks first).
     """
     if judge is None:
         return None, ()
+    rests_on = [span.doc_id for s in sentences for span in s.spans] + [
+        s.best_doc_id for s in sentences if s.best_doc_id
+    ]
     try:
-        return judge.judge(question, passages, answer_sentences, documents=documents), ()
+        return judge.judge(question, passages, answer_sentences, documents=documents, answer_documents=rests_on), ()
     except Exception as exc:  # noqa: BLE001 - fail closed: recorded, verdict not trusted
         return None, (f"relevance check failed: {type(exc).__name__}: {exc}",)
 

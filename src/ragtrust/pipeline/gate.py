@@ -319,9 +319,7 @@ class TrustGate:
             # no passages here: the answer's relevance to the question is measured, and the
             # question's names are looked for in the documents the gate kept
             with watch.stage("relevance"):
-                out.relevance, out.relevance_errors = self._relevance(
-                    query, None, [s.text for s in out.sentences], gated.kept
-                )
+                out.relevance, out.relevance_errors = self._relevance(query, None, out.sentences, gated.kept)
         out.not_stated = says_not_stated(answer)
         return self._verdict(out, watch)
 
@@ -344,11 +342,12 @@ class TrustGate:
         self,
         question: str,
         passages: Sequence[Passage] | None,
-        answer_sentences: Sequence[str],
+        sentences: Sequence[AnswerSentence],
         documents: Sequence[RetrievedDoc] = (),
     ) -> tuple[Any, tuple[str, ...]]:
         """The relevance report (``None`` when disabled) and any failure of the judge (fail closed)."""
-        return checked_relevance(self.relevance, question, passages, answer_sentences, documents)
+        texts = [s.text for s in sentences]
+        return checked_relevance(self.relevance, question, passages, texts, documents, sentences)
 
     def _gate(self, screenings: Sequence[DocumentScreening], docs: Sequence[RetrievedDoc]) -> Gated:
         """The document gate under this gate's policy, asking the store's ledger when it has one."""
@@ -405,9 +404,7 @@ class TrustGate:
             grounded = self._write(out, context, watch)
             self._check(out, grounded, context, watch)
             with watch.stage("relevance"):
-                out.relevance, out.relevance_errors = self._relevance(
-                    question, out.passages, [s.text for s in out.sentences], context
-                )
+                out.relevance, out.relevance_errors = self._relevance(question, out.passages, out.sentences, context)
         return self._verdict(out, watch)
 
     def _write(self, out: Outcome, context: list[RetrievedDoc], watch: Stopwatch) -> GroundedAnswer:

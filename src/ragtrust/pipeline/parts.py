@@ -94,8 +94,9 @@ class JudgesRelevance(Protocol):
         passages: Sequence[Passage] | None,
         answer_sentences: Sequence[str] = (),
         documents: Sequence[RetrievedDoc] = (),
+        answer_documents: Sequence[str] = (),
     ) -> RelevanceReport:
-        """The relevance report (``documents``: those the passages came from)."""
+        """The relevance report (``documents``: the passages' documents; ``answer_documents``: the answer's)."""
         ...
 
 

@@ -25,10 +25,14 @@ factuality; :class:`RelevanceJudge` measures the other two with the pipeline's e
 * **named subjects**: the names of the question (words capitalised mid-sentence, a first
   word only as a label, acronyms, letters mixed with digits, a capital after a small
   letter: "Netflix", "MongoDB", "AES-128"; see :func:`question_names`) are what it asks
-  about; when it has some and *none* of them occurs in the documents the evidence came
-  from (all given documents when there are no passages), the evidence is about something
-  else, however close its vocabulary ("How do I reset the password of my
-  Netflix account?" against password-reset guidance that never mentions Netflix). One name
+  about; when it has some and *none* of them occurs in the documents the answer rests on
+  (the documents its sentences' verified spans and best NLI support come from; failing
+  those, the documents of the live passages; failing those, every given document), the
+  evidence is about something else, however close its vocabulary ("How do I reset the
+  password of my Netflix account?" against password-reset guidance that never mentions
+  Netflix). A name in another retrieved document does not count: "How long does Amazon
+  keep my credit card details?" was answered from a cryptographic storage chunk while a
+  secrets-management chunk beside it, never cited, linked to Amazon's key service. One name
   found is enough ("Is MD5 OK for passwords?" needs MD5, not "OK"). This is a failed
   condition of its own, not a threshold (``RelevanceConfig.names_required``).
 
@@ -173,8 +177,8 @@ class RelevanceJudge:
     """
 
     embedder: Embedder
-    context_threshold: float = 0.167
-    answer_threshold: float = 0.0
+    context_threshold: float = 0.0
+    answer_threshold: float = 0.16533539014235787
     context_weight: float = 0.5
     names_required: bool = True
 
@@ -195,6 +199,7 @@ class RelevanceJudge:
         passages: Sequence[Passage] | None,
         answer_sentences: Sequence[str] = (),
         documents: Sequence[Document | RetrievedDoc] = (),
+        answer_documents: Sequence[str] = (),
     ) -> RelevanceReport:
         """Relevance of ``passages`` (live ones) and of the answer to ``question``.
 
@@ -205,6 +210,8 @@ class RelevanceJudge:
             answer_sentences: the answer's sentences without citation markers (no preface).
             documents: the documents the passages were taken from; a passage whose document
                 is here is also read in its topic context (see the module docstring).
+            answer_documents: ids of the documents the answer rests on (its sentences'
+                verified spans and best NLI support); the names check reads these first.
         """
         live = [p for p in passages if p.status != "dropped"] if passages is not None else []
         by_id = {d.id: d for d in (doc.document if isinstance(doc, RetrievedDoc) else doc for doc in documents)}
@@ -213,7 +220,7 @@ class RelevanceJudge:
             topic = _topic(passage, by_id)
             evidence.extend((s.text, topic) for s in split_sentences(passage.text) if s.text.strip())
         no_evidence = passages is not None and not evidence
-        unnamed = unnamed_names(question, _evidence_texts(by_id, live)) if self.names_required else ()
+        unnamed = unnamed_names(question, _evidence_texts(by_id, live, answer_documents)) if self.names_required else ()
         answer = [s for s in answer_sentences if s.strip()]
         topics = [t for _, t in evidence if t] if self.context_weight else []
         texts = list(dict.fromkeys([question, *(t for t, _ in evidence), *topics, *answer]))
@@ -333,10 +340,14 @@ def unnamed_names(question: str, texts: Sequence[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _evidence_texts(documents: Mapping[str, Document], live: Sequence[Passage]) -> list[str]:
-    """What the names check reads: the documents the live passages came from (all when no passage), with titles."""
+def _evidence_texts(
+    documents: Mapping[str, Document], live: Sequence[Passage], answer_documents: Sequence[str] = ()
+) -> list[str]:
+    """What the names check reads, with titles: the answer's documents; else the live passages'; else all."""
     used = {span.doc_id for p in live for span in p.spans} | {p.doc_id for p in live if p.doc_id}
-    chosen = [d for doc_id, d in documents.items() if doc_id in used] if used else list(documents.values())
+    chosen = [documents[doc_id] for doc_id in dict.fromkeys(answer_documents) if doc_id in documents]
+    if not chosen:
+        chosen = [d for doc_id, d in documents.items() if doc_id in used] if used else list(documents.values())
     texts = []
     for d in chosen:
         meta = [str(d.metadata.get(key, "")) for key in ("title", "heading", "question")]
