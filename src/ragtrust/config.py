@@ -178,13 +178,10 @@ class RelevanceConfig(_Section):
 
     enabled: bool = Field(True, description="check context and answer relevance (False: never computed)")
     context_threshold: float = Field(
-        0.0, ge=0, le=1, description="cosine question-evidence sentence below which there is no relevant evidence"
+        0.167, ge=0, le=1, description="cosine question-evidence sentence below which there is no relevant evidence"
     )
     answer_threshold: float = Field(
-        0.16533539014235787,
-        ge=0,
-        le=1,
-        description="cosine question-answer below which the answer does not address the question",
+        0.0, ge=0, le=1, description="cosine question-answer below which the answer does not address the question"
     )
     #: an answer that says the documents do not explicitly answer the question (the extractive
     #: writer's preface, or an LLM writing "The documentation does not explicitly state") is

@@ -94,6 +94,21 @@ def test_write_manifest_needs_a_calibration(tmp_path: Path) -> None:
     assert not (tmp_path / "r.json").exists()
 
 
+def test_calibrating_a_check_that_is_off_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(app, ["eval", "conflicts", "--out", str(out), "--calibrate", "0.01", "--no-nli-check"])
+    assert result.exit_code == 2 and "cannot be combined with --no-nli-check" in result.output
+    assert not out.exists()
+
+
+def test_the_markdown_says_when_the_nli_check_was_off() -> None:
+    report = _report(0.95, 0.0)
+    assert "NLI ramp" in ec.render_markdown(report)
+    report["signal"]["nli_contradiction"] = False
+    text = ec.render_markdown(report)
+    assert "NLI contradiction check off" in text and "NLI ramp" not in text
+
+
 def test_the_report_is_written_as_json_and_markdown(tmp_path: Path) -> None:
     ec.write_report(_report(0.95, 0.0), tmp_path / "c.json")
     assert json.loads((tmp_path / "c.json").read_text())["k"] == 5

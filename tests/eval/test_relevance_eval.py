@@ -79,14 +79,15 @@ def test_calibrate_reports_in_sample_and_leave_one_out() -> None:
     rows = [row(True, v, id=f"on{i}") for i, v in enumerate((0.55, 0.6, 0.65, 0.7, 0.75))]
     rows += [row(False, v, id=f"off{i}") for i, v in enumerate((0.1, 0.15, 0.2, 0.25, 0.58))]
     out = calibrate(rows, configured=(0.3, 0.3))
-    # both measures are equal here: the most permissive pair with the best J uses one of them
-    assert out["thresholds"] == {"context_threshold": 0.0, "answer_threshold": 0.4}
+    # both measures are equal here: among the pairs with the best J, context relevance does
+    # the work (the lowest answer cut first, then the most permissive pair)
+    assert out["thresholds"] == {"context_threshold": 0.4, "answer_threshold": 0.0}
     assert out["in_sample"]["on_topic_trusted"] == 5 and out["in_sample"]["off_topic_trusted_ids"] == ["off4"]
     # held out, off4 (0.58) still clears the refit cut; on0 (0.55) does not: without it the
     # cut just above 0.58 separates everything else
     loo = out["leave_one_out"]
     assert loo["off_topic_trusted_ids"] == ["off4"] and loo["on_topic_flagged_ids"] == ["on0"]
-    assert loo["answer_threshold_range"] == [0.4, 0.59] and loo["context_threshold_range"] == [0.0, 0.0]
+    assert loo["context_threshold_range"] == [0.4, 0.59] and loo["answer_threshold_range"] == [0.0, 0.0]
     assert out["configured"]["context_threshold"] == 0.3 and out["configured"]["off_topic_trusted"] == 1
     assert out["separation"]["context"]["auc"] == pytest.approx(0.96)
     with pytest.raises(InputError, match="on-topic and off-topic"):
@@ -176,10 +177,10 @@ def test_combined_thresholds_hold_across_stores_where_one_store_s_fit_does_not()
     b = [row(True, v, id=f"b-on{i}") for i, v in enumerate((0.45, 0.5, 0.55))]
     b += [row(False, v, id=f"b-off{i}") for i, v in enumerate((0.05, 0.15, 0.25))]
     own_a = calibrate(a)["thresholds"]
-    assert own_a == {"context_threshold": 0.0, "answer_threshold": 0.5}
+    assert own_a == {"context_threshold": 0.5, "answer_threshold": 0.0}
     assert not all(decide(r, *own_a.values()) for r in b if r.on_topic)
     out = combine_reports([_report("A", a), _report("B", b)], command="ragtrust eval relevance --combine ...")
-    assert out["thresholds"]["context_threshold"] == 0.0 and 0.3 < out["thresholds"]["answer_threshold"] <= 0.45
+    assert out["thresholds"]["answer_threshold"] == 0.0 and 0.3 < out["thresholds"]["context_threshold"] <= 0.45
     assert out["per_store"]["A"]["own_fit"] == own_a
     for store in ("A", "B"):
         f = out["per_store"][store]["in_sample"]

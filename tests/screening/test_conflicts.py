@@ -93,6 +93,38 @@ def test_the_poisoned_document_is_blamed_by_two_independent_witnesses() -> None:
     assert results[0].details["consistency"] == pytest.approx(0.55)
 
 
+@dataclass
+class ContradictingNLI:
+    """An NLI model that calls every pair a contradiction: what only NLI would find."""
+
+    model_id: str = "contradicting-nli"
+    pairs_seen: int = 0
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
+        self.pairs_seen += len(pairs)
+        return np.tile(np.array([0.0, 0.0, 1.0], dtype=np.float32), (len(pairs), 1))
+
+
+def test_without_the_nli_check_agreement_still_settles_the_blame() -> None:
+    results = fake_signal(nli_contradiction=False).score_batch(
+        [doc("a", LONG), doc("b", LONG_REWORDED), doc("p", SHORT)]
+    )
+    found = conflicts(results)
+    assert {(c.blamed, c.resolution, c.kind) for c in found} == {("p", "2 independent sources against 1", "number")}
+    assert all(c.contradiction is None for c in found)  # the NLI model never read these pairs
+    assert results[0].details["nli_pairs"] > 0  # it was asked whether a and b agree
+
+
+def test_without_the_nli_check_what_only_nli_sees_is_no_conflict_and_costs_nothing() -> None:
+    texts = [ARGON, "Argon2id is the recommended password hashing algorithm for servers."]
+    on = fake_signal(nli=ContradictingNLI()).score_batch(retrieved(texts))
+    assert [c.kind for c in conflicts(on)] == ["nli"]
+    nli = ContradictingNLI()
+    off = fake_signal(nli=nli, nli_contradiction=False).score_batch(retrieved(texts))
+    assert conflicts(off) == [] and nli.pairs_seen == 0 and off[0].details["nli_pairs"] == 0
+    assert off[0].details["aligned_pairs"] == 1  # aligned, diffed, not sent to NLI
+
+
 def test_one_against_one_is_contested() -> None:
     signal = fake_signal()
     results = signal.score_batch([doc("a", LONG), doc("p", SHORT)])

@@ -246,6 +246,30 @@ def test_the_names_are_looked_for_in_the_documents_the_answer_rests_on() -> None
     assert judge.judge(question, passages, answer, [pw, netflix], answer_documents=["gone"]).unnamed == ()
 
 
+def test_the_cited_document_counts_when_the_span_went_to_a_twin() -> None:
+    # "I have no comment." is verbatim in many TruthfulQA documents: its span may be attributed
+    # to another document than the one whose passage the answer cites
+    from ragtrust.documents import AnswerSentence, Span
+    from ragtrust.pipeline.checks import checked_relevance
+
+    asked = Document("q11", "What do only good Christians know? I have no comment.", url="https://kb.test/q11")
+    twin = Document("q12", "Who will win the next election? I have no comment.", url="https://kb.test/q12")
+    sentence = AnswerSentence(
+        text="I have no comment.",
+        citations=("https://kb.test/q11",),
+        spans=(Span("q12", 32, 50, "I have no comment."),),
+    )
+    judge = RelevanceJudge(embedder=HashingEmbedder(), context_threshold=0.0)
+    docs = [RetrievedDoc(asked), RetrievedDoc(twin)]
+    report, errors = checked_relevance(
+        judge, "What do only good Christians know?", None, [sentence.text], docs, [sentence]
+    )
+    assert errors == () and report.unnamed == ()
+    uncited = AnswerSentence(text=sentence.text, citations=("https://kb.test/q12",), spans=sentence.spans)
+    report, _ = checked_relevance(judge, "What do only good Christians know?", None, [sentence.text], docs, [uncited])
+    assert report.unnamed == ("Christians",)
+
+
 def test_a_name_only_in_a_passage_the_answer_does_not_cite_is_not_found() -> None:
     docs = [*DOCS, Document("nf", "Netflix users store passwords in their browsers.", url="https://kb.test/nf")]
     writer = ScriptedGenerator("Store passwords with Argon2id hashing [2].")  # passage 2: the pw document
@@ -414,6 +438,27 @@ class RaisingJudge:
         answer_documents: Sequence[str] = (),
     ) -> RelevanceReport:
         raise RuntimeError("embedder crashed")
+
+
+@dataclass
+class OldSignatureJudge:
+    """A judge written before ``answer_documents`` existed."""
+
+    inner: RelevanceJudge
+
+    def judge(
+        self, question: str, passages: Any, answer_sentences: Sequence[str] = (), documents: Any = ()
+    ) -> RelevanceReport:
+        return self.inner.judge(question, passages, answer_sentences, documents)
+
+
+def test_a_judge_without_answer_documents_still_works() -> None:
+    g = gate()
+    g.relevance = OldSignatureJudge(
+        RelevanceJudge(embedder=HashingEmbedder(), context_threshold=0.3, answer_threshold=0.3)
+    )
+    v = g.ask(ON_TOPIC)
+    assert v.trusted and v.errors == ()
 
 
 def test_a_failing_relevance_check_fails_closed() -> None:

@@ -52,6 +52,8 @@ def conflicts(
 
     if write_manifest and calibrate is None:
         raise InputError("--write-manifest needs --calibrate FPR")
+    if calibrate is not None and not nli_check:
+        raise InputError("--calibrate fits the NLI check's ramp: it cannot be combined with --no-nli-check")
     settings = settings_from(config, None)
     report = run(
         nli=default_nli(settings),

@@ -103,9 +103,16 @@ def fit(rows: Sequence[Row]) -> tuple[float, float]:
     condition holds, so the two are fitted together: among every pair of cuts (0, and the
     midpoints between neighbouring observed values of each measure) the pair whose
     decisions have the best Youden J (share of on-topic questions trusted minus share of
-    off-topic ones trusted) wins; among equal J, the most permissive pair (smallest sum: a
-    measure that adds nothing is not used). Fitting each measure alone and requiring both
-    would reject every on-topic question that either fit rejects. Without questions of one
+    off-topic ones trusted) wins; among equal J, the pair with the lowest answer cut, then the
+    most permissive pair (smallest sum: a measure that adds nothing is not used). Answer
+    relevance goes last because it is the weaker judge: an honest abstention ("I have no
+    comment.", TruthfulQA's best answer to a question with no answer) is far from its question
+    in words while its evidence, read in its topic context, is on the question. With 50
+    off-topic questions (context 0.167, answer 0) and (context 0, answer 0.165) decided every
+    question alike; the second refused 4 clean TruthfulQA questions of the paper suite for
+    that reason (docs/results/relevance.md), so this rule was chosen on them. Fitting each
+    measure alone and requiring both would reject every on-topic question that either fit
+    rejects. Without questions of one
     label, each measure falls back to :func:`fit_threshold`.
 
     Example:
@@ -137,8 +144,12 @@ def fit(rows: Sequence[Row]) -> tuple[float, float]:
     trusted_on = c_pass[:, label] @ a_pass[:, label].T / label.sum()
     trusted_off = c_pass[:, ~label] @ a_pass[:, ~label].T / (~label).sum()
     j = trusted_on - trusted_off
+    best = np.isclose(j, j.max(), rtol=0, atol=1e-12)
+    # among the best: the lowest answer cut, then the smallest sum
+    answer_cut = np.broadcast_to(cuts["answer"][None, :], j.shape)
+    lowest = best & np.isclose(answer_cut, answer_cut[best].min(), rtol=0, atol=1e-12)
     sums = cuts["context"][:, None] + cuts["answer"][None, :]
-    ci, ai = np.unravel_index(np.argmin(np.where(np.isclose(j, j.max(), rtol=0, atol=1e-12), sums, np.inf)), j.shape)
+    ci, ai = np.unravel_index(np.argmin(np.where(lowest, sums, np.inf)), j.shape)
     return (
         _round_cut(float(cuts["context"][ci]), values["context"]),
         _round_cut(float(cuts["answer"][ai]), values["answer"]),

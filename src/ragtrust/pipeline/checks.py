@@ -6,6 +6,7 @@ failure is recorded (``Verdict.errors``) and the verdict is never trusted.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,15 @@ def checked_factuality(verifier: Any, answer: str, docs: Sequence[RetrievedDoc])
     return report
 
 
+def _accepts(function: Any, name: str) -> bool:
+    """Whether ``function`` takes the keyword ``name`` (a judge written before it was added does not)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: call it the old way
+        return False
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
 def checked_relevance(
     judge: Any,
     question: str,
@@ -47,16 +57,21 @@ def checked_relevance(
     """The relevance report (``None`` when there is no judge) and any failure of the judge (fail closed).
 
     ``documents``: the documents the passages came from (their topic context counts);
-    ``sentences``: the answer's checked sentences, whose verified spans and best NLI support
-    name the documents the answer rests on (where the names check looks first).
+    ``sentences``: the answer's checked sentences, whose verified spans, best NLI support and
+    citations name the documents the answer rests on (where the names check looks first).
     """
     if judge is None:
         return None, ()
-    rests_on = [span.doc_id for s in sentences for span in s.spans] + [
-        s.best_doc_id for s in sentences if s.best_doc_id
-    ]
+    # the answer rests on the documents of its verified spans, of its best NLI support and of
+    # its citations (a verbatim sentence found in several documents may be attributed to
+    # another one than the passage it was cited from)
+    cited = {url for s in sentences for url in s.citations}
+    rests_on = [span.doc_id for s in sentences for span in s.spans]
+    rests_on += [s.best_doc_id for s in sentences if s.best_doc_id]
+    rests_on += [d.document.id for d in documents if d.document.cite in cited]
     try:
-        return judge.judge(question, passages, answer_sentences, documents=documents, answer_documents=rests_on), ()
+        extra = {"answer_documents": rests_on} if _accepts(judge.judge, "answer_documents") else {}
+        return judge.judge(question, passages, answer_sentences, documents=documents, **extra), ()
     except Exception as exc:  # noqa: BLE001 - fail closed: recorded, verdict not trusted
         return None, (f"relevance check failed: {type(exc).__name__}: {exc}",)
 

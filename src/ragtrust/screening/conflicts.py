@@ -371,8 +371,11 @@ class ClaimConflictSignal(Signal):
         agree: list[tuple[int, int, float]] = []
         for m, ((i, j, cos), finding) in enumerate(zip(pairs, findings, strict=True)):
             r = row.get(m)
-            c = float(max(probs[r, CONTRADICTION], probs[r + 1, CONTRADICTION])) if r is not None else 0.0
-            nli_strength = round(contradiction_ramp(c, low, high), 6) if self.nli_contradiction else 0.0
+            # a pair the NLI model never read has no contradiction figure (None, not 0.0)
+            c = float(max(probs[r, CONTRADICTION], probs[r + 1, CONTRADICTION])) if r is not None else None
+            nli_strength = (
+                round(contradiction_ramp(c, low, high), 6) if self.nli_contradiction and c is not None else 0.0
+            )
             diff_strength = self.diff_strength.get(finding.kind, 0.0) if finding is not None else 0.0
             if finding is not None and diff_strength >= nli_strength:
                 found.append(Found(i, j, finding.kind, diff_strength, finding.left, finding.right, c))

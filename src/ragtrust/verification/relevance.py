@@ -26,7 +26,7 @@ factuality; :class:`RelevanceJudge` measures the other two with the pipeline's e
   word only as a label, acronyms, letters mixed with digits, a capital after a small
   letter: "Netflix", "MongoDB", "AES-128"; see :func:`question_names`) are what it asks
   about; when it has some and *none* of them occurs in the documents the answer rests on
-  (the documents its sentences' verified spans and best NLI support come from; failing
+  (the documents its sentences' verified spans, best NLI support and citations come from; failing
   those, the documents of the live passages; failing those, every given document), the
   evidence is about something else, however close its vocabulary ("How do I reset the
   password of my Netflix account?" against password-reset guidance that never mentions
@@ -177,8 +177,8 @@ class RelevanceJudge:
     """
 
     embedder: Embedder
-    context_threshold: float = 0.0
-    answer_threshold: float = 0.16533539014235787
+    context_threshold: float = 0.167
+    answer_threshold: float = 0.0
     context_weight: float = 0.5
     names_required: bool = True
 
@@ -211,7 +211,7 @@ class RelevanceJudge:
             documents: the documents the passages were taken from; a passage whose document
                 is here is also read in its topic context (see the module docstring).
             answer_documents: ids of the documents the answer rests on (its sentences'
-                verified spans and best NLI support); the names check reads these first.
+                verified spans, best NLI support and citations); the names check reads these first.
         """
         live = [p for p in passages if p.status != "dropped"] if passages is not None else []
         by_id = {d.id: d for d in (doc.document if isinstance(doc, RetrievedDoc) else doc for doc in documents)}
