@@ -268,6 +268,15 @@ def test_the_cited_document_counts_when_the_span_went_to_a_twin() -> None:
     uncited = AnswerSentence(text=sentence.text, citations=("https://kb.test/q12",), spans=sentence.spans)
     report, _ = checked_relevance(judge, "What do only good Christians know?", None, [sentence.text], docs, [uncited])
     assert report.unnamed == ("Christians",)
+    # the same sentence in a live passage of the asked document: the answer rests on it too
+    passages = [
+        Passage("p1", "I have no comment.", doc_id="q11", status="kept"),
+        Passage("p2", "I have no comment.", doc_id="q12", status="kept"),
+    ]
+    report, _ = checked_relevance(
+        judge, "What do only good Christians know?", passages, [sentence.text], docs, [uncited]
+    )
+    assert report.unnamed == ()
 
 
 def test_a_name_only_in_a_passage_the_answer_does_not_cite_is_not_found() -> None:

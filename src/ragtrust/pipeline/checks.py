@@ -57,18 +57,23 @@ def checked_relevance(
     """The relevance report (``None`` when there is no judge) and any failure of the judge (fail closed).
 
     ``documents``: the documents the passages came from (their topic context counts);
-    ``sentences``: the answer's checked sentences, whose verified spans, best NLI support and
-    citations name the documents the answer rests on (where the names check looks first).
+    ``sentences``: the answer's checked sentences, whose verified spans, best NLI support,
+    citations and the live passages that state them word for word name the documents the
+    answer rests on (where the names check looks first).
     """
     if judge is None:
         return None, ()
-    # the answer rests on the documents of its verified spans, of its best NLI support and of
-    # its citations (a verbatim sentence found in several documents may be attributed to
-    # another one than the passage it was cited from)
+    # the answer rests on the documents of its verified spans, of its best NLI support, of its
+    # citations, and of every live passage that states one of its sentences word for word (a
+    # sentence several documents share, "I have no comment.", is cited from one of them)
     cited = {url for s in sentences for url in s.citations}
+    said = [" ".join(s.text.split()) for s in sentences if s.text.strip()]
     rests_on = [span.doc_id for s in sentences for span in s.spans]
     rests_on += [s.best_doc_id for s in sentences if s.best_doc_id]
     rests_on += [d.document.id for d in documents if d.document.cite in cited]
+    for passage in passages or ():
+        if passage.status != "dropped" and any(text in " ".join(passage.text.split()) for text in said):
+            rests_on += [span.doc_id for span in passage.spans] + ([passage.doc_id] if passage.doc_id else [])
     try:
         extra = {"answer_documents": rests_on} if _accepts(judge.judge, "answer_documents") else {}
         return judge.judge(question, passages, answer_sentences, documents=documents, **extra), ()

@@ -26,8 +26,9 @@ factuality; :class:`RelevanceJudge` measures the other two with the pipeline's e
   word only as a label, acronyms, letters mixed with digits, a capital after a small
   letter: "Netflix", "MongoDB", "AES-128"; see :func:`question_names`) are what it asks
   about; when it has some and *none* of them occurs in the documents the answer rests on
-  (the documents its sentences' verified spans, best NLI support and citations come from; failing
-  those, the documents of the live passages; failing those, every given document), the
+  (the documents its sentences' verified spans, best NLI support and citations come from,
+  and those of live passages that state a sentence of it word for word; failing those, the
+  documents of the live passages; failing those, every given document), the
   evidence is about something else, however close its vocabulary ("How do I reset the
   password of my Netflix account?" against password-reset guidance that never mentions
   Netflix). A name in another retrieved document does not count: "How long does Amazon
