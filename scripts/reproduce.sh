@@ -65,6 +65,9 @@ PY
     # clean sets the evaluation does not use and writes it into the shipped NLI manifest.
     ragtrust eval conflicts --data-dir "$DATA" -n 100 --owasp-sets 100 --calibrate 0.01 --write-manifest \
       --out docs/results/conflicts.json
+    # the same without the NLI check on aligned pairs (an option of the signal, off here)
+    ragtrust eval conflicts --data-dir "$DATA" -n 100 --owasp-sets 100 --no-nli-check \
+      --out docs/results/conflicts-no-nli-check.json
     [ -d runs/owasp-store ] || ragtrust ingest "$DATA/owasp-cheatsheets" --store runs/owasp-store
     python bench/bench_conflicts.py --store runs/owasp-store --out runs/bench/conflicts.json
     ;;
