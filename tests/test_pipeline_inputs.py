@@ -153,6 +153,23 @@ def test_readme_links_stay_in_the_repository() -> None:
         assert (README.parent / target).exists(), f"README links to a missing file: {target}"
 
 
+def test_readme_configuration_example_loads_and_its_commented_signals_line_builds() -> None:
+    import tomllib
+
+    from ragtrust.config import load_settings
+    from ragtrust.screening.aggregate import build_screener
+    from ragtrust.testing import HashingEmbedder, LexicalNLI
+
+    section = README.read_text(encoding="utf-8").split("\n## Configuration", 1)[1]
+    match = re.search(r"```toml\n(.*?)```", section, re.DOTALL)
+    assert match, "the README has no configuration example"
+    load_settings(env={}, overrides=tomllib.loads(match.group(1)))
+    signals = next(line for line in match.group(1).splitlines() if line.startswith("# signals = "))
+    settings = load_settings(env={}, overrides={"screening": tomllib.loads(signals.removeprefix("# "))})
+    built = build_screener(settings, nli=LexicalNLI(), embedder=HashingEmbedder())
+    assert [getattr(s, "nli_contradiction", None) for s in built.signals][1] is False
+
+
 @pytest.mark.model
 def test_readme_answer_from_example_runs(tmp_path: Path) -> None:
     code = _answer_from_example()
