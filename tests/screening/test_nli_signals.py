@@ -84,6 +84,32 @@ def test_intra_halves_only_when_they_fit_the_model_together() -> None:
     assert model.pairs_seen > bounded + 4  # the long halves, windowed both ways
 
 
+def test_intra_tail_against_the_rest_only_when_it_fits() -> None:
+    from ragtrust.models.nli_engine import NLIEngine
+
+    short, long = _halves_doc(3), _halves_doc(12)
+    model = ShortModel()
+    engine = NLIEngine(model, cache_size=0)
+    fits, long_r = IntraConsistencySignal(nli=engine).score_batch(retrieved([short, long]))
+    assert "tail" not in fits.details and "tail" in fits.details["contradiction"]
+    assert long_r.details["tail"].startswith("not run") and "tail" not in long_r.details["contradiction"]
+    # the tail against its related earlier sentences still runs and still catches it
+    assert "tail_sentence" in long_r.details["contradiction"] and long_r.score > 0.8
+    bounded = model.pairs_seen
+    model.pairs_seen = 0
+    whole = IntraConsistencySignal(nli=engine, whole_tail=False).score_batch(retrieved([short, long]))[1]
+    assert "tail" in whole.details["contradiction"] and model.pairs_seen > bounded
+
+
+def test_intra_long_document_with_nothing_that_fits_says_why() -> None:
+    from ragtrust.models.nli_engine import NLIEngine
+
+    rest = " ".join(f"Topic {i} covers area {i} of the handbook in some detail." for i in range(30))
+    text = rest + " Session cookies must never carry the Secure flag in production."
+    r = IntraConsistencySignal(nli=NLIEngine(ShortModel(), cache_size=0)).score_batch(retrieved([text]))[0]
+    assert r.skipped and r.skip_reason is not None and "too long for the halves and tail check(s)" in r.skip_reason
+
+
 def test_contradiction_ramp_monotone_and_bounded() -> None:
     values = [contradiction_ramp(c / 100, 0.4, 0.9) for c in range(101)]
     assert values == sorted(values) and values[0] == 0.0 and values[-1] == 1.0

@@ -79,6 +79,13 @@ from ragtrust.text import Sentence, assertions, words
 DIRECTIONS: tuple[str, ...] = ("forward", "sentences", "both")
 
 
+#: ``details`` notes of the whole-part checks left out of a long document (cost bound)
+_NOT_RUN = {
+    "halves": "not run: the halves do not fit the NLI model together",
+    "tail": "not run: the rest of the document does not fit the NLI model with its tail",
+}
+
+
 def _quote(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
@@ -109,6 +116,8 @@ class IntraConsistencySignal(Signal):
         min_overlap: word overlap coefficient an earlier sentence needs to be compared.
         whole_halves: run the halves check only when the halves fit the model together (one
             window each way, see the module docstring); ``False`` runs it on any length.
+        whole_tail: the same bound for the tail check against the whole rest of the document;
+            the tail's checks against single earlier sentences always run.
         prose_tail: run the tail checks only when the tail reads as a statement, and compare
             it only with earlier sentences that do (:func:`~ragtrust.screening.claims.is_prose`:
             not a reference list item, table row, code line or lead-in); ``False`` checks any.
@@ -123,6 +132,7 @@ class IntraConsistencySignal(Signal):
     max_sentence_pairs: int = 3
     min_overlap: float = 0.3
     whole_halves: bool = True
+    whole_tail: bool = True
     prose_tail: bool = True
 
     name: ClassVar[str] = "intra_consistency"
@@ -165,7 +175,7 @@ class IntraConsistencySignal(Signal):
     def _fits(self, premise: str, hypothesis: str) -> bool:
         """Whether the pair is scored in one pass each way (always, for a model without windows)."""
         windows = getattr(self.nli, "premise_windows", None)
-        if not self.whole_halves or not callable(windows):
+        if not callable(windows):
             return True
         return len(windows(premise, hypothesis)) == 1 and len(windows(hypothesis, premise)) == 1
 
@@ -174,7 +184,7 @@ class IntraConsistencySignal(Signal):
         results: list[SignalResult | None] = [None] * len(docs)
         sentences: list[list[Sentence]] = []
         checks: list[_Check] = []
-        long_halves: set[int] = set()
+        too_long: dict[int, set[str]] = {}
 
         def span_text(i: int, rng: tuple[int, int]) -> tuple[int, int, str]:
             s = sentences[i]
@@ -189,14 +199,23 @@ class IntraConsistencySignal(Signal):
                 results[i] = self.skipped(f"needs at least 2 sentences, found {len(sents)}")
                 continue
             mine = self._checks(i, sents)
-            fitting = [
-                c
+            bounded = {"halves"} if self.whole_halves else set()
+            if self.whole_tail:
+                bounded.add("tail")
+            left_out = {
+                c.kind
                 for c in mine
-                if c.kind != "halves" or self._fits(*(span_text(i, r)[2] for r in (c.premise, c.hypothesis)))
-            ]
-            if len(fitting) < len(mine):
-                long_halves.add(i)
-            mine = fitting
+                if c.kind in bounded and not self._fits(*(span_text(i, r)[2] for r in (c.premise, c.hypothesis)))
+            }
+            if left_out:
+                too_long[i] = left_out
+            mine = [c for c in mine if c.kind not in left_out]
+            if not mine and left_out:
+                results[i] = self.skipped(
+                    f"too long for the {' and '.join(sorted(left_out))} check(s), and no earlier sentence "
+                    "shares enough words with the last one"
+                )
+                continue
             if not mine:
                 results[i] = self.skipped(f"each half needs at least {self.min_words} words")
                 continue
@@ -256,7 +275,7 @@ class IntraConsistencySignal(Signal):
                     "ramp": [low, high],
                     "ramp_source": ramp_source,
                     "direction": direction,
-                    **({"halves": "not run: the halves do not fit the NLI model together"} if i in long_halves else {}),
+                    **{kind: _NOT_RUN[kind] for kind in sorted(too_long.get(i, ()))},
                 },
             )
         return [r if r is not None else self.skipped("no check") for r in results]
