@@ -70,6 +70,8 @@ PY
       --out docs/results/conflicts-no-nli-check.json
     [ -d runs/owasp-store ] || ragtrust ingest "$DATA/owasp-cheatsheets" --store runs/owasp-store
     python bench/bench_conflicts.py --store runs/owasp-store --out runs/bench/conflicts.json
+    # what sets the NLI ramp per corpus, and the question as NLI context (development only)
+    python bench/bench_conflict_ramp.py --data-dir "$DATA" --out runs/bench/conflict_ramp.json
     ;;
   relevance)
     # on-topic / off-topic questions over two corpora: the OWASP cheat sheets (the 36 OWASP
@@ -125,6 +127,9 @@ PY
     python bench/bench_ingest.py --data "$DATA/owasp-cheatsheets" > runs/bench/ingest_owasp.txt
     python bench/bench_ingest.py --synthetic 100000 --embedder hashing > runs/bench/ingest_synthetic.txt
     python bench/bench_scan.py --data "$DATA/owasp-cheatsheets" --limit 60 > runs/bench/scan.txt
+    [ -d runs/owasp-store ] || ragtrust ingest "$DATA/owasp-cheatsheets" --store runs/owasp-store
+    python bench/bench_intra_tail.py --data "$DATA/owasp-cheatsheets" --store runs/owasp-store --scan 120 \
+      --out runs/bench/intra_tail.json
     python bench/load.py --build-kb runs/bench/kb-store --clients 20 --duration 60 --timeout 120 --json runs/bench/load.json
     # issue 19: 50 clients with admission control, on the KB and on the OWASP chunks; a hung LLM beside /v1/screen
     python bench/load.py --store runs/bench/kb-store --clients 50 --duration 60 --baseline 20 --timeout 30 --json runs/load/kb_c50.json
