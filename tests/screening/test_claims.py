@@ -161,6 +161,22 @@ def test_overlapping_or_unrelated_quantities_do_not_conflict(left: str, right: s
     assert quantity_conflict(right, left) is None
 
 
+@pytest.mark.parametrize("dash", ["-", "\u2013"])
+def test_a_dashed_range_is_a_range(dash: str) -> None:
+    # "5-10 days" was read as "10 days": 7 days, inside the range, was a number conflict
+    ranged = f"Rotate the signing keys every 5{dash}10 days."
+    assert quantity_conflict(ranged, "Rotate the signing keys every 7 days.") is None
+    assert diff_conflict(ranged, "Rotate the signing keys every 7 days.") is None
+    assert quantity_conflict(ranged, "Rotate the signing keys every 30 days.") == DiffFinding(
+        "number", f"5{dash}10 days", "30 days"
+    )
+    # a dash before a unit word is no range, and two years joined by one stay dates
+    assert quantity_conflict("Use 2048-bit keys.", "Use 1024-bit keys.") == DiffFinding(
+        "number", "2048-bit", "1024-bit"
+    )
+    assert quantity_conflict("The 2020-2021 season had 24 episodes.", "The season had 24 episodes.") is None
+
+
 def test_digits_inside_a_name_are_no_quantity() -> None:
     # "Argon2id" read as the quantity "2 id" in both claims made the swapped 19 / 64 look
     # like two claims about a shared "2 id", and the diff let the swap pass

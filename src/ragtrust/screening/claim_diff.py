@@ -88,6 +88,8 @@ TIME_UNITS = {
     "year": 365.25, "decade": 3652.5, "century": 36525.0,
 }  # fmt: skip
 _RANGE_JOINERS = frozenset("to and or through".split())
+#: a dash between two numbers makes a range ("5-10 days", "5–10 days")
+_RANGE_DASHES = frozenset({"-", "\u2013", "\u2014"})
 _HEDGE_FILLERS = frozenset("about around approximately roughly nearly almost only just up over some".split())
 
 
@@ -230,12 +232,17 @@ def _quantities(text: str) -> list[tuple[str, float, float, str]]:
             continue
         low = high = value
         k = i + 1
-        # "two to five years", "10 or 12 rounds", "5-10 days" (the dash is not a token)
-        while k + 1 < len(tokens) and tokens[k][0] in _RANGE_JOINERS and _number(tokens[k + 1][0]) is not None:
-            other = _number(tokens[k + 1][0])
-            assert other is not None
+        # "two to five years", "10 or 12 rounds", "5-10 days" (the dash is not a token; two years
+        # joined by one, "2020-2021", stay two dates)
+        while k < len(tokens):
+            gap = text[tokens[k - 1][2] + len(tokens[k - 1][1]) : tokens[k][2]].strip()
+            dashed = _number(tokens[k][0]) if gap in _RANGE_DASHES and not _is_date(tokens[k][0]) else None
+            joined = _number(tokens[k + 1][0]) if k + 1 < len(tokens) and tokens[k][0] in _RANGE_JOINERS else None
+            other = dashed if dashed is not None else joined
+            if other is None:
+                break
             low, high = min(low, other), max(high, other)
-            k += 2
+            k += 1 if dashed is not None else 2
         while k < len(tokens) and _number(tokens[k][0]) is not None and tokens[k][0] in NUMBER_WORDS:
             multiplier = _number(tokens[k][0])  # "two hundred", "3 million"
             assert multiplier is not None
