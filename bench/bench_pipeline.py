@@ -226,7 +226,8 @@ def run_pass(
     setup_s = time.perf_counter() - started
     repeat = cache and store is not None and not scanned and not fresh
     names = ("retrieve_s", "screen_s", "verify_s", "stage12_s", "generation_s", "ask_s")
-    rows: dict[str, list[float]] = {k: [] for k in (*names, "first_ask_s" if repeat else "screen_only_s")}
+    extra = ["first_ask_s"] if repeat else [] if fresh else ["screen_only_s"]
+    rows: dict[str, list[float]] = {k: [] for k in (*names, *extra)}
     pairs: list[int] = []
     per_caller: dict[str, list[int]] = {}
     requested: dict[str, list[int]] = {}
@@ -257,7 +258,7 @@ def run_pass(
         rows["generation_s"].append(sum(timings.get(s, 0.0) for s in GENERATION_STAGES))
         trusted += verdict.trusted
         errors.extend(verdict.errors)
-        if not repeat:
+        if not repeat and not fresh:
             # the stand-alone pre-generation gate on the same retrieved set; cold pass: no cache,
             # warm pass: the documents were just screened, so this shows the cache at work
             docs, _ = gate.retrieve(question)

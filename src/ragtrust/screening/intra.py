@@ -123,7 +123,8 @@ class IntraConsistencySignal(Signal):
         whole_halves: run the halves check only when the halves fit the model together (one
             window each way, see the module docstring); ``False`` runs it on any length.
         whole_tail: the same bound for the tail check against the whole rest of the document;
-            the tail's checks against single earlier sentences always run.
+            the tail's checks against single earlier sentences always run (when the tail is
+            the second half, the halves check stands for it and ``whole_halves`` decides).
         prose_tail: run the tail checks only when the tail reads as a statement, and compare
             it only with earlier sentences that do (:func:`~ragtrust.screening.claims.is_prose`:
             not a reference list item, table row, code line or lead-in); ``False`` checks any.
