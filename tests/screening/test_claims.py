@@ -13,6 +13,7 @@ import pytest
 from ragtrust.screening.claims import (
     Claim,
     DiffFinding,
+    alignable,
     aligned_pairs,
     diff_conflict,
     extract_claims,
@@ -381,3 +382,20 @@ def test_a_name_that_opens_the_sentence_is_a_name_when_the_documents_say_so() ->
     assert finding is not None and (finding.kind, finding.left, finding.right) == ("entity", "Gandhi", "Gerald Ford")
     # an imperative verb that opens a sentence is not a name
     assert diff_conflict("Use bcrypt for passwords.", "Avoid bcrypt for passwords.") is None
+
+
+def test_alignable_claims_need_a_word_partner_facing_an_anchor() -> None:
+    text = [
+        "Queen bees live two to five years in the hive.",  # 0, doc 0 (anchor)
+        "Drones leave the hive in early spring.",  # 1, doc 0: shares only "hive" (1 of 5)
+        "A queen bee lives about three weeks.",  # 2, doc 1: partner of 0
+        "Beekeepers smoke the colony before an inspection.",  # 3, doc 2
+        "Keepers smoke the colony before an inspection.",  # 4, doc 3: partner of 3 only
+    ]
+    claims = [Claim(d, 0, len(t), t) for d, t in zip([0, 0, 1, 2, 3], text, strict=True)]
+    assert alignable(claims, min_overlap=0.3) == [True, False, True, True, True]
+    # anchors=1: only pairs with a claim of document 0; the witnesses 3 and 4 face nothing
+    assert alignable(claims, min_overlap=0.3, anchors=1) == [True, False, True, False, False]
+    assert alignable(claims, min_overlap=0.0) == [True] * 5
+    same = [Claim(0, 0, 9, "It is so."), Claim(1, 0, 9, "It is so.")]  # no content words, one text
+    assert alignable(same, min_overlap=0.3) == [True, True]

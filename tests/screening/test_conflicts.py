@@ -23,6 +23,7 @@ from ragtrust.documents import ClaimRef, Conflict, Document, RetrievedDoc, Signa
 from ragtrust.errors import ModelError
 from ragtrust.ingest.ledger import Ledger
 from ragtrust.screening.aggregate import Screener
+from ragtrust.screening.claims import extract_claims
 from ragtrust.screening.conflicts import CLAIM_CONFLICT, ClaimConflictSignal, conflicts_from
 from ragtrust.testing import HashingEmbedder, LexicalNLI, RaisingNLI, retrieved
 
@@ -619,3 +620,19 @@ def test_shipped_models_blame_the_issue_example(shipped: ClaimConflictSignal) ->
     results = shipped.score_batch([doc("a", QUEEN_LONG), doc("p", QUEEN_SHORT), doc("c", QUEEN_AGREES)])
     assert {c.blamed for c in conflicts(results) if "p" in c.doc_ids} == {"p"}
     assert not [c for c in conflicts(results) if set(c.doc_ids) == {"a", "c"}]
+
+
+# ---------------------------------------------------------------------------------- cost
+def test_claims_without_a_word_partner_are_not_embedded_and_the_result_is_the_same() -> None:
+    unrelated = "Drones leave the hive in early spring to find a mate."
+    witness_only = "Beekeepers smoke the colony before opening it for inspection."
+    docs = [doc("a", LONG), doc("b", LONG_REWORDED), doc("p", SHORT + " " + unrelated)]
+    witnesses = [doc("w1", witness_only), doc("w2", witness_only.replace("Beekeepers", "Keepers"))]
+    counting = CountingEmbedder()
+    results = fake_signal(embedder=counting).score_batch(docs, witnesses=witnesses)
+    # the unrelated claim has no partner; the two witness claims only have each other, and a
+    # pair of witness claims is never checked
+    assert not {unrelated, witness_only} & set(counting.texts)
+    assert counting.texts and all(t in LONG + LONG_REWORDED + SHORT for t in counting.texts)
+    assert results[2].score == pytest.approx(0.9) and conflicts(results)[0].blamed == "p"
+    assert results[2].details["claims"] == len(extract_claims(0, SHORT + " " + unrelated))

@@ -172,6 +172,47 @@ def overlap_coefficient(a: set[str], b: set[str]) -> float:
     return len(a & b) / min(len(a), len(b)) if a and b else 0.0
 
 
+def alignable(claims: Sequence[Claim], *, min_overlap: float, anchors: int | None = None) -> list[bool]:
+    """Which claims have a partner that :func:`aligned_pairs` could pair them with, from words alone.
+
+    A pair needs content-word overlap >= ``min_overlap`` (or the same text) whatever the
+    cosine, so a claim without such a partner is never aligned and need not be embedded.
+    ``anchors``: only pairs with at least one claim of a document numbered below it count (the
+    claim-conflict signal's retrieved documents; witness-witness pairs are never checked).
+
+    Example:
+        >>> second = "A queen bee lives 3 years. Drones leave the hive in spring."
+        >>> cs = extract_claims(0, "Queen bees live two years.") + extract_claims(1, second)
+        >>> alignable(cs, min_overlap=0.3)
+        [True, True, False]
+    """
+    n = len(claims)
+    if min_overlap <= 0:
+        return [n > 1] * n
+    words = [content_words(c.bare) for c in claims]
+    holders: dict[str, list[int]] = {}
+    for k, found in enumerate(words):
+        for word in found:
+            holders.setdefault(word, []).append(k)
+    same_text: dict[str, list[int]] = {}
+    for k, c in enumerate(claims):
+        same_text.setdefault(c.bare.lower(), []).append(k)
+    out = [False] * n
+    for k in range(n):
+        shared: dict[int, int] = {}
+        for word in words[k]:
+            for m in holders[word]:
+                if m > k:
+                    shared[m] = shared.get(m, 0) + 1
+        twins = [m for m in same_text[claims[k].bare.lower()] if m > k]
+        for m in [*shared, *twins]:
+            if anchors is not None and claims[k].doc >= anchors and claims[m].doc >= anchors:
+                continue
+            if m in twins or shared[m] / min(len(words[k]), len(words[m])) >= min_overlap:
+                out[k] = out[m] = True
+    return out
+
+
 def aligned_pairs(
     claims: Sequence[Claim],
     vectors: npt.NDArray[np.float32],
@@ -219,6 +260,7 @@ def aligned_pairs(
 __all__ = [
     "Claim",
     "DiffFinding",
+    "alignable",
     "aligned_pairs",
     "content_words",
     "diff_conflict",

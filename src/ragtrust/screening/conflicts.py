@@ -9,7 +9,9 @@ A poisoned fact can only be caught by something that knows better. This signal c
    the text of its last vetted version from the provenance ledger (``origin "vetted"``).
 2. **Claims** (:func:`~ragtrust.screening.claims.extract_claims`): prose assertions with
    their spans, at most ``max_claims_per_doc`` per document and ``max_claims`` in all
-   (a warning says when a cap cut the work). Claims are embedded once and cached.
+   (a warning says when a cap cut the work). A claim is embedded (once, cached) only when it
+   shares enough content words with a claim it may be paired with
+   (:func:`~ragtrust.screening.claims.alignable`): no other claim can pass step 3.
 3. **Alignment** (:func:`~ragtrust.screening.claims.aligned_pairs`): pairs with cosine >=
    ``min_cosine`` and content-word overlap >= ``min_overlap``, at least one side retrieved,
    at most ``max_pairs`` (most similar first): the work grows with aligned pairs, not K².
@@ -103,7 +105,7 @@ from ragtrust.screening.attribution import (
     same_subject,
 )
 from ragtrust.screening.base import Signal
-from ragtrust.screening.claims import Claim, aligned_pairs, diff_conflict, extract_claims, names_in
+from ragtrust.screening.claims import Claim, alignable, aligned_pairs, diff_conflict, extract_claims, names_in
 from ragtrust.screening.ramp import contradiction_ramp, resolve_ramp
 
 #: the signal's name
@@ -289,14 +291,25 @@ class ClaimConflictSignal(Signal):
         identical: list[tuple[int, int, float]] = []
         testimony: list[tuple[int, int, float]] = []
         if len(claims) >= 2:
-            vectors = self._embed([c.bare for c in claims])
-            candidates = aligned_pairs(
-                claims,
-                vectors,
-                min_cosine=self.min_cosine,
-                min_overlap=self.min_overlap,
-                max_pairs=10 * self.max_pairs,
-                identical=True,
+            # only claims that share enough words with a claim they may be checked against can
+            # be aligned: the others are not embedded (about a quarter of them on OWASP chunks)
+            keep = [k for k, ok in enumerate(alignable(claims, min_overlap=self.min_overlap, anchors=retrieved)) if ok]
+            kept = [claims[k] for k in keep]
+            vectors = self._embed([c.bare for c in kept]) if len(kept) >= 2 else None
+            candidates = (
+                []
+                if vectors is None
+                else [
+                    (keep[i], keep[j], cos)
+                    for i, j, cos in aligned_pairs(
+                        kept,
+                        vectors,
+                        min_cosine=self.min_cosine,
+                        min_overlap=self.min_overlap,
+                        max_pairs=10 * self.max_pairs,
+                        identical=True,
+                    )
+                ]
             )
             # at least one side in the retrieved set; witness-witness pairs testify to nothing
             pairs = [p for p in candidates if claims[p[0]].doc < retrieved or claims[p[1]].doc < retrieved]
