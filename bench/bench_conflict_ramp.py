@@ -21,11 +21,11 @@ Prints one JSON object (and writes it to ``--out``).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_report import emit  # bench/, beside this script
 from sklearn.metrics import roc_auc_score
 
 from ragtrust.config import Settings
@@ -115,10 +115,7 @@ def main() -> None:
                     for m, mode in enumerate(MODES)
                 },
             }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
+    emit(report, args.out)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from bench_report import emit  # bench/, beside this script
+
 from ragtrust.config import Settings
 from ragtrust.eval.calibration import _as_retrieved, dev_corpus
 from ragtrust.ingest.chunker import chunk_documents
@@ -138,10 +140,7 @@ def main() -> None:
         report["cost"] = cost(model, embedder, args.store, args.questions, settings)
     if args.scan:
         report["scan"] = scan(args.data, args.scan, settings)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
+    emit(report, args.out)
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -186,8 +186,12 @@ class IntraConsistencySignal(Signal):
             return True
         return len(windows(premise, hypothesis)) == 1 and len(windows(hypothesis, premise)) == 1
 
-    def _bounded(self, checks: list[_Check], text: Callable[[tuple[int, int]], str]) -> tuple[list[_Check], set[str]]:
+    def _bounded(self, checks: list[_Check], sents: list[Sentence], doc_text: str) -> tuple[list[_Check], set[str]]:
         """``checks`` without the whole-part ones that do not fit the model, and the kinds left out."""
+
+        def text(rng: tuple[int, int]) -> str:
+            return doc_text[sents[rng[0]].start : sents[rng[1] - 1].end]
+
         bounded = ({"halves"} if self.whole_halves else set()) | ({"tail"} if self.whole_tail else set())
         left_out = {c.kind for c in checks if c.kind in bounded and not self._fits(text(c.premise), text(c.hypothesis))}
         return [c for c in checks if c.kind not in left_out], left_out
@@ -217,7 +221,7 @@ class IntraConsistencySignal(Signal):
             if len(sents) < 2:
                 results[i] = self.skipped(f"needs at least 2 sentences, found {len(sents)}")
                 continue
-            mine, too_long[i] = self._bounded(self._checks(i, sents), lambda rng, i=i: span_text(i, rng)[2])
+            mine, too_long[i] = self._bounded(self._checks(i, sents), sents, doc.document.text)
             if not mine:
                 results[i] = self.skipped(self._why_none(too_long[i]))
             checks.extend(mine)
