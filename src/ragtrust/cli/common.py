@@ -47,6 +47,15 @@ LrOption = typer.Option(5e-5, "--lr", help="Peak learning rate (linear warm-up a
 DeviceOption = typer.Option("cpu", "--device", help="cpu or cuda")
 ThreadsOption = typer.Option(2, "--threads")
 TrainSeedOption = typer.Option(42, "--seed")
+SaveDataOption = typer.Option(
+    None, "--save-data", help="Build the training data, write it to this .jsonl.xz file and stop (no training)."
+)
+DataFileOption = typer.Option(
+    None, "--data-file", help="Train on data written by --save-data (built elsewhere; the data options are unused)."
+)
+FreezeEmbeddingsOption = typer.Option(
+    False, "--freeze-word-embeddings", help="Keep the base model's word-piece embeddings (not trained)."
+)
 
 
 def settings_from(config: Path | None, overrides: dict[str, Any] | None = None) -> Settings:
@@ -186,10 +195,13 @@ __all__ = [
     "BaseModelOption",
     "BudgetOption",
     "ConfigOption",
+    "DataFileOption",
     "DeviceOption",
+    "FreezeEmbeddingsOption",
     "LrOption",
     "MaxStepsOption",
     "PredictByDefault",
+    "SaveDataOption",
     "StoreOption",
     "ThreadsOption",
     "TrainSeedOption",

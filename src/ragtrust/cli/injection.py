@@ -12,10 +12,13 @@ from rich.table import Table
 from ragtrust.cli.common import (
     BaseModelOption,
     BudgetOption,
+    DataFileOption,
     DeviceOption,
+    FreezeEmbeddingsOption,
     LrOption,
     MaxStepsOption,
     PredictByDefault,
+    SaveDataOption,
     ThreadsOption,
     TrainSeedOption,
     base_model_or_default,
@@ -110,27 +113,36 @@ def train_cmd(
     device: str = DeviceOption,
     threads: int = ThreadsOption,
     seed: int = TrainSeedOption,
+    save_data: Path | None = SaveDataOption,
+    data_file: Path | None = DataFileOption,
+    freeze_embeddings: bool = FreezeEmbeddingsOption,
 ) -> None:
     """Fine-tune the packaged MiniLM as an injection classifier (needs ragtrust[train]); resumes if interrupted."""
-    from ragtrust.training.injection_data import check_excluded_families
+    from ragtrust.training.injection_data import DataConfig, check_excluded_families, save_training_set
 
     check_excluded_families(exclude_dev_family)  # before minutes of data building
+    data = DataConfig(
+        data_dir=str(data_folder(data_dir)) if data_file is None else "",
+        nli_premises=nli_premises,
+        synthetic=synthetic,
+        owasp_segments=owasp_segments,
+        owasp_glued=owasp_glued,
+        dev_family_owasp_chunks=dev_family_owasp,
+        tool_outputs=tool_outputs,
+        exclude_dev_families=tuple(exclude_dev_family),
+    )
+    if save_data is not None:
+        n = save_training_set(data, save_data, log=console.print)
+        console.print(f"{n} examples written to {save_data}")
+        return
     with train_extra():
         from ragtrust.training.injection import InjectionTrainConfig, train
-        from ragtrust.training.injection_data import DataConfig
     cfg = InjectionTrainConfig(
         out_dir=str(out),
         base_model=str(base_model_or_default(base_model)),
-        data=DataConfig(
-            data_dir=str(data_folder(data_dir)),
-            nli_premises=nli_premises,
-            synthetic=synthetic,
-            owasp_segments=owasp_segments,
-            owasp_glued=owasp_glued,
-            dev_family_owasp_chunks=dev_family_owasp,
-            tool_outputs=tool_outputs,
-            exclude_dev_families=tuple(exclude_dev_family),
-        ),
+        data=data,
+        data_file=str(data_file) if data_file else None,
+        freeze_word_embeddings=freeze_embeddings,
         init_from=str(init_from) if init_from else None,
         lr=lr,
         epochs=epochs,

@@ -12,10 +12,13 @@ from ragtrust.cli.common import (
     BaseModelOption,
     BudgetOption,
     ConfigOption,
+    DataFileOption,
     DeviceOption,
+    FreezeEmbeddingsOption,
     LrOption,
     MaxStepsOption,
     PredictByDefault,
+    SaveDataOption,
     ThreadsOption,
     TrainSeedOption,
     base_model_or_default,
@@ -150,10 +153,13 @@ def train_cmd(
     keep_scene_contradictions: bool = typer.Option(
         False, "--keep-scene-contradictions", help="Keep SNLI contradictions whose sides share no content word."
     ),
+    save_data: Path | None = SaveDataOption,
+    data_file: Path | None = DataFileOption,
+    freeze_embeddings: bool = FreezeEmbeddingsOption,
 ) -> None:
     """Fine-tune the packaged MiniLM as a 3-way NLI cross-encoder (needs ragtrust[train])."""
-    with train_extra():
-        from ragtrust.training.nli import TrainConfig, train
+    from ragtrust.training.nli_data import TrainConfig, save_dataset
+
     cfg = TrainConfig(
         data_dir=str(data_dir if data_dir is not None else data_folder() / "nli"),
         out_dir=str(out),
@@ -172,7 +178,15 @@ def train_cmd(
         derived_clause=derived_clause,
         derived_exception=derived_exception,
         drop_scene_contradictions=not keep_scene_contradictions,
+        data_file=str(data_file) if data_file else None,
+        freeze_word_embeddings=freeze_embeddings,
     )
+    if save_data is not None:
+        sizes = save_dataset(cfg, save_data)
+        console.print(f"{sizes['train']} training and {sizes['val']} validation pairs written to {save_data}")
+        return
+    with train_extra():
+        from ragtrust.training.nli import train
     train(cfg, log=console.print)
 
 

@@ -26,15 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from ragtrust.errors import InputError
-from ragtrust.training.injection_data import DataConfig, Example, build_training_set
+from ragtrust.training.injection_data import DataConfig, Example, build_training_set, load_training_set
 from ragtrust.training.loop import (
     _epoch_stream,
     _ResumableRun,
     expected_calibration_error,
     fit_temperature,
+    freeze_word_embeddings,
     predict_logits,
     save_final,
     softmax,
+    use_device,
 )
 
 LABELS: tuple[str, str] = ("benign", "injection")
@@ -63,6 +65,10 @@ class InjectionTrainConfig:
     log_every: int = 50
     #: warm start: an HF model folder of an earlier run (fresh optimiser and schedule)
     init_from: str | None = None
+    #: train on a set written by ``save_training_set`` (``--data-file``); ``data`` is then unused
+    data_file: str | None = None
+    #: keep the base model's word-piece embeddings (``--freeze-word-embeddings``)
+    freeze_word_embeddings: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -94,8 +100,14 @@ def train(  # noqa: C901 - one loop, as in training.nli
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
-    device = torch.device(cfg.device)
-    data = examples if examples is not None else build_training_set(cfg.data, log=log)
+    device = use_device(cfg.device)
+    recipe: dict[str, Any] | None = None
+    if examples is not None:
+        data = examples
+    elif cfg.data_file:
+        data, recipe = load_training_set(cfg.data_file)
+    else:
+        data, recipe = build_training_set(cfg.data, log=log), asdict(cfg.data)
     train_set, val_set = split_validation(data, cfg.val_frac, cfg.seed)
     if len({e.label for e in train_set}) < 2:
         raise InputError(f"training needs both benign and injection examples, got {len(train_set)} of one kind")
@@ -111,6 +123,8 @@ def train(  # noqa: C901 - one loop, as in training.nli
         id2label=dict(enumerate(LABELS)),
         label2id={n: i for i, n in enumerate(LABELS)},
     ).to(device)
+    if cfg.freeze_word_embeddings:
+        log(f"word-piece embeddings frozen ({freeze_word_embeddings(model)} weights)")
 
     def encode(batch: list[Example]) -> dict[str, Any]:
         enc = tokenizer(
@@ -124,8 +138,8 @@ def train(  # noqa: C901 - one loop, as in training.nli
     if cfg.max_steps:
         planned = min(planned, cfg.max_steps)
     run = _ResumableRun(model, cfg, planned, out / "checkpoint.pt", device, log)
-    if examples is None:  # built from a recipe: a resumed run must use the same one
-        run.bind_data(asdict(cfg.data), log)
+    if recipe is not None:  # built from a recipe: a resumed run must use the same one
+        run.bind_data(recipe, log)
     state = run.state
 
     stream = _epoch_stream(lengths, cfg)
@@ -173,6 +187,7 @@ def train(  # noqa: C901 - one loop, as in training.nli
         "val_ece_before": expected_calibration_error(softmax(logits), labels_np) if len(val_set) else None,
         "val_ece_after": expected_calibration_error(softmax(logits / temperature), labels_np) if len(val_set) else None,
         "train_minutes": state["elapsed_s"] / 60,
+        "data_recipe": recipe,
         "config": asdict(cfg),
     }
     save_final(model, tokenizer, out, report)

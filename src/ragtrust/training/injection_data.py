@@ -349,6 +349,31 @@ def check_excluded_families(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def save_training_set(cfg: DataConfig, path: str | Path, log: Any = print) -> int:
+    """Build the training set of ``cfg`` and write it to ``path`` (``--save-data``); the number of examples."""
+    from dataclasses import asdict
+
+    from ragtrust.training.loop import write_prepared
+
+    examples = build_training_set(cfg, log=log)
+    rows = ({"text": e.text, "label": e.label, "source": e.source} for e in examples)
+    return write_prepared(path, "injection", asdict(cfg), rows)
+
+
+def load_training_set(path: str | Path) -> tuple[list[Example], dict[str, Any]]:
+    """A training set written by :func:`save_training_set`: (examples in build order, recipe)."""
+    from ragtrust.training.loop import read_prepared
+
+    recipe, rows = read_prepared(path, "injection")
+    try:
+        examples = [Example(str(r["text"]), int(r["label"]), str(r["source"])) for r in rows]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{path}: a row of the prepared injection data lacks {exc}") from exc
+    if any(e.label not in (0, 1) for e in examples):
+        raise InputError(f"{path}: injection labels must be 0 (benign) or 1 (injection)")
+    return examples, recipe
+
+
 def build_training_set(cfg: DataConfig, log: Any = print) -> list[Example]:  # noqa: C901 - one recipe
     """Positives and negatives for training (train splits only; see module docstring)."""
     check_excluded_families(cfg.exclude_dev_families)

@@ -12,8 +12,10 @@ Example:
 
 from __future__ import annotations
 
+import json
+import lzma
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -64,7 +66,7 @@ class _ResumableRun:
         import torch
 
         no_decay = ("bias", "LayerNorm.weight")
-        named = list(model.named_parameters())
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         decayed = [p for n, p in named if not any(k in n for k in no_decay)]
         plain = [p for n, p in named if any(k in n for k in no_decay)]
         self.optim = torch.optim.AdamW(
@@ -155,6 +157,68 @@ class _ResumableRun:
         tmp.replace(self.ckpt_path)
 
 
+#: the first line of a prepared data file names its format
+PREPARED_FORMAT = "ragtrust-training-data/1"
+
+
+def write_prepared(path: str | Path, kind: str, recipe: dict[str, Any], rows: Iterable[dict[str, Any]]) -> int:
+    """Write a built training set as xz-compressed JSON lines: a header, then one row per example.
+
+    The data is built once where the corpora are (``--save-data``) and trained on elsewhere,
+    a GPU machine say (``--data-file``); the header keeps the recipe that built it, so the
+    training report records it. Returns the number of rows written.
+    """
+    target = Path(path)
+    tmp = target.with_name(target.name + ".tmp")
+    n = 0
+    with lzma.open(tmp, "wt", encoding="utf-8") as handle:
+        handle.write(json.dumps({"format": PREPARED_FORMAT, "kind": kind, "recipe": recipe}) + "\n")
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    tmp.replace(target)
+    return n
+
+
+def read_prepared(path: str | Path, kind: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The recipe and rows of a file written by :func:`write_prepared` for ``kind`` (InputError otherwise)."""
+    source = Path(path)
+    try:
+        with lzma.open(source, "rt", encoding="utf-8") as handle:
+            header = json.loads(handle.readline() or "null")
+            if not isinstance(header, dict) or header.get("format") != PREPARED_FORMAT:
+                raise InputError(f"{source}: not a prepared training-data file (write one with --save-data)")
+            if header.get("kind") != kind:
+                raise InputError(f"{source}: prepared for {header.get('kind')!r} training, not {kind!r}")
+            rows = [json.loads(line) for line in handle if line.strip()]
+    except (OSError, lzma.LZMAError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{source}: cannot read prepared training data ({exc})") from exc
+    return dict(header.get("recipe") or {}), rows
+
+
+def freeze_word_embeddings(model: Any) -> int:
+    """Stop training the word-piece embedding matrix; the number of weights frozen.
+
+    A frozen matrix stays the base model's, so a run's trained weights travel without it
+    (about half of MiniLM's 22.7M weights), and rare word pieces do not drift.
+    """
+    weight = model.get_input_embeddings().weight
+    weight.requires_grad_(False)
+    return int(weight.numel())
+
+
+def use_device(name: str) -> Any:
+    """The torch device for ``name``; on CUDA, TF32 matrix products (recorded in the config)."""
+    import torch
+
+    device = torch.device(name)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise InputError(f"--device {name}: no CUDA device is visible to torch")
+        torch.set_float32_matmul_precision("high")
+    return device
+
+
 def _epoch_stream(lengths: list[int], cfg: _BatchPlan) -> Iterator[list[int]]:
     epoch = 0
     while True:
@@ -215,8 +279,12 @@ def fit_temperature(logits: Any, labels: Any) -> float:
 __all__ = [
     "expected_calibration_error",
     "fit_temperature",
+    "freeze_word_embeddings",
     "length_bucketed_batches",
     "predict_logits",
+    "read_prepared",
     "save_final",
     "softmax",
+    "use_device",
+    "write_prepared",
 ]

@@ -32,11 +32,21 @@ from ragtrust.training.loop import (
     _ResumableRun,
     expected_calibration_error,
     fit_temperature,
+    freeze_word_embeddings,
     predict_logits,
     save_final,
     softmax,
+    use_device,
 )
-from ragtrust.training.nli_data import LABEL_TO_ID, LABELS, Pair, TrainConfig, build_dataset
+from ragtrust.training.nli_data import (
+    LABEL_TO_ID,
+    LABELS,
+    Pair,
+    TrainConfig,
+    build_dataset,
+    data_recipe,
+    load_dataset,
+)
 
 
 def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 - one loop
@@ -49,9 +59,13 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
-    device = torch.device(cfg.device)
+    device = use_device(cfg.device)
 
-    train_pairs, val_pairs, counts = build_dataset(cfg)
+    if cfg.data_file:
+        train_pairs, val_pairs, counts, recipe = load_dataset(cfg.data_file)
+    else:
+        train_pairs, val_pairs, counts = build_dataset(cfg)
+        recipe = data_recipe(cfg)
     if not train_pairs or not any(p.label < 3 for p in val_pairs):
         raise InputError(f"{cfg.data_dir}: too few labelled pairs to train on ({len(train_pairs)} train)")
     log(f"train pairs: {len(train_pairs)} {counts}; validation pairs: {len(val_pairs)}")
@@ -63,6 +77,8 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         id2label=dict(enumerate(LABELS)),
         label2id=LABEL_TO_ID,
     ).to(device)
+    if cfg.freeze_word_embeddings:
+        log(f"word-piece embeddings frozen ({freeze_word_embeddings(model)} weights)")
 
     def encode(batch: list[Pair]) -> dict[str, Any]:
         enc = tokenizer(
@@ -84,6 +100,7 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         planned = min(planned, cfg.max_steps)
 
     run = _ResumableRun(model, cfg, planned, ckpt_path, device, log)
+    run.bind_data(recipe, log)
     state = run.state
 
     stream = _epoch_stream(lengths, cfg)
@@ -147,6 +164,7 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         "val_ece_before": expected_calibration_error(softmax(logits), labels_np),
         "val_ece_after": expected_calibration_error(softmax(logits / temperature), labels_np),
         "train_minutes": state["elapsed_s"] / 60,
+        "data_recipe": recipe,
         "config": asdict(cfg),
     }
     save_final(model, tokenizer, out, report)
@@ -176,6 +194,8 @@ def main() -> None:  # pragma: no cover - thin entry for background runs
     ap.add_argument(
         "--keep-scene-contradictions", action="store_true", help="keep SNLI contradictions without shared words"
     )
+    ap.add_argument("--data-file", help="train on a data set written by --save-data")
+    ap.add_argument("--freeze-word-embeddings", action="store_true")
     a = ap.parse_args()
     cfg = TrainConfig(
         data_dir=a.data_dir,
@@ -195,6 +215,8 @@ def main() -> None:  # pragma: no cover - thin entry for background runs
         derived_clause=a.derived_clause,
         derived_exception=a.derived_exception,
         drop_scene_contradictions=not a.keep_scene_contradictions,
+        data_file=a.data_file,
+        freeze_word_embeddings=a.freeze_word_embeddings,
     )
     train(cfg, log=lambda s: print(s, flush=True))  # noqa: T201 - the log of a background run
 

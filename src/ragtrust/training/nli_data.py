@@ -67,6 +67,11 @@ class TrainConfig:
     init_from: str | None = None
     halueval_summary_max_chars: int = 1400
     log_every: int = 50
+    #: train on a data set built earlier by :func:`save_dataset` (``--data-file``) instead
+    #: of building one from ``data_dir``
+    data_file: str | None = None
+    #: keep the base model's word-piece embeddings (``--freeze-word-embeddings``)
+    freeze_word_embeddings: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -355,6 +360,70 @@ def read_halueval(directory: Path, cfg: TrainConfig) -> list[Pair]:
             pairs.append(Pair(document, row["right_summary"], LABEL_TO_ID["entailment"], "halueval_summary"))
             pairs.append(Pair(document, row["hallucinated_summary"], NOT_ENTAILMENT, "halueval_summary"))
     return pairs
+
+
+#: the fields of :class:`TrainConfig` that decide what :func:`build_dataset` returns
+DATA_FIELDS = (
+    "data_dir",
+    "train_files",
+    "halueval_dir",
+    "seed",
+    "val_frac",
+    "derived_context",
+    "derived_numbers",
+    "derived_unrelated",
+    "derived_negation",
+    "derived_clause",
+    "derived_exception",
+    "drop_scene_contradictions",
+    "halueval_summary_max_chars",
+)
+
+
+def data_recipe(cfg: TrainConfig) -> dict[str, Any]:
+    """What :func:`build_dataset` reads from ``cfg`` (the header of a saved data set).
+
+    The HaluEval folder is recorded by name: it sits inside an installed package, whose
+    absolute path says nothing about the data and differs between machines.
+    """
+    recipe = {name: getattr(cfg, name) for name in DATA_FIELDS}
+    if cfg.halueval_dir:
+        recipe["halueval_dir"] = Path(cfg.halueval_dir).name
+    return recipe
+
+
+def save_dataset(cfg: TrainConfig, path: str | Path) -> dict[str, int]:
+    """Build the data set of ``cfg`` and write it (train and validation split) to ``path``; the counts."""
+    from ragtrust.training.loop import write_prepared
+
+    train, val, counts = build_dataset(cfg)
+    rows = (
+        {"premise": p.premise, "hypothesis": p.hypothesis, "label": p.label, "source": p.source, "split": split}
+        for split, part in (("train", train), ("val", val))
+        for p in part
+    )
+    write_prepared(path, "nli", data_recipe(cfg), rows)
+    return {"train": len(train), "val": len(val)}
+
+
+def load_dataset(path: str | Path) -> tuple[list[Pair], list[Pair], dict[str, int], dict[str, Any]]:
+    """A data set written by :func:`save_dataset`: (train, val, counts, recipe)."""
+    from ragtrust.errors import InputError
+    from ragtrust.training.loop import read_prepared
+
+    recipe, rows = read_prepared(path, "nli")
+    train: list[Pair] = []
+    val: list[Pair] = []
+    try:
+        for row in rows:
+            pair = Pair(str(row["premise"]), str(row["hypothesis"]), int(row["label"]), str(row["source"]))
+            (val if row["split"] == "val" else train).append(pair)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{path}: a row of the prepared NLI data lacks {exc}") from exc
+    counts: dict[str, int] = {}
+    for p in train:
+        counts[p.source] = counts.get(p.source, 0) + 1
+    return train, val, counts, recipe
 
 
 def build_dataset(cfg: TrainConfig) -> tuple[list[Pair], list[Pair], dict[str, int]]:
