@@ -50,16 +50,23 @@ def _fail(message: str) -> None:
     raise SystemExit(1)
 
 
-def half_base(out: Path) -> None:
-    """Write the packaged all-MiniLM-L6-v2 with its weights rounded to fp16."""
+def _copy_base_files(src: Path, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    if not (src / "config.json").exists():
+        _fail(f"{src}: not a Hugging Face model folder (no config.json)")
+    for name in BASE_FILES:
+        if (src / name).exists():
+            shutil.copyfile(src / name, out / name)
+
+
+def half_base(out: Path, base: Path | None = None) -> None:
+    """Write ``base`` (default: the packaged all-MiniLM-L6-v2) with its weights rounded to fp16."""
     from safetensors.torch import load_file, save_file
 
     from ragtrust.cli.common import base_model_or_default
 
-    base = base_model_or_default(None)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in BASE_FILES:
-        shutil.copyfile(base / name, out / name)
+    base = base_model_or_default(base)
+    _copy_base_files(base, out)
     weights = load_file(str(base / "model.safetensors"))
     tmp = out / "model.safetensors"
     save_file({k: v.half().contiguous() for k, v in weights.items()}, str(tmp))
@@ -72,9 +79,7 @@ def widen(half: Path, out: Path) -> None:
     """The fp16 base of ``half-base`` as an fp32 Hugging Face folder (what training loads)."""
     from safetensors.torch import load, save_file
 
-    out.mkdir(parents=True, exist_ok=True)
-    for name in BASE_FILES:
-        shutil.copyfile(half / name, out / name)
+    _copy_base_files(half, out)
     with lzma.open(half / "model.safetensors.xz", "rb") as src:
         weights = load(src.read())
     save_file({k: v.float().contiguous() for k, v in weights.items()}, str(out / "model.safetensors"))
@@ -203,6 +208,7 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("half-base")
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--base", type=Path, help="default: the packaged all-MiniLM-L6-v2")
     p = sub.add_parser("widen")
     p.add_argument("half", type=Path)
     p.add_argument("out", type=Path)
@@ -230,7 +236,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
     if a.cmd == "half-base":
-        half_base(a.out)
+        half_base(a.out, a.base)
     elif a.cmd == "widen":
         widen(a.half, a.out)
     elif a.cmd == "train":
