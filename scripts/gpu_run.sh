@@ -14,16 +14,21 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader ||
 python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, 'cuda', torch.cuda.is_available())"
 python3 -c "import ragtrust.training.nli, ragtrust.training.injection" || exit 1
 python3 scripts/gpu_train.py widen .gpu/base /tmp/base || exit 1
+pids=()
 (python3 scripts/gpu_train.py train nli --data-file .gpu/nli.jsonl.xz --base /tmp/base --out /tmp/nli \
     --device "$device" $steps --epochs 5 --budget-min "$nli_min" --lr 5e-5 --seed 42 > "$out/nli.log" 2>&1 \
  && python3 scripts/gpu_train.py pack /tmp/nli --base /tmp/base --dest "$out" --name nli) &
+pids+=($!)
 (python3 scripts/gpu_train.py train injection --data-file .gpu/injection.jsonl.xz --base /tmp/base --out /tmp/inj \
     --device "$device" $steps --epochs 3 --budget-min "$inj_min" --lr 5e-5 --seed 42 > "$out/injection.log" 2>&1 \
  && python3 scripts/gpu_train.py pack /tmp/inj --base /tmp/base --dest "$out" --name injection) &
+pids+=($!)
 while [ -n "$(jobs -r)" ]; do
     sleep ${POLL_S:-30}
     echo "$(date +%T) nli: $(grep -c '^step' "$out/nli.log") lines, $(tail -n1 "$out/nli.log" | cut -c1-120)"
     echo "$(date +%T) inj: $(tail -n1 "$out/injection.log" | cut -c1-120)"
 done
-wait
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done  # a failed training or pack fails the script
 ls -la "$out"
+exit "$status"

@@ -36,7 +36,7 @@ import platform
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 #: the files of the packaged base model that a Hugging Face folder needs besides the weights
 BASE_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
@@ -45,18 +45,25 @@ PART_BYTES = 15 * 1024 * 1024
 WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     print(f"error: {message}", file=sys.stderr)  # noqa: T201 - a script's one-line error
     raise SystemExit(1)
 
 
 def _copy_base_files(src: Path, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
     if not (src / "config.json").exists():
         _fail(f"{src}: not a Hugging Face model folder (no config.json)")
+    out.mkdir(parents=True, exist_ok=True)
     for name in BASE_FILES:
         if (src / name).exists():
             shutil.copyfile(src / name, out / name)
+
+
+def _cast(tensor: Any, kind: str) -> Any:
+    """A floating tensor in half or single precision; any other (position ids) unchanged."""
+    if not tensor.is_floating_point():
+        return tensor.contiguous()
+    return (tensor.half() if kind == "half" else tensor.float()).contiguous()
 
 
 def half_base(out: Path, base: Path | None = None) -> None:
@@ -69,7 +76,7 @@ def half_base(out: Path, base: Path | None = None) -> None:
     _copy_base_files(base, out)
     weights = load_file(str(base / "model.safetensors"))
     tmp = out / "model.safetensors"
-    save_file({k: v.half().contiguous() for k, v in weights.items()}, str(tmp))
+    save_file({k: _cast(v, "half") for k, v in weights.items()}, str(tmp))
     with tmp.open("rb") as src, lzma.open(out / "model.safetensors.xz", "wb", preset=6) as dst:
         shutil.copyfileobj(src, dst)
     tmp.unlink()
@@ -82,7 +89,7 @@ def widen(half: Path, out: Path) -> None:
     _copy_base_files(half, out)
     with lzma.open(half / "model.safetensors.xz", "rb") as src:
         weights = load(src.read())
-    save_file({k: v.float().contiguous() for k, v in weights.items()}, str(out / "model.safetensors"))
+    save_file({k: _cast(v, "float") for k, v in weights.items()}, str(out / "model.safetensors"))
 
 
 def train(kind: str, a: argparse.Namespace) -> None:
@@ -136,10 +143,13 @@ def pack(run: Path, base: Path, dest: Path, name: str) -> None:
     weights = load_file(str(run / "final" / "model.safetensors"))
     base_weights = load_file(str(base / "model.safetensors"))
     frozen = [k for k in weights if k.endswith(WORD_EMBEDDINGS)]
-    if len(frozen) != 1:
-        _fail(f"{run}: expected one word-embedding matrix, found {frozen}")
-    base_key = next(k for k in base_weights if k.endswith(WORD_EMBEDDINGS))
-    if not torch.equal(weights[frozen[0]], base_weights[base_key]):
+    base_keys = [k for k in base_weights if k.endswith(WORD_EMBEDDINGS)]
+    if len(frozen) != 1 or len(base_keys) != 1:
+        _fail(f"{run} / {base}: expected one word-embedding matrix each, found {frozen} / {base_keys}")
+    trained, original = weights[frozen[0]], base_weights[base_keys[0]]
+    if trained.shape != original.shape:
+        _fail(f"{run}: word embeddings of shape {tuple(trained.shape)}, the base's {tuple(original.shape)}")
+    if not torch.equal(trained, original):
         _fail(f"{run}: the word embeddings changed in training; they were meant to be frozen")
     dest.mkdir(parents=True, exist_ok=True)
     parts: list[dict[str, Any]] = [{}]
@@ -182,24 +192,26 @@ def unpack(parts_dir: Path, name: str, base: Path, out: Path) -> None:
     packed = report["packed"]
     config = packed["config"]
     wide = out / "base-fp32"
-    widen(base, wide)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        str(wide),
-        num_labels=len(config["id2label"]),
-        id2label={int(k): v for k, v in config["id2label"].items()},
-        label2id=config["label2id"],
-        dtype=torch.float32,
-    )
-    state: dict[str, Any] = {}
-    for i in range(int(packed["parts"])):
-        state.update({k: v.float() for k, v in load_file(str(parts_dir / f"{name}.w{i}.safetensors")).items()})
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if unexpected or [k for k in missing if not k.endswith(WORD_EMBEDDINGS)]:
-        _fail(f"{parts_dir}: weights do not fit the base model (missing {missing}, unexpected {unexpected})")
-    final = out / "final"
-    model.save_pretrained(final)
-    AutoTokenizer.from_pretrained(str(wide)).save_pretrained(final)
-    shutil.rmtree(wide)
+    try:
+        widen(base, wide)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            str(wide),
+            num_labels=len(config["id2label"]),
+            id2label={int(k): v for k, v in config["id2label"].items()},
+            label2id=config["label2id"],
+            dtype=torch.float32,
+        )
+        state: dict[str, Any] = {}
+        for i in range(int(packed["parts"])):
+            state.update({k: v.float() for k, v in load_file(str(parts_dir / f"{name}.w{i}.safetensors")).items()})
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        if unexpected or [k for k in missing if not k.endswith(WORD_EMBEDDINGS)]:
+            _fail(f"{parts_dir}: weights do not fit the base model (missing {missing}, unexpected {unexpected})")
+        final = out / "final"
+        model.save_pretrained(final)
+        AutoTokenizer.from_pretrained(str(wide)).save_pretrained(final)
+    finally:
+        shutil.rmtree(wide, ignore_errors=True)
     (out / "train_report.json").write_text(json.dumps(report, indent=2))
 
 

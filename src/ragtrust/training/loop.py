@@ -73,12 +73,23 @@ class _ResumableRun:
             [{"params": decayed, "weight_decay": cfg.weight_decay}, {"params": plain, "weight_decay": 0.0}], lr=cfg.lr
         )
         self.model, self.cfg, self.ckpt_path = model, cfg, ckpt_path
-        self.state: dict[str, Any] = {"step": 0, "total_steps": planned, "elapsed_s": 0.0}
+        frozen = sorted(n for n, p in model.named_parameters() if not p.requires_grad)
+        self.state: dict[str, Any] = {"step": 0, "total_steps": planned, "elapsed_s": 0.0, "frozen": frozen}
         if ckpt_path.exists():
             ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)
+            stored = ckpt["state"].get("frozen", [])  # older checkpoints trained every weight
+            if stored != frozen:
+                was = "with " + ", ".join(stored) + " frozen" if stored else "with every weight trained"
+                raise InputError(
+                    f"{ckpt_path} was trained {was}; rerun with the same --freeze-word-embeddings choice "
+                    "or use a new --out"
+                )
             model.load_state_dict(ckpt["model"])
-            self.optim.load_state_dict(ckpt["optim"])
-            self.state = ckpt["state"]
+            try:
+                self.optim.load_state_dict(ckpt["optim"])
+            except ValueError as exc:
+                raise InputError(f"{ckpt_path}: its optimiser state does not fit this model ({exc})") from exc
+            self.state = {**ckpt["state"], "frozen": frozen}
             log(f"resumed from step {self.state['step']} of {self.state['total_steps']}")
 
     def bind_data(self, recipe: dict[str, Any], log: Callable[[str], None]) -> None:
@@ -89,8 +100,6 @@ class _ResumableRun:
         ``data_dir`` is not compared (the same folder may be reached by another path). A
         checkpoint written before recipes were recorded adopts this one, with a warning.
         """
-        import json
-
         current = json.loads(json.dumps({k: v for k, v in recipe.items() if k != "data_dir"}))
         stored = self.state.get("data")
         if stored is None:
@@ -169,14 +178,18 @@ def write_prepared(path: str | Path, kind: str, recipe: dict[str, Any], rows: It
     training report records it. Returns the number of rows written.
     """
     target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
     n = 0
-    with lzma.open(tmp, "wt", encoding="utf-8") as handle:
-        handle.write(json.dumps({"format": PREPARED_FORMAT, "kind": kind, "recipe": recipe}) + "\n")
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            n += 1
-    tmp.replace(target)
+    try:
+        with lzma.open(tmp, "wt", encoding="utf-8") as handle:
+            handle.write(json.dumps({"format": PREPARED_FORMAT, "kind": kind, "recipe": recipe}) + "\n")
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+                n += 1
+        tmp.replace(target)
+    finally:
+        tmp.unlink(missing_ok=True)
     return n
 
 
@@ -193,7 +206,21 @@ def read_prepared(path: str | Path, kind: str) -> tuple[dict[str, Any], list[dic
             rows = [json.loads(line) for line in handle if line.strip()]
     except (OSError, lzma.LZMAError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{source}: cannot read prepared training data ({exc})") from exc
-    return dict(header.get("recipe") or {}), rows
+    recipe = header.get("recipe")
+    if not isinstance(recipe, dict) or not all(isinstance(r, dict) for r in rows):
+        raise InputError(f"{source}: a prepared training-data file holds a recipe object and one object per row")
+    return recipe, rows
+
+
+def data_file_recipe(path: str | Path, recipe: dict[str, Any]) -> dict[str, Any]:
+    """``recipe`` plus the sha256 of the data file: a resumed run must train on the same bytes."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return {**recipe, "data_file_sha256": digest.hexdigest()}
 
 
 def freeze_word_embeddings(model: Any) -> int:
@@ -208,7 +235,7 @@ def freeze_word_embeddings(model: Any) -> int:
 
 
 def use_device(name: str) -> Any:
-    """The torch device for ``name``; on CUDA, TF32 matrix products (recorded in the config)."""
+    """The torch device for ``name``; on CUDA, TF32 matrix products (the report's ``matmul_precision``)."""
     import torch
 
     device = torch.device(name)
@@ -250,8 +277,6 @@ def softmax(x: Any) -> Any:
 
 def save_final(model: Any, tokenizer: Any, out: Path, report: dict[str, Any]) -> None:
     """Write the trained model and tokenizer to ``out/final`` and the report to ``out/train_report.json``."""
-    import json
-
     final = out / "final"
     model.save_pretrained(final)
     tokenizer.save_pretrained(final)
@@ -278,6 +303,7 @@ def fit_temperature(logits: Any, labels: Any) -> float:
 
 __all__ = [
     "expected_calibration_error",
+    "data_file_recipe",
     "fit_temperature",
     "freeze_word_embeddings",
     "length_bucketed_batches",

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from ragtrust.errors import InputError
 from ragtrust.training.loop import (
     _epoch_stream,
     _ResumableRun,
+    data_file_recipe,
     expected_calibration_error,
     fit_temperature,
     freeze_word_embeddings,
@@ -39,6 +40,7 @@ from ragtrust.training.loop import (
     use_device,
 )
 from ragtrust.training.nli_data import (
+    DATA_FIELDS,
     LABEL_TO_ID,
     LABELS,
     Pair,
@@ -62,12 +64,21 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
     device = use_device(cfg.device)
 
     if cfg.data_file:
-        train_pairs, val_pairs, counts, recipe = load_dataset(cfg.data_file)
+        data_file = cfg.data_file
+        train_pairs, val_pairs, counts, recipe = load_dataset(data_file)
+        # the report's config says what the data was built with, not the defaults; the
+        # training seed stays this run's (the data's seed is in the recipe)
+        built: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in recipe.items() if k in DATA_FIELDS and k != "seed"
+        }
+        cfg = replace(cfg, **built)
+        recipe = data_file_recipe(data_file, recipe)
     else:
         train_pairs, val_pairs, counts = build_dataset(cfg)
         recipe = data_recipe(cfg)
     if not train_pairs or not any(p.label < 3 for p in val_pairs):
-        raise InputError(f"{cfg.data_dir}: too few labelled pairs to train on ({len(train_pairs)} train)")
+        source = cfg.data_file or cfg.data_dir
+        raise InputError(f"{source}: too few labelled pairs to train on ({len(train_pairs)} train)")
     log(f"train pairs: {len(train_pairs)} {counts}; validation pairs: {len(val_pairs)}")
     tokenizer = AutoTokenizer.from_pretrained(cfg.base_model)
     ckpt_path = out / "checkpoint.pt"
@@ -165,6 +176,7 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         "val_ece_after": expected_calibration_error(softmax(logits / temperature), labels_np),
         "train_minutes": state["elapsed_s"] / 60,
         "data_recipe": recipe,
+        "matmul_precision": torch.get_float32_matmul_precision(),
         "config": asdict(cfg),
     }
     save_final(model, tokenizer, out, report)

@@ -414,12 +414,17 @@ def load_dataset(path: str | Path) -> tuple[list[Pair], list[Pair], dict[str, in
     recipe, rows = read_prepared(path, "nli")
     train: list[Pair] = []
     val: list[Pair] = []
-    try:
-        for row in rows:
+    for n, row in enumerate(rows, start=2):  # line 1 is the header
+        try:
             pair = Pair(str(row["premise"]), str(row["hypothesis"]), int(row["label"]), str(row["source"]))
-            (val if row["split"] == "val" else train).append(pair)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{path}: a row of the prepared NLI data lacks {exc}") from exc
+            split = row["split"]
+        except KeyError as exc:
+            raise InputError(f"{path}:{n}: a prepared NLI row needs premise, hypothesis, label, source, split") from exc
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{path}:{n}: the label of a prepared NLI row is not a number ({exc})") from exc
+        if not 0 <= pair.label <= NOT_ENTAILMENT or split not in ("train", "val"):
+            raise InputError(f"{path}:{n}: label {pair.label} / split {split!r} (want 0-{NOT_ENTAILMENT} / train, val)")
+        (val if split == "val" else train).append(pair)
     counts: dict[str, int] = {}
     for p in train:
         counts[p.source] = counts.get(p.source, 0) + 1
