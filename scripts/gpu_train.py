@@ -92,47 +92,36 @@ def widen(half: Path, out: Path) -> None:
     save_file({k: _cast(v, "float") for k, v in weights.items()}, str(out / "model.safetensors"))
 
 
+def _log(line: str) -> None:
+    print(line, flush=True)  # noqa: T201 - the run's log
+
+
 def train(kind: str, a: argparse.Namespace) -> None:
     """One training run by the project's loop, from a prepared data file."""
+    common: dict[str, Any] = {
+        "out_dir": a.out,
+        "base_model": a.base,
+        "data_file": a.data_file,
+        "freeze_word_embeddings": True,
+        "epochs": a.epochs,
+        "max_steps": a.max_steps,
+        "time_budget_min": a.budget_min,
+        "lr": a.lr,
+        "seed": a.seed,
+        "device": a.device,
+        "threads": a.threads,
+    }
     if kind == "nli":
         from ragtrust.training.nli import TrainConfig
         from ragtrust.training.nli import train as run_nli
 
-        cfg = TrainConfig(
-            data_dir="",
-            out_dir=a.out,
-            base_model=a.base,
-            data_file=a.data_file,
-            freeze_word_embeddings=True,
-            epochs=a.epochs,
-            max_steps=a.max_steps,
-            time_budget_min=a.budget_min,
-            lr=a.lr,
-            seed=a.seed,
-            device=a.device,
-            threads=a.threads,
-        )
-        run_nli(cfg, log=lambda s: print(s, flush=True))  # noqa: T201 - the run's log
+        run_nli(TrainConfig(data_dir="", **common), log=_log)
     else:
         from ragtrust.training.injection import InjectionTrainConfig
         from ragtrust.training.injection import train as run_injection
         from ragtrust.training.injection_data import DataConfig
 
-        icfg = InjectionTrainConfig(
-            out_dir=a.out,
-            base_model=a.base,
-            data=DataConfig(data_dir=""),
-            data_file=a.data_file,
-            freeze_word_embeddings=True,
-            epochs=a.epochs,
-            max_steps=a.max_steps,
-            time_budget_min=a.budget_min,
-            lr=a.lr,
-            seed=a.seed,
-            device=a.device,
-            threads=a.threads,
-        )
-        run_injection(icfg, log=lambda s: print(s, flush=True))  # noqa: T201 - the run's log
+        run_injection(InjectionTrainConfig(data=DataConfig(data_dir=""), **common), log=_log)
 
 
 def pack(run: Path, base: Path, dest: Path, name: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import lzma
+import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -130,6 +131,18 @@ def _gpu_train() -> ModuleType:
     return module
 
 
+def _untrained_run(tiny: Path, tmp_path: Path) -> tuple[ModuleType, Path]:
+    """The script, ``half/`` and ``wide/`` bases of ``tiny``, and a run whose final model is the wide base."""
+    gpu = _gpu_train()
+    gpu.half_base(tmp_path / "half", tiny)
+    gpu.widen(tmp_path / "half", tmp_path / "wide")
+    run = tmp_path / "run"
+    (run / "final").mkdir(parents=True)
+    for name in ("model.safetensors", "config.json"):
+        shutil.copyfile(tmp_path / "wide" / name, run / "final" / name)
+    return gpu, run
+
+
 def test_injection_weights_travel_in_parts_and_rebuild_the_same_model(tiny_injection_dir: Path, tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
@@ -184,13 +197,7 @@ def test_pack_refuses_a_run_whose_embeddings_were_trained(
     tiny_injection_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("torch")
-    import shutil
-
-    gpu = _gpu_train()
-    gpu.half_base(tmp_path / "half", tiny_injection_dir)
-    gpu.widen(tmp_path / "half", tmp_path / "wide")
-    run = tmp_path / "run"
-    (run / "final").mkdir(parents=True)
+    gpu, run = _untrained_run(tiny_injection_dir, tmp_path)
     shutil.copyfile(tiny_injection_dir / "model.safetensors", run / "final" / "model.safetensors")  # not fp16-rounded
     with pytest.raises(SystemExit):
         gpu.pack(run, tmp_path / "wide", tmp_path / "parts", "injection")
@@ -277,17 +284,9 @@ def test_pack_splits_weights_into_parts_under_the_size_limit(
     tiny_injection_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("torch")
-    import shutil
-
     from safetensors.torch import load_file
 
-    gpu = _gpu_train()
-    gpu.half_base(tmp_path / "half", tiny_injection_dir)
-    gpu.widen(tmp_path / "half", tmp_path / "wide")
-    run = tmp_path / "run"
-    (run / "final").mkdir(parents=True)
-    shutil.copyfile(tmp_path / "wide" / "model.safetensors", run / "final" / "model.safetensors")  # nothing trained
-    shutil.copyfile(tmp_path / "wide" / "config.json", run / "final" / "config.json")
+    gpu, run = _untrained_run(tiny_injection_dir, tmp_path)
     (run / "train_report.json").write_text('{"steps": 0}')
     monkeypatch.setattr(gpu, "PART_BYTES", 20_000)
     gpu.pack(run, tmp_path / "wide", tmp_path / "parts", "m")
