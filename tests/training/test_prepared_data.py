@@ -296,3 +296,12 @@ def test_pack_splits_weights_into_parts_under_the_size_limit(
     keys = [k for part in parts for k in load_file(str(part))]
     assert len(keys) == len(set(keys)) == len(load_file(str(tmp_path / "wide" / "model.safetensors"))) - 1
     assert max(p.stat().st_size for p in parts) < 40_000  # one tensor may exceed the limit alone
+
+
+def test_an_unknown_device_is_an_input_error() -> None:
+    pytest.importorskip("torch")
+    from ragtrust.training.loop import use_device
+
+    assert str(use_device("cpu")) == "cpu"
+    with pytest.raises(InputError, match="--device gpu: not a torch device"):
+        use_device("gpu")

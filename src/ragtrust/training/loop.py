@@ -238,7 +238,10 @@ def use_device(name: str) -> Any:
     """The torch device for ``name``; on CUDA, TF32 matrix products (the report's ``matmul_precision``)."""
     import torch
 
-    device = torch.device(name)
+    try:
+        device = torch.device(name)
+    except RuntimeError as exc:
+        raise InputError(f"--device {name}: not a torch device (cpu, cuda, cuda:1, ...)") from exc
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise InputError(f"--device {name}: no CUDA device is visible to torch")
