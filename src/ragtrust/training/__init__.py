@@ -15,5 +15,6 @@ the pipeline. Modules (import them directly; nothing heavy is imported here):
 - :mod:`ragtrust.training.injection_eval` - calibrate and evaluate the injection signal
   (``ragtrust injection calibrate | eval``).
 - :mod:`ragtrust.training.loop` - what both trainings share: length-bucketed batches, a
-  resumable AdamW run, temperature scaling.
+  resumable AdamW run, temperature scaling, and the prepared data files of ``--save-data`` /
+  ``--data-file`` (built where the corpora are, trained on elsewhere).
 """
