@@ -1,11 +1,12 @@
-"""Average the weights of two exported injection classifiers (a uniform "model soup").
+"""Average the weights of two exported int8 classifiers (a uniform "model soup").
 
 Usage:
-    python scripts/injection_soup.py A B --out DIR [--weight 0.5]
+    python scripts/injection_soup.py A B --out DIR [--weight 0.5] [--prefix injection|nli]
 
-``A`` and ``B`` are exported injection folders (``injection-int8.onnx`` +
-``injection_manifest.json`` + tokenizer, as ``ragtrust injection export`` writes them, or
-``builtin`` for the shipped model). Both must come from the same architecture and export
+``A`` and ``B`` are exported folders (``{prefix}-int8.onnx`` + ``{prefix}_manifest.json`` +
+tokenizer, as ``ragtrust injection export`` / ``ragtrust nli export`` write them, or
+``builtin`` for the shipped model; ``--prefix`` picks the injection classifier, the default,
+or the NLI cross-encoder). Both must come from the same architecture and export
 (the same initializer names and shapes), i.e. two fine-tunes of the same base.
 
 Two fine-tunes of one pre-trained model usually sit in one basin, so their weight average
@@ -17,9 +18,9 @@ ONNX Runtime's dynamic quantiser stored it: int8 weights per output channel and 
 uint8 embedding tables per tensor and asymmetric. Float initializers (biases, LayerNorm) are
 averaged as they are. The graph is A's.
 
-The manifest gets the mean temperature of the two (ranking, and so every ROC-AUC and
+The manifest gets the weighted mean temperature of the two (ranking, and so every ROC-AUC and
 threshold figure, does not depend on it) and no calibration: run ``ragtrust injection
-calibrate --model DIR --write-manifest`` next. ``--check`` prints, for weight 0 and 1, the
+calibrate --model DIR --write-manifest`` (or ``ragtrust nli calibrate``) next. ``--check`` prints, for weight 0 and 1, the
 largest difference of the rebuilt weights from A's and B's (requantisation error).
 """
 
@@ -40,20 +41,20 @@ ASSETS = Path(__file__).resolve().parents[1] / "src" / "ragtrust" / "models" / "
 QUANTIZED, SCALE, ZERO = "_quantized", "_scale", "_zero_point"
 
 
-def folder(spec: str) -> Path:
-    """An exported injection folder (``builtin`` = the shipped assets)."""
+def folder(spec: str, prefix: str = "injection") -> Path:
+    """An exported folder (``builtin`` = the shipped assets) holding ``{prefix}_manifest.json``."""
     path = ASSETS if spec == "builtin" else Path(spec)
-    if not (path / "injection_manifest.json").is_file():
-        raise SystemExit(f"{spec}: no injection_manifest.json there")
+    if not (path / f"{prefix}_manifest.json").is_file():
+        raise SystemExit(f"{spec}: no {prefix}_manifest.json there")
     return path
 
 
-def load(path: Path) -> tuple[Any, dict[str, npt.NDArray[Any]], dict[str, Any]]:
+def load(path: Path, prefix: str = "injection") -> tuple[Any, dict[str, npt.NDArray[Any]], dict[str, Any]]:
     """The ONNX model, its initializers by name, and its manifest."""
     import onnx
     from onnx import numpy_helper
 
-    manifest = json.loads((path / "injection_manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads((path / f"{prefix}_manifest.json").read_text(encoding="utf-8"))
     model = onnx.load(str(path / manifest["onnx_file"]))
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     return model, inits, manifest
@@ -130,8 +131,9 @@ def vocabulary(tokenizer_file: Path) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("a", help="exported injection folder, or 'builtin'")
-    ap.add_argument("b", help="exported injection folder, or 'builtin'")
+    ap.add_argument("a", help="exported folder, or 'builtin'")
+    ap.add_argument("b", help="exported folder, or 'builtin'")
+    ap.add_argument("--prefix", choices=("injection", "nli"), default="injection", help="which model's files")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--weight", type=float, default=0.5, help="weight of B (A gets 1 - weight)")
     ap.add_argument("--check", action="store_true", help="report the requantisation error at weights 0 and 1")
@@ -140,9 +142,12 @@ def main() -> None:
         raise SystemExit("--weight must be within [0, 1]")
     from onnx import numpy_helper
 
-    pa, pb = folder(args.a), folder(args.b)
-    model, ia, ma = load(pa)
-    _, ib, mb = load(pb)
+    prefix = args.prefix
+    pa, pb = folder(args.a, prefix), folder(args.b, prefix)
+    model, ia, ma = load(pa, prefix)
+    _, ib, mb = load(pb, prefix)
+    if ma["id2label"] != mb["id2label"]:
+        raise SystemExit(f"the two models' labels differ: {ma['id2label']} / {mb['id2label']}")
     if args.check:
         for w, ref in ((0.0, ia), (1.0, ib)):
             print(f"weight {w}: largest relative weight error {largest_error(soup(ia, ib, w), ref):.5f}")
@@ -150,11 +155,11 @@ def main() -> None:
     for tensor in model.graph.initializer:
         tensor.CopyFrom(numpy_helper.from_array(mixed[tensor.name], tensor.name))
     args.out.mkdir(parents=True, exist_ok=True)
-    onnx_file = args.out / "injection-int8.onnx"
+    onnx_file = args.out / f"{prefix}-int8.onnx"
     import onnx
 
     onnx.save(model, str(onnx_file))
-    tokenizer = args.out / "injection_tokenizer.json"
+    tokenizer = args.out / f"{prefix}_tokenizer.json"
     shutil.copyfile(pa / ma["tokenizer_file"], tokenizer)
     if vocabulary(pa / ma["tokenizer_file"]) != vocabulary(pb / mb["tokenizer_file"]):
         raise SystemExit("the two models use different tokenizers")
@@ -169,7 +174,7 @@ def main() -> None:
         max_length=int(ma["max_length"]),
         model_id=ma["model_id"],
         extra={"soup": ingredients},
-        name="injection_manifest.json",
+        name=f"{prefix}_manifest.json",
     )
     print(f"wrote {onnx_file} and {path}")
 
