@@ -13,6 +13,11 @@ explainable first pass; this signal is the main injection detector.
 3. Every window of every document in the batch goes to the classifier in one batched call;
    results are cached by the window's content hash (LRU), so a document seen again, or a
    boilerplate window repeated across chunks, costs nothing.
+3a. Encoded runs (base64, hex, percent-encoding; :mod:`ragtrust.screening.encoded`) that
+   decode to readable text are decoded and their text is cut into windows too (an LLM that
+   reads the chunk can decode them; the classifier cannot read the encoded form). Such a
+   window's span is the encoded run, and the reason quotes the decoded text.
+   ``decode_encoded = False`` turns this off.
 4. The document's probability is its strongest window's. Below the model's calibrated
    threshold ``t`` (the window probability that at most ``fpr`` of clean development
    documents reach, stored in the model manifest by ``ragtrust injection calibrate``) the
@@ -47,6 +52,7 @@ from ragtrust.models.injection import InjectionModel, load_injection_model
 from ragtrust.models.windows import sentence_windows
 from ragtrust.registry import register, warm_up
 from ragtrust.screening.base import Signal
+from ragtrust.screening.encoded import DecodedRun, decoded_runs
 from ragtrust.screening.linguistic import HOMOGLYPHS, fold_non_ascii
 
 #: the score of a document exactly at the calibrated threshold (above the default
@@ -98,6 +104,8 @@ class InjectionSignal(Signal):
         window_overlap: consecutive windows share their boundary sentence (about twice the
             windows of a long document; see ``docs/benchmarks.md`` for the cost).
         max_windows: documents with more windows are refused (split them into chunks).
+        decode_encoded: also read the decoded text of base64, hex and percent-encoded runs
+            (see step 3a of the module docstring).
         cache_size / cache_bytes: window results kept by content hash, bounded by entries
             and by bytes (:class:`~ragtrust.models.cache.ByteLRU`).
     """
@@ -108,6 +116,7 @@ class InjectionSignal(Signal):
     max_words: int = 80
     window_overlap: bool = True
     max_windows: int = 2000
+    decode_encoded: bool = True
     cache_size: int = 50_000
     cache_bytes: int = 8 * MiB
     _cache: ByteLRU[float] = field(default_factory=lambda: ByteLRU(0, 0), init=False, repr=False)
@@ -183,7 +192,7 @@ class InjectionSignal(Signal):
     def score_batch(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> list[SignalResult]:
         """Score every window of every document in one batched model call."""
         threshold, source = self.resolved_threshold()
-        plans: list[tuple[str, list[int], list[tuple[int, int]]] | None] = []
+        plans: list[tuple[list[int], list[tuple[int, int]], list[DecodedRun | None]] | None] = []
         texts: list[str] = []
         for doc in docs:
             text = doc.document.text
@@ -198,45 +207,73 @@ class InjectionSignal(Signal):
                     f"limit of {self.max_windows}; split it into chunks before screening"
                 )
             originals = [(index[a], index[b - 1] + 1) for a, b in spans]
-            plans.append((norm, list(range(len(texts), len(texts) + len(spans))), originals))
-            texts.extend(norm[a:b] for a, b in spans)
+            window_texts = [norm[a:b] for a, b in spans]
+            sources: list[DecodedRun | None] = [None] * len(spans)
+            for run in decoded_runs(text) if self.decode_encoded else ():
+                decoded = normalize_for_model(run.text)[0]
+                inner = sentence_windows(decoded, self.max_words, overlap=self.window_overlap)
+                window_texts += [decoded[a:b] for a, b in inner]
+                originals += [(run.start, run.end)] * len(inner)
+                sources += [run] * len(inner)
+            if len(window_texts) > self.max_windows:
+                raise InputError(
+                    f"document {doc.id} has {len(window_texts)} sentence windows (decoded text included), more "
+                    f"than the injection signal's limit of {self.max_windows}; split it into chunks before screening"
+                )
+            plans.append((list(range(len(texts), len(texts) + len(window_texts))), originals, sources))
+            texts.extend(window_texts)
         probs = self.window_probabilities(texts) if texts else []
         results = []
         for doc, plan in zip(docs, plans, strict=True):
             if plan is None:
                 results.append(self.skipped("empty document"))
                 continue
-            _, ids, originals = plan
+            ids, originals, sources = plan
             if not ids:
                 # only invisible or non-word characters: nothing a reader could follow
                 results.append(self.skipped("no readable text (only invisible or non-word characters)"))
                 continue
-            results.append(self._result(doc, [probs[i] for i in ids], originals, threshold, source))
+            results.append(self._result(doc, [probs[i] for i in ids], originals, sources, threshold, source))
         return results
 
     def _result(
-        self, doc: RetrievedDoc, probs: list[float], spans: list[tuple[int, int]], threshold: float, source: str
+        self,
+        doc: RetrievedDoc,
+        probs: list[float],
+        spans: list[tuple[int, int]],
+        sources: list[DecodedRun | None],
+        threshold: float,
+        source: str,
     ) -> SignalResult:
         text = doc.document.text
         best = max(range(len(probs)), key=lambda i: probs[i])
         p = probs[best]
         score = 0.0 if p < threshold else FLAG_SCORE + (1.0 - FLAG_SCORE) * (p - threshold) / max(1e-9, 1.0 - threshold)
         start, end = spans[best]
-        details = {
+        run = sources[best]
+        details: dict[str, object] = {
             "probability": round(p, 6),
             "threshold": threshold,
             "threshold_source": source,
             "windows": len(probs),
             "window": [start, end],
             "flagged_windows": sum(1 for q in probs if q >= threshold),
+            "decoded_runs": len({(r.start, r.encoding) for r in sources if r is not None}),
         }
+        if run is not None:
+            details["decoded"] = {"encoding": run.encoding, "text": _shorten(run.text)}
         if score == 0.0:
             return SignalResult(name=self.name, score=0.0, details=details)
-        quoted = " ".join(text[start:end].split())
-        quoted = quoted if len(quoted) <= _QUOTE_MAX else quoted[: _QUOTE_MAX - 1].rstrip() + "\u2026"
-        reason = f"contains text addressed to the model (injection classifier {p:.2f} >= {threshold:.2f}): '{quoted}'"
+        what = "text addressed to the model" if run is None else f"{run.encoding}-encoded text addressed to the model"
+        shown = text[start:end] if run is None else run.text
+        reason = f"contains {what} (injection classifier {p:.2f} >= {threshold:.2f}): '{_shorten(shown)}'"
         span = Span(doc_id=doc.id, start=start, end=end, text=text[start:end], url=doc.document.url)
         return SignalResult(name=self.name, score=min(1.0, score), reasons=(reason,), spans=(span,), details=details)
+
+
+def _shorten(text: str) -> str:
+    quoted = " ".join(text.split())
+    return quoted if len(quoted) <= _QUOTE_MAX else quoted[: _QUOTE_MAX - 1].rstrip() + "\u2026"
 
 
 __all__ = ["DEFAULT_THRESHOLD", "FLAG_SCORE", "InjectionSignal", "normalize_for_model"]
