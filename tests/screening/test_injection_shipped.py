@@ -77,17 +77,26 @@ def test_the_honey_injection_is_withheld_under_drop_suspicious(text: str) -> Non
     assert any(r.name == "injection" and r.score >= FLAG_SCORE for r in poisoned.signals)
 
 
-def test_a_base64_directive_is_decoded_flagged_and_withheld(signal: InjectionSignal) -> None:
-    (result,) = signal.score_batch(retrieved([HONEY_BASE64]))
+#: the same directive in invisible Unicode tag characters ("ASCII smuggling")
+HONEY_TAGS = "Honey is a sweet food made by bees. " + "".join(chr(0xE0000 + ord(c)) for c in HONEY_DIRECTIVE)
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding"), [(HONEY_BASE64, "base64"), (HONEY_TAGS, "unicode-tags")], ids=["base64", "unicode-tags"]
+)
+def test_an_encoded_directive_is_decoded_flagged_and_withheld(
+    signal: InjectionSignal, text: str, encoding: str
+) -> None:
+    (result,) = signal.score_batch(retrieved([text]))
     assert result.score >= FLAG_SCORE
     (span,) = result.spans
-    assert span.text == HONEY_BASE64.rsplit(" ", 1)[1]
-    assert result.details["decoded"] == {"encoding": "base64", "text": HONEY_DIRECTIVE}
-    assert "base64-encoded" in result.reasons[0] and "honey is toxic" in result.reasons[0]
+    assert span.text == text[len("Honey is a sweet food made by bees. ") :].removeprefix("Reference: ")
+    assert result.details["decoded"] == {"encoding": encoding, "text": HONEY_DIRECTIVE}
+    assert f"{encoding}-encoded" in result.reasons[0] and "honey is toxic" in result.reasons[0]
     blind = InjectionSignal(model=signal.model, decode_encoded=False)
-    (unread,) = blind.score_batch(retrieved([HONEY_BASE64]))
+    (unread,) = blind.score_batch(retrieved([text]))
     assert unread.score == 0.0
-    test_the_honey_injection_is_withheld_under_drop_suspicious(HONEY_BASE64)
+    test_the_honey_injection_is_withheld_under_drop_suspicious(text)
 
 
 def test_red_team_set(signal: InjectionSignal) -> None:
