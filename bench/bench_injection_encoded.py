@@ -7,7 +7,7 @@ Usage:
 TruthfulQA and FEVER calibration splits) and the attack generator's *development* injection
 families; ``eval`` reads the evaluation documents and the *held-out* families. Each poisoned
 document is the clean one with a payload appended; the payload is cut out and appended
-again, encoded (base64, hex, percent-encoding), with nothing around it. Every set is scored
+again, encoded (base64, hex, percent-encoding, ROT13, backwards), with nothing around it. Every set is scored
 by the injection signal at the model's calibrated threshold with ``decode_encoded`` off and
 on: clean documents flagged per source (the false-positive cost), and injections caught per
 encoding (the plain payload as the reference).
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import codecs
 import time
 import urllib.parse
 from pathlib import Path
@@ -42,6 +43,8 @@ ENCODERS = {
     "base64": lambda s: base64.b64encode(s.encode("utf-8")).decode("ascii"),
     "hex": lambda s: s.encode("utf-8").hex(),
     "percent": lambda s: urllib.parse.quote(s),
+    "rot13": lambda s: codecs.encode(s, "rot13"),
+    "reversed": lambda s: s[::-1],
 }
 
 

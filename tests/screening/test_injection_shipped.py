@@ -7,6 +7,7 @@ used for training or threshold-setting. Its figures are recorded in the model ca
 from __future__ import annotations
 
 import base64
+import codecs
 import json
 from pathlib import Path
 
@@ -79,10 +80,14 @@ def test_the_honey_injection_is_withheld_under_drop_suspicious(text: str) -> Non
 
 #: the same directive in invisible Unicode tag characters ("ASCII smuggling")
 HONEY_TAGS = "Honey is a sweet food made by bees. " + "".join(chr(0xE0000 + ord(c)) for c in HONEY_DIRECTIVE)
+#: and in ROT13 (an LLM asked to can read it)
+HONEY_ROT13 = "Honey is a sweet food made by bees. " + codecs.encode(HONEY_DIRECTIVE, "rot13")
 
 
 @pytest.mark.parametrize(
-    ("text", "encoding"), [(HONEY_BASE64, "base64"), (HONEY_TAGS, "unicode-tags")], ids=["base64", "unicode-tags"]
+    ("text", "encoding"),
+    [(HONEY_BASE64, "base64"), (HONEY_TAGS, "unicode-tags"), (HONEY_ROT13, "rot13")],
+    ids=["base64", "unicode-tags", "rot13"],
 )
 def test_an_encoded_directive_is_decoded_flagged_and_withheld(
     signal: InjectionSignal, text: str, encoding: str

@@ -12,7 +12,11 @@ Encodings: base64 (standard and URL-safe alphabets, padding optional), hex (cont
 separated by spaces or colons, or ``\\xNN`` escapes), percent-encoding (at least
 :data:`MIN_PERCENT` ``%NN`` escapes in one run) and invisible Unicode tag characters
 (U+E0020-U+E007E, "ASCII smuggling": each one stands for an ASCII character, and some models
-read them; the structural signal flags their presence, this reads what they say). A decoded
+read them; the structural signal flags their presence, this reads what they say). Two
+transpositions are read per sentence rather than per run: ROT13 and text written backwards, when
+the sentence's transformed form is English and its own form is not (the share of common English
+function words, :func:`english_share`, at least :data:`ENGLISH_SHARE` against at most
+:data:`FOREIGN_SHARE`, over at least :data:`MIN_TRANSPOSED_WORDS` words). A decoded
 text that itself holds an encoded run is decoded once more (:data:`MAX_DEPTH`). Work is
 bounded: at most :data:`MAX_RUNS` runs per document, and runs longer than
 :data:`MAX_RUN_CHARS` are not decoded.
@@ -28,9 +32,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import re
 import urllib.parse
 from dataclasses import dataclass
+
+from ragtrust.screening.claim_diff import STOP_WORDS
 
 #: shortest base64 run considered (12 bytes of text)
 MIN_BASE64 = 16
@@ -40,6 +47,13 @@ MIN_HEX_BYTES = 8
 MIN_PERCENT = 4
 #: fewest words of letters in a decoded text for it to count as readable
 MIN_WORDS = 3
+#: a ROT13 or reversed sentence: at least this many words (of two letters or more), at least
+#: this share and ENGLISH_HITS of common English function words once transformed, and at most
+#: FOREIGN_SHARE as written
+MIN_TRANSPOSED_WORDS = 4
+ENGLISH_SHARE = 0.2
+ENGLISH_HITS = 2
+FOREIGN_SHARE = 0.05
 #: decoding levels (a base64 run inside decoded base64 is read too)
 MAX_DEPTH = 2
 #: runs read per document
@@ -122,6 +136,57 @@ _DECODERS = (
 )
 
 
+#: a sentence for the transpositions: up to a sentence end or a line break
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_LETTERS = re.compile(r"[A-Za-z]{2,}")
+
+
+def english_share(text: str) -> tuple[float, int, int]:
+    """``(share, hits, words)``: ``text``'s words (two ASCII letters or more) that are common English function words."""
+    words = [w.lower() for w in _LETTERS.findall(text)]
+    hits = sum(1 for w in words if w in STOP_WORDS)
+    return (hits / len(words) if words else 0.0), hits, len(words)
+
+
+def _transform(text: str, start: int, end: int) -> DecodedRun | None:
+    """``text[start:end]`` read as ROT13 or backwards, when that reads as English (stripped of outer blanks)."""
+    piece = text[start:end]
+    start, end = start + len(piece) - len(piece.lstrip()), start + len(piece.rstrip())
+    piece = text[start:end]
+    if english_share(piece)[2] < MIN_TRANSPOSED_WORDS:
+        return None
+    for encoding, decoded in (("rot13", codecs.encode(piece, "rot13")), ("reversed", piece[::-1])):
+        share, hits, _ = english_share(decoded)
+        if share >= ENGLISH_SHARE and hits >= ENGLISH_HITS:
+            return DecodedRun(start, end, encoding, decoded.strip())
+    return None
+
+
+def _transposed(text: str) -> list[DecodedRun]:
+    """Runs of sentences of ``text`` written in ROT13 or backwards (see the module docstring).
+
+    Consecutive sentences that do not read as English are read together (a payload of several
+    short sentences); when the group as a whole does not turn into English, each sentence is
+    tried on its own.
+    """
+    groups: list[list[tuple[int, int]]] = []
+    for m in _SENTENCE.finditer(text):
+        share, _, words = english_share(m.group(0))
+        if words and share <= FOREIGN_SHARE:
+            if groups and text[groups[-1][-1][1] : m.start()].strip() == "":
+                groups[-1].append(m.span())
+            else:
+                groups.append([m.span()])
+    found = []
+    for group in groups:
+        whole = _transform(text, group[0][0], group[-1][1])
+        if whole is not None:
+            found.append(whole)
+        elif len(group) > 1:
+            found.extend(run for a, b in group if (run := _transform(text, a, b)) is not None)
+    return found
+
+
 def decoded_runs(text: str, *, depth: int = MAX_DEPTH, limit: int = MAX_RUNS) -> list[DecodedRun]:
     """The encoded runs of ``text`` that decode to readable text, in order of position (see module docstring).
 
@@ -148,7 +213,10 @@ def decoded_runs(text: str, *, depth: int = MAX_DEPTH, limit: int = MAX_RUNS) ->
                     DecodedRun(start, end, f"{encoding}+{inner.encoding}", inner.text)
                     for inner in decoded_runs(decoded, depth=depth - 1, limit=limit - len(found))
                 )
+    for run in _transposed(text):
+        if len(found) < limit and not any(a < run.end and run.start < b for a, b in taken):
+            found.append(run)
     return sorted(found[:limit], key=lambda r: (r.start, r.encoding))
 
 
-__all__ = ["MAX_DEPTH", "MAX_RUNS", "MAX_RUN_CHARS", "DecodedRun", "decoded_runs", "readable"]
+__all__ = ["MAX_DEPTH", "MAX_RUNS", "MAX_RUN_CHARS", "DecodedRun", "decoded_runs", "english_share", "readable"]
