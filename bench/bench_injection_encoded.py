@@ -7,7 +7,8 @@ Usage:
 TruthfulQA and FEVER calibration splits) and the attack generator's *development* injection
 families; ``eval`` reads the evaluation documents and the *held-out* families. Each poisoned
 document is the clean one with a payload appended; the payload is cut out and appended
-again, encoded (base64, hex, percent-encoding, ROT13, backwards), with nothing around it. Every set is scored
+again, encoded (base64, hex, percent-encoding, ROT13, backwards, HTML character references,
+upside-down letters, Morse code without punctuation), with nothing around it. Every set is scored
 by the injection signal at the model's calibrated threshold with ``decode_encoded`` off and
 on: clean documents flagged per source (the false-positive cost), and injections caught per
 encoding (the plain payload as the reference).
@@ -29,6 +30,7 @@ from bench_report import emit  # bench/, beside this script
 
 from ragtrust.documents import Document
 from ragtrust.record import versions
+from ragtrust.screening import encoded
 from ragtrust.screening.encoded import decoded_runs
 from ragtrust.screening.injection import InjectionSignal
 from ragtrust.training.injection_eval import (
@@ -38,6 +40,10 @@ from ragtrust.training.injection_eval import (
     poison_with_families,
 )
 
+#: the inverse of the decoder's tables (letters the decoder maps back; Morse without punctuation)
+UPSIDE_DOWN = str.maketrans({v: k for k, v in reversed(encoded._UPSIDE_DOWN.items()) if len(v) == 1})
+MORSE = {letter: code for code, letter in encoded._MORSE_CODE.items() if letter.isalnum()}
+
 ENCODERS = {
     "plain": lambda s: s,
     "base64": lambda s: base64.b64encode(s.encode("utf-8")).decode("ascii"),
@@ -45,6 +51,9 @@ ENCODERS = {
     "percent": lambda s: urllib.parse.quote(s),
     "rot13": lambda s: codecs.encode(s, "rot13"),
     "reversed": lambda s: s[::-1],
+    "html": lambda s: "".join(f"&#{ord(c)};" for c in s),
+    "upside-down": lambda s: s.translate(UPSIDE_DOWN)[::-1],
+    "morse": lambda s: " / ".join(" ".join(MORSE[c] for c in w.lower() if c in MORSE) for w in s.split()),
 }
 
 

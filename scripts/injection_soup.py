@@ -20,8 +20,9 @@ averaged as they are. The graph is A's.
 
 The manifest gets the weighted mean temperature of the two (ranking, and so every ROC-AUC and
 threshold figure, does not depend on it) and no calibration: run ``ragtrust injection
-calibrate --model DIR --write-manifest`` (or ``ragtrust nli calibrate``) next. ``--check`` prints, for weight 0 and 1, the
-largest difference of the rebuilt weights from A's and B's (requantisation error).
+calibrate --model DIR --write-manifest`` (or ``ragtrust nli calibrate``) next. ``--check``
+prints, for weight 0 and 1, the largest difference of the rebuilt weights from A's and B's
+(requantisation error).
 """
 
 from __future__ import annotations

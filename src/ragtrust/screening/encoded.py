@@ -1,4 +1,4 @@
-"""Encoded text inside a document: base64, hex and percent-encoded runs that decode to readable text.
+r"""Encoded text inside a document: runs and sentences that decode to readable text (base64, ROT13, ...).
 
 A directive hidden as ``SWdub3JlIGFsbCBwcmV2aW91cyBpbnN0cnVjdGlvbnM=`` is noise to a text
 classifier and an instruction to an LLM that decodes it. :func:`decoded_runs` finds such runs
@@ -8,15 +8,18 @@ span of its encoded run in the original, so the injection signal can score what 
 read and point at the run. Runs that decode to binary (images, keys, hashes, ciphertext) or to
 nothing readable are ignored: most base64 and hex in real documents is of that kind.
 
-Encodings: base64 (standard and URL-safe alphabets, padding optional), hex (contiguous, or pairs
-separated by spaces or colons, or ``\\xNN`` escapes), percent-encoding (at least
-:data:`MIN_PERCENT` ``%NN`` escapes in one run) and invisible Unicode tag characters
-(U+E0020-U+E007E, "ASCII smuggling": each one stands for an ASCII character, and some models
-read them; the structural signal flags their presence, this reads what they say). Two
-transpositions are read per sentence rather than per run: ROT13 and text written backwards, when
-the sentence's transformed form is English and its own form is not (the share of common English
-function words, :func:`english_share`, at least :data:`ENGLISH_SHARE` against at most
-:data:`FOREIGN_SHARE`, over at least :data:`MIN_TRANSPOSED_WORDS` words). A decoded
+Encodings read as runs: base64 (standard and URL-safe alphabets, padding optional), hex
+(contiguous, pairs separated by spaces or colons, or ``\xNN`` escapes), percent-encoding (at
+least :data:`MIN_PERCENT` ``%NN`` escapes in one run), HTML character references (at least
+:data:`MIN_ENTITIES` in a run), Morse code (at least :data:`MIN_MORSE` letters) and invisible
+Unicode tag characters (U+E0020-U+E007E, "ASCII smuggling": each stands for an ASCII
+character, and some models read them; the structural signal flags their presence, this reads
+what they say). Read per sentence instead: ROT13, text written backwards and upside-down
+letters (mapped back, then reversed), when the transformed sentence is English and the
+sentence as written is not (the share of common English function words, :func:`english_share`:
+at least :data:`ENGLISH_SHARE` and :data:`ENGLISH_HITS` of them against at most
+:data:`FOREIGN_SHARE`, over at least :data:`MIN_TRANSPOSED_WORDS` words; a sentence with three
+upside-down letters counts as written upside down whatever its ASCII letters spell). A decoded
 text that itself holds an encoded run is decoded once more (:data:`MAX_DEPTH`). Work is
 bounded: at most :data:`MAX_RUNS` runs per document, and runs longer than
 :data:`MAX_RUN_CHARS` are not decoded.
@@ -33,8 +36,10 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import html
 import re
 import urllib.parse
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ragtrust.screening.claim_diff import STOP_WORDS
@@ -45,6 +50,10 @@ MIN_BASE64 = 16
 MIN_HEX_BYTES = 8
 #: fewest ``%NN`` escapes in a percent-encoded run
 MIN_PERCENT = 4
+#: fewest HTML character references in a run
+MIN_ENTITIES = 4
+#: fewest Morse letters in a run
+MIN_MORSE = 8
 #: fewest words of letters in a decoded text for it to count as readable
 MIN_WORDS = 3
 #: a ROT13 or reversed sentence: at least this many words (of two letters or more), at least
@@ -128,12 +137,74 @@ def _tags(run: str) -> bytes | None:
     return "".join(chr(ord(c) - 0xE0000) for c in run if 0xE0020 <= ord(c) <= 0xE007E).encode("ascii")
 
 
-_DECODERS = (
-    ("base64", _BASE64, _base64),
-    ("hex", _HEX, _hex),
-    ("percent", _URL_RUN, _percent),
-    ("unicode-tags", _TAGS, _tags),
+#: an HTML character reference: numeric (decimal or hex) or named
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+
+
+def _entity_runs(text: str) -> Iterator[tuple[int, int]]:
+    """Runs of at least MIN_ENTITIES character references, at most two other characters apart, mostly references."""
+    run: list[tuple[int, int]] = []
+    for m in [*_ENTITY.finditer(text), None]:
+        if m is not None and run and m.start() - run[-1][1] <= 2 and "\n" not in text[run[-1][1] : m.start()]:
+            run.append(m.span())
+            continue
+        if len(run) >= MIN_ENTITIES and sum(b - a for a, b in run) >= 0.5 * (run[-1][1] - run[0][0]):
+            yield run[0][0], run[-1][1]
+        run = [] if m is None else [m.span()]
+
+
+def _html(run: str) -> bytes | None:
+    return html.unescape(run).encode("utf-8")
+
+
+_MORSE_CODE = {
+    ".-": "a", "-...": "b", "-.-.": "c", "-..": "d", ".": "e", "..-.": "f", "--.": "g", "....": "h", "..": "i",
+    ".---": "j", "-.-": "k", ".-..": "l", "--": "m", "-.": "n", "---": "o", ".--.": "p", "--.-": "q", ".-.": "r",
+    "...": "s", "-": "t", "..-": "u", "...-": "v", ".--": "w", "-..-": "x", "-.--": "y", "--..": "z",
+    "-----": "0", ".----": "1", "..---": "2", "...--": "3", "....-": "4", ".....": "5", "-....": "6",
+    "--...": "7", "---..": "8", "----.": "9", ".-.-.-": ".", "--..--": ",", "..--..": "?", "-.-.--": "!",
+    "---...": ":", ".----.": "'",
+}  # fmt: skip
+#: Morse letters (dots and dashes, also the typographic ones) apart by blanks, words by " / " or "|"
+_MORSE = re.compile(
+    rf"(?<![^\s/|])[.\-·•−–]{{1,6}}(?:(?: {{1,3}}| ?[/|] ?)[.\-·•−–]{{1,6}}){{{MIN_MORSE - 1},}}(?![^\s/|])"
 )
+
+
+def _morse(run: str) -> bytes | None:
+    run = run.translate(str.maketrans("·•−–", "..--"))
+    words = []
+    for word in re.split(r" ?[/|] ?| {2,}", run):
+        letters = [_MORSE_CODE.get(code) for code in word.split()]
+        if any(letter is None for letter in letters):
+            return None
+        words.append("".join(letters))  # type: ignore[arg-type]
+    return " ".join(words).encode("ascii")
+
+
+def _spans(pattern: re.Pattern[str]) -> Callable[[str], Iterator[tuple[int, int]]]:
+    return lambda text: (m.span() for m in pattern.finditer(text))
+
+
+_DECODERS: tuple[tuple[str, Callable[[str], Iterator[tuple[int, int]]], Callable[[str], bytes | None]], ...] = (
+    ("base64", _spans(_BASE64), _base64),
+    ("hex", _spans(_HEX), _hex),
+    ("percent", _spans(_URL_RUN), _percent),
+    ("unicode-tags", _spans(_TAGS), _tags),
+    ("html", _entity_runs, _html),
+    ("morse", _spans(_MORSE), _morse),
+)
+
+#: upside-down letters and punctuation and what they stand for (text is also written backwards)
+_UPSIDE_DOWN = {
+    "ɐ": "a", "ɔ": "c", "ǝ": "e", "ɟ": "f", "ƃ": "g", "ɥ": "h", "ı": "i", "ᴉ": "i", "ɾ": "j", "ʞ": "k", "ꞁ": "l",
+    "ɯ": "m", "ɹ": "r", "ʇ": "t", "ʌ": "v", "ʍ": "w", "ʎ": "y", "∀": "A", "Ɔ": "C", "Ǝ": "E", "Ⅎ": "F",
+    "⅁": "G", "ſ": "J", "˥": "L", "Ԁ": "P", "┴": "T", "∩": "U", "Λ": "V", "⅄": "Y", "˙": ".", "¿": "?",
+    "¡": "!", "u": "n", "n": "u", "p": "d", "d": "p", "q": "b", "b": "q", "W": "M", "M": "W", ",": "'",
+    "'": ",",
+}  # fmt: skip
+_UPSIDE_DOWN_ONLY = frozenset(c for c in _UPSIDE_DOWN if not c.isascii())
+_FLIP = str.maketrans(_UPSIDE_DOWN)
 
 
 #: a sentence for the transpositions: up to a sentence end or a line break
@@ -149,15 +220,16 @@ def english_share(text: str) -> tuple[float, int, int]:
 
 
 def _transform(text: str, start: int, end: int) -> DecodedRun | None:
-    """``text[start:end]`` read as ROT13 or backwards, when that reads as English (stripped of outer blanks)."""
+    """``text[start:end]`` read as ROT13, backwards or upside down, when that reads as English (blanks stripped)."""
     piece = text[start:end]
     start, end = start + len(piece) - len(piece.lstrip()), start + len(piece.rstrip())
     piece = text[start:end]
-    if english_share(piece)[2] < MIN_TRANSPOSED_WORDS:
-        return None
-    for encoding, decoded in (("rot13", codecs.encode(piece, "rot13")), ("reversed", piece[::-1])):
-        share, hits, _ = english_share(decoded)
-        if share >= ENGLISH_SHARE and hits >= ENGLISH_HITS:
+    readings = [("rot13", codecs.encode(piece, "rot13")), ("reversed", piece[::-1])]
+    if sum(1 for c in piece if c in _UPSIDE_DOWN_ONLY) >= 3:
+        readings.append(("upside-down", piece[::-1].translate(_FLIP)))
+    for encoding, decoded in readings:
+        share, hits, words = english_share(decoded)
+        if words >= MIN_TRANSPOSED_WORDS and share >= ENGLISH_SHARE and hits >= ENGLISH_HITS:
             return DecodedRun(start, end, encoding, decoded.strip())
     return None
 
@@ -172,7 +244,8 @@ def _transposed(text: str) -> list[DecodedRun]:
     groups: list[list[tuple[int, int]]] = []
     for m in _SENTENCE.finditer(text):
         share, _, words = english_share(m.group(0))
-        if words and share <= FOREIGN_SHARE:
+        # upside-down text is known by its letters (its ASCII letters may spell a function word)
+        if (words and share <= FOREIGN_SHARE) or sum(1 for c in m.group(0) if c in _UPSIDE_DOWN_ONLY) >= 3:
             if groups and text[groups[-1][-1][1] : m.start()].strip() == "":
                 groups[-1].append(m.span())
             else:
@@ -195,16 +268,15 @@ def decoded_runs(text: str, *, depth: int = MAX_DEPTH, limit: int = MAX_RUNS) ->
     """
     found: list[DecodedRun] = []
     taken: list[tuple[int, int]] = []
-    for encoding, pattern, decode in _DECODERS:
-        for m in pattern.finditer(text):
+    for encoding, finder, decode in _DECODERS:
+        for start, end in finder(text):
             if len(found) >= limit:
                 break
-            start, end = m.span()
             if end - start > MAX_RUN_CHARS or any(a < end and start < b for a, b in taken):
                 continue
-            raw = decode(m.group(0))
+            raw = decode(text[start:end])
             decoded = readable(raw) if raw else None
-            if decoded is None or decoded.strip() == m.group(0).strip():
+            if decoded is None or decoded.strip() == text[start:end].strip():
                 continue
             taken.append((start, end))
             found.append(DecodedRun(start, end, encoding, decoded))
