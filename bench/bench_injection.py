@@ -7,6 +7,8 @@ The chunks are the real OWASP cheat sheets chunked as ``ragtrust ingest`` does (
 overlap 50). Each pass uses a fresh signal (empty window cache), documents in batches of
 ``--batch`` (a retrieved set is 5; a scan sends more). The regex signal is timed on the same
 chunks in the same run, so the ratio holds on a noisy host even when the seconds do not.
+``--model-batch A B`` times the classifier with each inference batch size (windows per ONNX
+call), alternating them within every pass, and reports each under ``model_batch_<n>``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, nargs="+", default=[5, 32])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--model-batch", type=int, nargs="+", default=None, help="ONNX batch sizes to compare")
     a = ap.parse_args()
     files = sorted(p for p in Path(a.data).glob("*.md") if p.name != "LICENSE.md")
     chunks = chunk_documents(load_paths(files).documents)
@@ -64,20 +67,32 @@ def main() -> None:
         r.details.get("windows", 0) for r in InjectionSignal(model=warm.model, window_overlap=False).score_batch(docs)
     ]
     result["windows_per_chunk_without_overlap"] = {"mean": statistics.mean(single), "max": max(single)}
+    models = {None: warm.model}
+    if a.model_batch:
+        models = {n: OnnxInjection(threads=a.threads, batch_size=n) for n in a.model_batch}
+        for model in models.values():
+            InjectionSignal(model=model).score_batch(docs[:5])
     for batch in a.batch:
-        model_ms, single_ms, regex_ms = [], [], []
+        model_ms: dict[int | None, list[float]] = {n: [] for n in models}
+        single_ms: dict[int | None, list[float]] = {n: [] for n in models}
+        regex_ms = []
         for _ in range(a.passes):
-            signal = InjectionSignal(model=warm.model, cache_size=0)
-            model_ms.append(1000 * timed(signal, docs, batch) / len(docs))
-            signal = InjectionSignal(model=warm.model, cache_size=0, window_overlap=False)
-            single_ms.append(1000 * timed(signal, docs, batch) / len(docs))
+            for n, model in models.items():
+                signal = InjectionSignal(model=model, cache_size=0)
+                model_ms[n].append(1000 * timed(signal, docs, batch) / len(docs))
+                signal = InjectionSignal(model=model, cache_size=0, window_overlap=False)
+                single_ms[n].append(1000 * timed(signal, docs, batch) / len(docs))
             regex_ms.append(1000 * timed(LinguisticSignal(), docs, batch) / len(docs))
-        result[f"batch_{batch}"] = {
-            "injection_ms_per_chunk": round(statistics.median(model_ms), 2),
-            "injection_ms_per_chunk_without_overlap": round(statistics.median(single_ms), 2),
-            "regex_ms_per_chunk": round(statistics.median(regex_ms), 2),
-            "ratio_injection_to_regex": round(statistics.median(model_ms) / statistics.median(regex_ms), 2),
+        regex = statistics.median(regex_ms)
+        per_model = {
+            ("default" if n is None else f"model_batch_{n}"): {
+                "injection_ms_per_chunk": round(statistics.median(model_ms[n]), 2),
+                "injection_ms_per_chunk_without_overlap": round(statistics.median(single_ms[n]), 2),
+                "ratio_injection_to_regex": round(statistics.median(model_ms[n]) / regex, 2),
+            }
+            for n in models
         }
+        result[f"batch_{batch}"] = {"regex_ms_per_chunk": round(regex, 2), **per_model}
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print(json.dumps(result, indent=2))
 
