@@ -152,6 +152,10 @@ def main() -> None:
     if args.check:
         for w, ref in ((0.0, ia), (1.0, ib)):
             print(f"weight {w}: largest relative weight error {largest_error(soup(ia, ib, w), ref):.5f}")
+    if vocabulary(pa / ma["tokenizer_file"]) != vocabulary(pb / mb["tokenizer_file"]):
+        raise SystemExit("the two models use different tokenizers")
+    if int(ma["max_length"]) != int(mb["max_length"]):
+        raise SystemExit(f"the two models read different lengths: {ma['max_length']} / {mb['max_length']}")
     mixed = soup(ia, ib, args.weight)
     for tensor in model.graph.initializer:
         tensor.CopyFrom(numpy_helper.from_array(mixed[tensor.name], tensor.name))
@@ -162,8 +166,6 @@ def main() -> None:
     onnx.save(model, str(onnx_file))
     tokenizer = args.out / f"{prefix}_tokenizer.json"
     shutil.copyfile(pa / ma["tokenizer_file"], tokenizer)
-    if vocabulary(pa / ma["tokenizer_file"]) != vocabulary(pb / mb["tokenizer_file"]):
-        raise SystemExit("the two models use different tokenizers")
     ingredients = [
         {"sha256": m["sha256"], "weight": round(w, 6)} for m, w in ((ma, 1 - args.weight), (mb, args.weight))
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from ragtrust import registry
 from ragtrust.documents import RetrievedDoc, SignalResult
 from ragtrust.errors import InputError
 from ragtrust.screening.aggregate import Screener
+from ragtrust.screening.encoded import MAX_RUNS
 from ragtrust.screening.injection import DEFAULT_THRESHOLD, FLAG_SCORE, InjectionSignal
 from ragtrust.testing import HashingEmbedder, KeywordInjectionModel, LexicalNLI, retrieved
 
@@ -205,6 +207,25 @@ def test_the_screener_records_the_refusal_and_fails_closed() -> None:
     for doc in report.documents:  # the whole batch is unjudged, none is reported as clean evidence
         (result,) = doc.signals
         assert result.skipped and result.skip_reason is not None and result.skip_reason.startswith("error:")
+
+
+def test_too_many_encoded_runs_are_refused_and_the_screener_fails_closed() -> None:
+    runs = " and ".join(base64.b64encode(f"note number {i} says hello".encode()).decode() for i in range(MAX_RUNS + 1))
+    with pytest.raises(InputError, match=f"doc-0: more than {MAX_RUNS} encoded runs"):
+        InjectionSignal(model=KeywordInjectionModel()).score_batch(retrieved([runs]))
+    report = Screener([InjectionSignal(model=KeywordInjectionModel())]).screen(retrieved([runs, BENIGN[0]]))
+    assert len(report.errors) == 1 and "encoded runs" in report.errors[0]
+    assert all(doc.signals[0].skipped for doc in report.documents)
+
+
+def test_zero_width_characters_inside_an_encoded_run_do_not_hide_it() -> None:
+    encoded = base64.b64encode(DIRECTIVE.encode()).decode()
+    hidden = "\u200b".join(encoded[i : i + 8] for i in range(0, len(encoded), 8))
+    doc, result = _score(InjectionSignal(model=KeywordInjectionModel()), f"{BENIGN[0]} {hidden}")
+    assert result.score >= FLAG_SCORE
+    assert result.details["decoded"] == {"encoding": "base64", "text": DIRECTIVE}
+    (span,) = result.spans
+    assert span.text == hidden  # the span is the run as written, zero-width characters included
 
 
 def test_a_large_window_limit_reads_the_whole_megabyte() -> None:

@@ -38,10 +38,12 @@ import binascii
 import codecs
 import html
 import re
+import unicodedata
 import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from ragtrust.errors import InputError
 from ragtrust.screening.claim_diff import STOP_WORDS
 
 #: shortest base64 run considered (12 bytes of text)
@@ -56,23 +58,30 @@ MIN_ENTITIES = 4
 MIN_MORSE = 8
 #: fewest words of letters in a decoded text for it to count as readable
 MIN_WORDS = 3
-#: a ROT13 or reversed sentence: at least this many words (of two letters or more), at least
-#: this share and ENGLISH_HITS of common English function words once transformed, and at most
-#: FOREIGN_SHARE as written
+#: a ROT13, reversed or upside-down clause: at least this many words (of two letters or more),
+#: at least this share and ENGLISH_HITS of common English function words once transformed (one
+#: of them of three letters or more: "is", "in", "at" come out of too many foreign words), and
+#: at most FOREIGN_SHARE as written
 MIN_TRANSPOSED_WORDS = 4
 ENGLISH_SHARE = 0.2
 ENGLISH_HITS = 2
 FOREIGN_SHARE = 0.05
 #: decoding levels (a base64 run inside decoded base64 is read too)
 MAX_DEPTH = 2
-#: runs read per document
-MAX_RUNS = 64
-#: longer runs are not decoded (an embedded file, not a sentence)
+#: more readable runs than this in one text is refused (:class:`~ragtrust.errors.InputError`:
+#: the signal fails closed) rather than read in part
+MAX_RUNS = 256
+#: only the first this many characters of a longer run are decoded
 MAX_RUN_CHARS = 100_000
 
-_BASE64 = re.compile(rf"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{{{MIN_BASE64},}}={{0,2}}(?![A-Za-z0-9+/=_-])")
+_BASE64 = re.compile(rf"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{{{MIN_BASE64},}}={{0,2}}(?![A-Za-z0-9+/=_-])")
+#: base64 wrapped over lines or cut into chunks by blanks (each piece 8 characters or more)
+_BASE64_BLOCK = re.compile(
+    r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/]{8,}(?:[ \t]*\r?\n[ \t]*|[ \t]+)"
+    r"(?:[A-Za-z0-9+/]{8,}(?:[ \t]*\r?\n[ \t]*|[ \t]+))*[A-Za-z0-9+/]{2,}={0,2}(?![A-Za-z0-9+/=_-])"
+)
 _HEX = re.compile(
-    rf"(?<![0-9A-Za-z\\])(?:[0-9A-Fa-f]{{2}}){{{MIN_HEX_BYTES},}}(?![0-9A-Za-z])"
+    rf"(?:(?<![0-9A-Za-z\\])|(?<=0[xX]))(?:[0-9A-Fa-f]{{2}}){{{MIN_HEX_BYTES},}}(?![0-9A-Za-z])"
     rf"|(?<![0-9A-Za-z:])[0-9A-Fa-f]{{2}}(?:[ :][0-9A-Fa-f]{{2}}){{{MIN_HEX_BYTES - 1},}}(?![0-9A-Za-z:])"
     rf"|(?:\\x[0-9A-Fa-f]{{2}}){{{MIN_HEX_BYTES},}}"
 )
@@ -101,15 +110,17 @@ def readable(raw: bytes) -> str | None:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if len(text) < 8 or sum(1 for c in text if c.isprintable() or c in "\n\r\t") < 0.95 * len(text):
+    shown = sum(1 for c in text if c.isprintable() or c.isspace() or unicodedata.category(c) == "Cf")
+    if len(text) < 8 or shown < 0.95 * len(text):
         return None
     return text if len(_WORDS.findall(text)) >= MIN_WORDS else None
 
 
 def _base64(run: str) -> bytes | None:
-    body = run.rstrip("=")
-    if len(body) % 4 == 1 or body.isalpha() and (body.islower() or body.isupper()):
-        return None  # no base64 length, or one plain word
+    body = "".join(run.split()).rstrip("=")
+    body = body[: len(body) - 1] if len(body) % 4 == 1 else body  # a run cut at MAX_RUN_CHARS
+    if body.isalpha() and (body.islower() or body.isupper()):
+        return None  # one plain word
     urlsafe = "-" in body or "_" in body
     if urlsafe and ("+" in body or "/" in body):
         return None
@@ -121,10 +132,20 @@ def _base64(run: str) -> bytes | None:
 
 def _hex(run: str) -> bytes | None:
     digits = run.replace("\\x", "").replace(" ", "").replace(":", "")
+    digits = digits[: len(digits) - len(digits) % 2]
     try:
         return bytes.fromhex(digits)
     except ValueError:
         return None
+
+
+def _url_runs(text: str) -> Iterator[tuple[int, int]]:
+    """Runs of URL characters, without the sentence punctuation that ends them."""
+    for m in _URL_RUN.finditer(text):
+        start, end = m.span()
+        while end > start and text[end - 1] in ".,;:!?":
+            end -= 1
+        yield start, end
 
 
 def _percent(run: str) -> bytes | None:
@@ -187,9 +208,10 @@ def _spans(pattern: re.Pattern[str]) -> Callable[[str], Iterator[tuple[int, int]
 
 
 _DECODERS: tuple[tuple[str, Callable[[str], Iterator[tuple[int, int]]], Callable[[str], bytes | None]], ...] = (
+    ("base64", _spans(_BASE64_BLOCK), _base64),
     ("base64", _spans(_BASE64), _base64),
     ("hex", _spans(_HEX), _hex),
-    ("percent", _spans(_URL_RUN), _percent),
+    ("percent", _url_runs, _percent),
     ("unicode-tags", _spans(_TAGS), _tags),
     ("html", _entity_runs, _html),
     ("morse", _spans(_MORSE), _morse),
@@ -207,8 +229,8 @@ _UPSIDE_DOWN_ONLY = frozenset(c for c in _UPSIDE_DOWN if not c.isascii())
 _FLIP = str.maketrans(_UPSIDE_DOWN)
 
 
-#: a sentence for the transpositions: up to a sentence end or a line break
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+#: a clause for the transpositions: up to a sentence end, a comma, colon or semicolon, or a line break
+_CLAUSE = re.compile(r"[^.!?,;:\n]+[.!?,;:]*")
 _LETTERS = re.compile(r"[A-Za-z]{2,}")
 
 
@@ -219,30 +241,60 @@ def english_share(text: str) -> tuple[float, int, int]:
     return (hits / len(words) if words else 0.0), hits, len(words)
 
 
-def _transform(text: str, start: int, end: int) -> DecodedRun | None:
-    """``text[start:end]`` read as ROT13, backwards or upside down, when that reads as English (blanks stripped)."""
-    piece = text[start:end]
-    start, end = start + len(piece) - len(piece.lstrip()), start + len(piece.rstrip())
-    piece = text[start:end]
-    readings = [("rot13", codecs.encode(piece, "rot13")), ("reversed", piece[::-1])]
-    if sum(1 for c in piece if c in _UPSIDE_DOWN_ONLY) >= 3:
-        readings.append(("upside-down", piece[::-1].translate(_FLIP)))
-    for encoding, decoded in readings:
-        share, hits, words = english_share(decoded)
-        if words >= MIN_TRANSPOSED_WORDS and share >= ENGLISH_SHARE and hits >= ENGLISH_HITS:
-            return DecodedRun(start, end, encoding, decoded.strip())
+def _english(text: str) -> bool:
+    """Whether a transformed text reads as English (see :data:`MIN_TRANSPOSED_WORDS`)."""
+    words = [w.lower() for w in _LETTERS.findall(text)]
+    hits = [w for w in words if w in STOP_WORDS]
+    return (
+        len(words) >= MIN_TRANSPOSED_WORDS
+        and len(hits) >= max(ENGLISH_HITS, ENGLISH_SHARE * len(words))
+        and any(len(w) >= 3 for w in hits)
+    )
+
+
+def _reading(piece: str, encoding: str) -> str:
+    if encoding == "rot13":
+        return codecs.encode(piece, "rot13")
+    return piece[::-1] if encoding == "reversed" else piece[::-1].translate(_FLIP)
+
+
+def _transform(text: str, clauses: list[tuple[int, int]]) -> DecodedRun | None:
+    """The clauses ``[(start, end)]`` of ``text`` read as ROT13, backwards or upside down, when that is English.
+
+    A clause at either end that stands on its own line and brings no English function word in
+    that reading (a heading or a label line beside the payload) is left out of the run.
+    """
+    whole = text[clauses[0][0] : clauses[-1][1]]
+    encodings = ["rot13", "reversed"] + (["upside-down"] if sum(c in _UPSIDE_DOWN_ONLY for c in whole) >= 3 else [])
+    for encoding in encodings:
+        if not _english(_reading(whole, encoding)):
+            continue
+
+        def adds_nothing(clause: tuple[int, int], encoding: str = encoding) -> bool:
+            return english_share(_reading(text[clause[0] : clause[1]], encoding))[1] == 0
+
+        kept = list(clauses)
+        while len(kept) > 1 and "\n" in text[kept[0][1] : kept[1][0]] and adds_nothing(kept[0]):
+            kept.pop(0)
+        while len(kept) > 1 and "\n" in text[kept[-2][1] : kept[-1][0]] and adds_nothing(kept[-1]):
+            kept.pop()
+        piece = text[kept[0][0] : kept[-1][1]]
+        a, b = kept[0][0] + len(piece) - len(piece.lstrip()), kept[0][0] + len(piece.rstrip())
+        decoded = _reading(text[a:b], encoding)
+        if _english(decoded):
+            return DecodedRun(a, b, encoding, decoded.strip())
     return None
 
 
 def _transposed(text: str) -> list[DecodedRun]:
-    """Runs of sentences of ``text`` written in ROT13 or backwards (see the module docstring).
+    """Runs of clauses of ``text`` written in ROT13, backwards or upside down (see the module docstring).
 
-    Consecutive sentences that do not read as English are read together (a payload of several
-    short sentences); when the group as a whole does not turn into English, each sentence is
+    Consecutive clauses that do not read as English are read together (a payload of several
+    short sentences); when the group as a whole does not turn into English, each clause is
     tried on its own.
     """
     groups: list[list[tuple[int, int]]] = []
-    for m in _SENTENCE.finditer(text):
+    for m in _CLAUSE.finditer(text):
         share, _, words = english_share(m.group(0))
         # upside-down text is known by its letters (its ASCII letters may spell a function word)
         if (words and share <= FOREIGN_SHARE) or sum(1 for c in m.group(0) if c in _UPSIDE_DOWN_ONLY) >= 3:
@@ -252,11 +304,11 @@ def _transposed(text: str) -> list[DecodedRun]:
                 groups.append([m.span()])
     found = []
     for group in groups:
-        whole = _transform(text, group[0][0], group[-1][1])
+        whole = _transform(text, group)
         if whole is not None:
             found.append(whole)
         elif len(group) > 1:
-            found.extend(run for a, b in group if (run := _transform(text, a, b)) is not None)
+            found.extend(run for clause in group if (run := _transform(text, [clause])) is not None)
     return found
 
 
@@ -264,31 +316,36 @@ def decoded_runs(text: str, *, depth: int = MAX_DEPTH, limit: int = MAX_RUNS) ->
     """The encoded runs of ``text`` that decode to readable text, in order of position (see module docstring).
 
     A run found inside a decoded text is reported with the span of the outer run and the inner
-    decoded text (what a model that decodes twice would read).
+    decoded text (what a model that decodes twice would read). Runs of one encoding do not
+    overlap; a transposed clause is read even where it overlaps an encoded run.
+
+    Raises:
+        InputError: more than ``limit`` readable runs (the text is refused, not read in part).
     """
     found: list[DecodedRun] = []
     taken: list[tuple[int, int]] = []
+
+    def add(run: DecodedRun) -> None:
+        if len(found) >= limit:
+            raise InputError(f"more than {limit} encoded runs in one text; split it before screening")
+        found.append(run)
+
     for encoding, finder, decode in _DECODERS:
         for start, end in finder(text):
-            if len(found) >= limit:
-                break
-            if end - start > MAX_RUN_CHARS or any(a < end and start < b for a, b in taken):
+            if any(a < end and start < b for a, b in taken):
                 continue
-            raw = decode(text[start:end])
+            raw = decode(text[start : min(end, start + MAX_RUN_CHARS)])
             decoded = readable(raw) if raw else None
             if decoded is None or decoded.strip() == text[start:end].strip():
                 continue
             taken.append((start, end))
-            found.append(DecodedRun(start, end, encoding, decoded))
+            add(DecodedRun(start, end, encoding, decoded))
             if depth > 1:
-                found.extend(
-                    DecodedRun(start, end, f"{encoding}+{inner.encoding}", inner.text)
-                    for inner in decoded_runs(decoded, depth=depth - 1, limit=limit - len(found))
-                )
+                for inner in decoded_runs(decoded, depth=depth - 1, limit=limit):
+                    add(DecodedRun(start, end, f"{encoding}+{inner.encoding}", inner.text))
     for run in _transposed(text):
-        if len(found) < limit and not any(a < run.end and run.start < b for a, b in taken):
-            found.append(run)
-    return sorted(found[:limit], key=lambda r: (r.start, r.encoding))
+        add(run)
+    return sorted(found, key=lambda r: (r.start, r.encoding))
 
 
 __all__ = ["MAX_DEPTH", "MAX_RUNS", "MAX_RUN_CHARS", "DecodedRun", "decoded_runs", "english_share", "readable"]

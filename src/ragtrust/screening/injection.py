@@ -13,11 +13,15 @@ explainable first pass; this signal is the main injection detector.
 3. Every window of every document in the batch goes to the classifier in one batched call;
    results are cached by the window's content hash (LRU), so a document seen again, or a
    boilerplate window repeated across chunks, costs nothing.
-3a. Encoded runs (base64, hex, percent-encoding; :mod:`ragtrust.screening.encoded`) that
-   decode to readable text are decoded and their text is cut into windows too (an LLM that
-   reads the chunk can decode them; the classifier cannot read the encoded form). Such a
-   window's span is the encoded run, and the reason quotes the decoded text.
-   ``decode_encoded = False`` turns this off.
+3a. Encoded text (:mod:`ragtrust.screening.encoded`: base64, hex, percent-encoding, HTML
+   character references, Morse, Unicode tag characters, and clauses in ROT13, backwards or
+   upside down) that decodes to readable text is decoded, in the text as written and in its
+   normalised form (so zero-width characters inside a base64 run do not hide it), and the
+   decoded text is cut into windows too: an LLM that reads the chunk can decode it, the
+   classifier cannot read the encoded form. Such a window's span is the encoded run, and the
+   reason quotes the decoded text. More than :data:`~ragtrust.screening.encoded.MAX_RUNS`
+   encoded runs in one document is refused like too many windows. ``decode_encoded = False``
+   turns this off.
 4. The document's probability is its strongest window's. Below the model's calibrated
    threshold ``t`` (the window probability that at most ``fpr`` of clean development
    documents reach, stored in the model manifest by ``ragtrust injection calibrate``) the
@@ -104,8 +108,8 @@ class InjectionSignal(Signal):
         window_overlap: consecutive windows share their boundary sentence (about twice the
             windows of a long document; see ``docs/benchmarks.md`` for the cost).
         max_windows: documents with more windows are refused (split them into chunks).
-        decode_encoded: also read the decoded text of base64, hex and percent-encoded runs
-            (see step 3a of the module docstring).
+        decode_encoded: also read the decoded text of encoded runs (see step 3a of the module
+            docstring).
         cache_size / cache_bytes: window results kept by content hash, bounded by entries
             and by bytes (:class:`~ragtrust.models.cache.ByteLRU`).
     """
@@ -209,7 +213,11 @@ class InjectionSignal(Signal):
             originals = [(index[a], index[b - 1] + 1) for a, b in spans]
             window_texts = [norm[a:b] for a, b in spans]
             sources: list[DecodedRun | None] = [None] * len(spans)
-            for run in decoded_runs(text) if self.decode_encoded else ():
+            try:
+                runs = _encoded(text, norm, index) if self.decode_encoded else []
+            except InputError as exc:
+                raise InputError(f"document {doc.id}: {exc}") from exc
+            for run in runs:
                 decoded = normalize_for_model(run.text)[0]
                 inner = sentence_windows(decoded, self.max_words, overlap=self.window_overlap)
                 window_texts += [decoded[a:b] for a, b in inner]
@@ -269,6 +277,18 @@ class InjectionSignal(Signal):
         reason = f"contains {what} (injection classifier {p:.2f} >= {threshold:.2f}): '{_shorten(shown)}'"
         span = Span(doc_id=doc.id, start=start, end=end, text=text[start:end], url=doc.document.url)
         return SignalResult(name=self.name, score=min(1.0, score), reasons=(reason,), spans=(span,), details=details)
+
+
+def _encoded(text: str, norm: str, index: list[int]) -> list[DecodedRun]:
+    """Encoded runs of ``text`` and of its normalised form ``norm`` (mapped back through ``index``), each text once."""
+    runs = decoded_runs(text)
+    if norm != text:
+        seen = {r.text for r in runs}
+        for r in decoded_runs(norm):
+            if r.text not in seen:
+                seen.add(r.text)
+                runs.append(DecodedRun(index[r.start], index[r.end - 1] + 1, r.encoding, r.text))
+    return runs
 
 
 def _shorten(text: str) -> str:
