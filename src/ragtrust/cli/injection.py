@@ -83,12 +83,17 @@ def predict(
         "windows": details["windows"],
         "model": signal._model().model_id,
     }
+    if "decoded" in details:  # the strongest window is the decoded text of an encoded run
+        out["decoded"] = details["decoded"]
     if as_json:
         print_json(out)
         return
     verdict = "[red]INJECTION[/red]" if out["injection"] else "[green]benign[/green]"
     console.print(f"{verdict}  P = {out['probability']:.3f} (threshold {out['threshold']:.3f}, {out['model']})")
-    console.print(f"strongest window of {out['windows']}: {' '.join(text[start:end].split())[:300]}")
+    console.print(f"strongest window of {out['windows']}: {' '.join(text[start:end].split())[:300]}", markup=False)
+    if "decoded" in details:
+        decoded = details["decoded"]
+        console.print(f"decoded from {decoded['encoding']}: {decoded['text']}", markup=False)
 
 
 @injection_app.command("train")
