@@ -2,31 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from tests.training.conftest import load_script
 
-ROOT = Path(__file__).resolve().parents[2]
 pytest.importorskip("onnx")
-
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("injection_soup", ROOT / "scripts" / "injection_soup.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["injection_soup"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def shipped() -> tuple[ModuleType, dict[str, Any]]:
-    soup = _script()
+    soup = load_script("injection_soup")
     _, inits, _ = soup.load(soup.folder("builtin"))
     return soup, inits
 

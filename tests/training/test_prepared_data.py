@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import lzma
 import shutil
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from tests.training.conftest import load_script
 
 from ragtrust.errors import InputError
 from ragtrust.training.injection_data import load_training_set
@@ -123,12 +122,7 @@ def test_nli_training_from_a_prepared_file_keeps_frozen_embeddings(tiny_nli_dir:
 
 
 def _gpu_train() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpu_train", ROOT / "scripts" / "gpu_train.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_train"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gpu_train")
 
 
 def _untrained_run(tiny: Path, tmp_path: Path) -> tuple[ModuleType, Path]:
