@@ -96,13 +96,17 @@ class OnnxInjection(ReloadsAfterPickle):
     Args:
         manifest_path: manifest JSON; default: the shipped model.
         threads: ONNX Runtime intra-op threads.
-        batch_size: texts per inference call (length-sorted first).
+        batch_size: texts per inference call (length-sorted first). 1 by default: the int8
+            model quantises activations per call, so in a batch a text's probability moves with
+            the texts scored beside it (by up to 0.2-0.6 measured), and a document's screening
+            could change with the documents retrieved with it. One text per call costs +2.5%
+            per query and +13% in a scan (docs/benchmarks.md, "One window per inference call").
         verify_checksum: check the ONNX file's sha256 against the manifest on load.
     """
 
     manifest_path: str | None = None
     threads: int = 2
-    batch_size: int = 32
+    batch_size: int = 1
     verify_checksum: bool = True
     model_id: str = "ragtrust/injection-minilm-l6-int8"
     max_length: int = 128
