@@ -8,7 +8,9 @@ TruthfulQA and FEVER calibration splits) and the attack generator's *development
 families; ``eval`` reads the evaluation documents and the *held-out* families. Each poisoned
 document is the clean one with a payload appended; the payload is cut out and appended
 again, encoded (base64, hex, percent-encoding, ROT13, backwards, HTML character references,
-upside-down letters, Morse code without punctuation), with nothing around it. Every set is scored
+upside-down letters, Morse code without punctuation, base32, byte lists, escapes, UTF-16 hex,
+dashed base64, Caesar shift 3, Atbash, letters split apart or in small capitals), with nothing
+around it. Every set is scored
 by the injection signal at the model's calibrated threshold with ``decode_encoded`` off and
 on: clean documents flagged per source (the false-positive cost), and injections caught per
 encoding (the plain payload as the reference).
@@ -23,6 +25,7 @@ import base64
 import codecs
 import time
 import urllib.parse
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,7 @@ from bench_report import emit  # bench/, beside this script
 
 from ragtrust.documents import Document
 from ragtrust.record import versions
-from ragtrust.screening import encoded
+from ragtrust.screening import encoded, injection
 from ragtrust.screening.encoded import decoded_runs
 from ragtrust.screening.injection import InjectionSignal
 from ragtrust.training.injection_eval import (
@@ -43,6 +46,20 @@ from ragtrust.training.injection_eval import (
 #: the inverse of the decoder's tables (letters the decoder maps back; Morse without punctuation)
 UPSIDE_DOWN = str.maketrans({v: k for k, v in reversed(encoded._UPSIDE_DOWN.items()) if len(v) == 1})
 MORSE = {letter: code for code, letter in encoded._MORSE_CODE.items() if letter.isalnum()}
+#: small capitals: the letter styles that are neither Braille nor regional indicators
+SMALL_CAPS = str.maketrans(
+    {v: k for k, v in injection._LETTER_STYLES.items() if not "\u2800" <= k <= "\u28ff" and ord(k) < 0x1F1E6}
+)
+
+
+LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+#: not decoded (see docs/benchmarks.md): kept to show what that costs
+CAESAR_3 = str.maketrans(LETTERS, LETTERS[3:26] + LETTERS[:3] + LETTERS[29:] + LETTERS[26:29])
+
+
+def _chunks(text: str, n: int) -> list[str]:
+    return [text[i : i + n] for i in range(0, len(text), n)]
+
 
 ENCODERS = {
     "plain": lambda s: s,
@@ -54,6 +71,19 @@ ENCODERS = {
     "html": lambda s: "".join(f"&#{ord(c)};" for c in s),
     "upside-down": lambda s: s.translate(UPSIDE_DOWN)[::-1],
     "morse": lambda s: " / ".join(" ".join(MORSE[c] for c in w.lower() if c in MORSE) for w in s.split()),
+    "base32": lambda s: base64.b32encode(s.encode("utf-8")).decode("ascii"),
+    "decimal-bytes": lambda s: " ".join(str(b) for b in s.encode("utf-8")),
+    "binary-bytes": lambda s: " ".join(f"{b:08b}" for b in s.encode("utf-8")),
+    "0x-bytes": lambda s: " ".join(f"0x{b:02x}" for b in s.encode("utf-8")),
+    "unicode-escapes": lambda s: "".join(f"\\u{ord(c):04x}" for c in s),
+    "utf16-hex": lambda s: s.encode("utf-16-be").hex(),
+    "base64-dashed": lambda s: "-".join(_chunks(base64.b64encode(s.encode("utf-8")).decode("ascii"), 12)),
+    "caesar-3": lambda s: s.translate(CAESAR_3),
+    "atbash": lambda s: s.translate(encoded._SUBSTITUTIONS["atbash"]),
+    "spaced-letters": lambda s: "   ".join(" ".join(w) for w in s.split()),
+    "dotted-letters": lambda s: " ".join(".".join(w) for w in s.split()),
+    "emoji-letters": lambda s: " ".join("\U0001f41d".join(w) for w in s.split()),
+    "small-caps": lambda s: s.lower().translate(SMALL_CAPS),
 }
 
 
@@ -93,6 +123,9 @@ def main() -> None:
         "threshold_source": origin,
         "clean_documents": {name: len(docs) for name, docs in sources.items()},
         "clean_documents_with_a_decoded_run": sum(1 for d in clean if decoded_runs(d.text)),
+        "clean_decoded_runs_by_encoding": dict(
+            Counter(r.encoding for d in clean for r in decoded_runs(d.text)).most_common()
+        ),
         "injections": len(attacks),
     }
     for decode in (False, True):
