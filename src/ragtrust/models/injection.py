@@ -63,6 +63,18 @@ class InjectionModel(Protocol):
         ...
 
 
+def _unknown(text: str, ids: Sequence[int], offsets: Sequence[tuple[int, int]], unk: int | None) -> float:
+    """The share of ``text``'s visible characters that are letters of a script the vocabulary lacks.
+
+    Those are the non-ASCII letters inside ``unk`` pieces: an over-long ASCII run (base64) is one
+    unknown piece too, but not a script the model cannot read.
+    """
+    covered = [(i, text[a:b]) for i, (a, b) in zip(ids, offsets, strict=True) if b > a]
+    total = sum(len("".join(piece.split())) for _, piece in covered)
+    lost = sum(1 for i, piece in covered if i == unk for c in piece if c.isalpha() and not c.isascii())
+    return 0.0 if unk is None or not total else lost / total
+
+
 def injection_label_index(id2label: dict[int, str] | dict[str, str]) -> int:
     """Column of the positive class, matched by label name.
 
@@ -116,6 +128,7 @@ class OnnxInjection(ReloadsAfterPickle):
     _tokenizer: Any = field(default=None, init=False, repr=False)
     _positive: int = field(default=1, init=False, repr=False)
     _temperature: float = field(default=1.0, init=False, repr=False)
+    _unk: int | None = field(default=None, init=False, repr=False)
     _transient: ClassVar[dict[str, Callable[[], Any]]] = {"_session": lambda: None, "_tokenizer": lambda: None}
 
     def warm_up(self) -> None:
@@ -143,8 +156,19 @@ class OnnxInjection(ReloadsAfterPickle):
         except Exception as exc:
             raise ModelError(f"{found.model_file}: ONNX Runtime cannot load the injection model ({exc})") from exc
         self._tokenizer = tok
+        self._unk = tok.token_to_id("[UNK]")
         self._session = session
         self._inputs = {i.name for i in session.get_inputs()}
+
+    def unknown_share(self, texts: Sequence[str]) -> list[float]:
+        """Per text, the share of its visible characters in a script the vocabulary lacks (read as ``[UNK]``).
+
+        Characters, not pieces: a word the vocabulary does not know is one ``[UNK]`` however long.
+        Only the first ``max_length`` pieces are read, as by :meth:`predict`.
+        """
+        self.warm_up()
+        encodings = self._tokenizer.encode_batch(list(texts))
+        return [_unknown(t, e.ids, e.offsets, self._unk) for t, e in zip(texts, encodings, strict=True)]
 
     def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Temperature-scaled P(injection) per text."""
@@ -197,6 +221,15 @@ class TransformersInjection(ReloadsAfterPickle):
         self._positive = injection_label_index(model.config.id2label)
         self._tok = tok
         self._model = model.to(self.device).eval()
+
+    def unknown_share(self, texts: Sequence[str]) -> list[float]:
+        """Per text, the share of its visible characters the tokenizer reads as its unknown token."""
+        self.warm_up()
+        out = []
+        for text in texts:
+            enc = self._tok(text, truncation=True, max_length=self.max_length, return_offsets_mapping=True)
+            out.append(_unknown(text, enc["input_ids"], enc["offset_mapping"], self._tok.unk_token_id))
+        return out
 
     def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """P(injection) per text."""

@@ -3,8 +3,10 @@
 ``Verdict.trusted`` needs ``T >= tau`` *and* no failed condition: no internal failure, an
 answer, every sentence of it grounded (``trust.unsupported = "refuse"``; under ``"drop"``
 :func:`drop_unsupported` removes the others first and some sentence must remain), no
-suspicious document in the context, evidence about the question and an answer that
-addresses it, no "does not explicitly state", no answer built on a contested claim.
+suspicious document in the context, no text in the context that screening could not read
+(a script the injection classifier's vocabulary lacks), evidence about the question and an
+answer that addresses it, no "does not explicitly state", no answer built on a contested
+claim.
 :func:`failed_conditions` lists the conditions that failed (in words, the
 ``decision_reasons``) with the warnings that go with them; :func:`decide` scores T (see
 :mod:`ragtrust.trust`) and assembles the verdict.
@@ -98,6 +100,19 @@ def failed_conditions(out: Outcome, settings: Settings) -> tuple[list[str], list
         used_reasons, used_warnings = suspicious_use(out.stage, used, out.passages)
         reasons.extend(used_reasons)
         warnings.extend(used_warnings)
+    # Text a screening signal could not read (a script the injection classifier's vocabulary
+    # lacks) was never screened: kept in the context, it is missing integrity data (fail closed).
+    unread = [
+        d.doc_id
+        for d in out.gated.documents
+        if d.action != "dropped"
+        and any(not r.skipped and isinstance(r.details.get("unscreened"), str) for r in d.signals)
+    ]
+    if unread:
+        reasons.append(
+            f"the context holds text that could not be screened for instructions ({', '.join(unread)}: "
+            "a script the injection classifier cannot read)"
+        )
     # A sentence that is not grounded (no verified span, no NLI entailment) is the writer's
     # own: under 'refuse' it fails the answer, under 'drop' it was removed (issue 16).
     if out.stage != "screen":

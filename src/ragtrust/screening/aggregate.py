@@ -292,6 +292,12 @@ class Screener:
                 ]
             reasons = [reason for r in notable for reason in r.reasons][: self.max_reasons_per_doc]
             out.extend(f"Document {d.doc_id} {reason}" for reason in reasons)
+            # a signal that could not read part of the document says so, whatever its score
+            out.extend(
+                f"Document {d.doc_id} {r.details['unscreened']}"
+                for r in d.signals
+                if not r.skipped and isinstance(r.details.get("unscreened"), str)
+            )
             if d.suspicious and not reasons:
                 out.append(f"Document {d.doc_id} looks poisoned (P = {d.poison_probability:.2f})")
         return out

@@ -24,6 +24,13 @@ explainable first pass; this signal is the main injection detector.
    reason quotes the decoded text. More than :data:`~ragtrust.screening.encoded.MAX_RUNS`
    encoded runs in one document is refused like too many windows. ``decode_encoded = False``
    turns this off.
+3b. A window whose text is largely in a script the model's vocabulary lacks (at least
+   :data:`UNREADABLE_SHARE` of its characters are non-ASCII letters read as ``[UNK]``: Chinese
+   or Thai for the shipped uncased English vocabulary) cannot be judged by it. Such windows are
+   counted in ``details["unreadable_windows"]``, and ``details["unscreened"]`` says so in
+   words: the screener turns it into a warning on the verdict (those parts were not screened
+   for instructions), whatever the score. Scripts the vocabulary cuts into single characters
+   (Arabic, Korean, Devanagari) are not counted, though the model reads them poorly too.
 4. The document's probability is its strongest window's. Below the model's calibrated
    threshold ``t`` (the window probability that at most ``fpr`` of clean development
    documents reach, stored in the model manifest by ``ragtrust injection calibrate``) the
@@ -66,6 +73,8 @@ from ragtrust.screening.linguistic import HOMOGLYPHS, fold_non_ascii
 FLAG_SCORE = 0.75
 #: threshold of a model without a calibration (a Hugging Face checkpoint): its own 0.5
 DEFAULT_THRESHOLD = 0.5
+#: a window with at least this share of word pieces unknown to the model is unreadable to it
+UNREADABLE_SHARE = 0.3
 _QUOTE_MAX = 240
 _WORD = re.compile(r"\w+")
 _LATIN = re.compile(r"[A-Za-z]")
@@ -268,6 +277,8 @@ class InjectionSignal(Signal):
             plans.append((list(range(len(texts), len(texts) + len(window_texts))), originals, sources))
             texts.extend(window_texts)
         probs = self.window_probabilities(texts) if texts else []
+        unknown = getattr(self._model(), "unknown_share", None)
+        unreadable = [s >= UNREADABLE_SHARE for s in unknown(texts)] if unknown is not None and texts else []
         results = []
         for doc, plan in zip(docs, plans, strict=True):
             if plan is None:
@@ -278,7 +289,18 @@ class InjectionSignal(Signal):
                 # only invisible or non-word characters: nothing a reader could follow
                 results.append(self.skipped("no readable text (only invisible or non-word characters)"))
                 continue
-            results.append(self._result(doc, [probs[i] for i in ids], originals, sources, threshold, source))
+            lost = sum(1 for i in ids if unreadable and unreadable[i])
+            extra = (
+                {}
+                if not lost
+                else {
+                    "unreadable_windows": lost,
+                    "unscreened": f"could not be read by the injection classifier in {lost} of {len(ids)} windows "
+                    "(much of their text is unknown to its vocabulary, e.g. Chinese or Thai): those parts were "
+                    "not screened for instructions",
+                }
+            )
+            results.append(self._result(doc, [probs[i] for i in ids], originals, sources, threshold, source, extra))
         return results
 
     def _result(
@@ -289,6 +311,7 @@ class InjectionSignal(Signal):
         sources: list[DecodedRun | None],
         threshold: float,
         source: str,
+        extra: dict[str, object],
     ) -> SignalResult:
         text = doc.document.text
         best = max(range(len(probs)), key=lambda i: probs[i])
@@ -304,6 +327,7 @@ class InjectionSignal(Signal):
             "window": [start, end],
             "flagged_windows": sum(1 for q in probs if q >= threshold),
             "decoded_runs": len({(r.start, r.encoding) for r in sources if r is not None}),
+            **extra,
         }
         if run is not None:
             details["decoded"] = {"encoding": run.encoding, "text": _shorten(run.text)}
