@@ -358,3 +358,44 @@ def test_a_resumed_run_refuses_other_data(tmp_path: Path) -> None:
     old.ckpt_path, old.state = tmp_path / "checkpoint.pt", {"step": 300}  # written before recipes were kept
     old.bind_data(recipe, log=warned.append)
     assert "recorded no data recipe" in warned[0] and old.state["data"]["synthetic"] == 9000
+
+
+class _ScoresByCorpus:
+    """Scores a window by the marker of the corpus it came from (one corpus scores high)."""
+
+    model_id = "scores-by-corpus"
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        def score(t: str) -> float:
+            if "HIGHDOC" in t:
+                return 0.2 + 0.006 * int(t.split("HIGHDOC")[1].split()[0])
+            return 0.01 + 0.0001 * int(t.split("LOWDOC")[1].split()[0]) if "LOWDOC" in t else 0.99
+
+        return np.array([score(t) for t in texts], dtype=np.float32)
+
+
+@pytest.mark.parametrize("per_corpus", [False, True])
+def test_calibration_budget_pooled_or_per_corpus(monkeypatch: pytest.MonkeyPatch, per_corpus: bool) -> None:
+    import ragtrust.training.injection_eval as injection_eval
+    from ragtrust.documents import Document
+    from ragtrust.screening.injection import InjectionSignal
+
+    def docs(marker: str, n: int) -> list[Document]:
+        return [Document(id=f"{marker}-{i}", text=f"The valve is checked every week. {marker}{i} done.") for i in range(n)]
+
+    # 100 documents of a corpus whose scores spread over 0.2-0.8, and 300 that all score ~0.01:
+    # a pooled 1% budget (4 documents) is spent entirely on the first corpus (4% of it flagged)
+    sources = {"high": docs("HIGHDOC", 100), "low": docs("LOWDOC", 300)}
+    monkeypatch.setattr(injection_eval, "calibration_documents", lambda _data_dir: sources)
+    report = injection_eval.calibrate_injection(
+        InjectionSignal(model=_ScoresByCorpus()), Path("unused"), fpr=0.01, per_corpus=per_corpus
+    )
+    high, low = report["per_source"]["high"], report["per_source"]["low"]
+    assert (high["documents"], low["documents"]) == (100, 300)
+    if not per_corpus:
+        assert report["budget_scope"] == "all corpora pooled"
+        assert high["fpr"] == 0.04 and low["fpr"] == 0.0
+    else:
+        assert report["budget_scope"] == "each corpus"
+        assert high["fpr"] == 0.01 and low["fpr"] == 0.0
+        assert report["threshold"] == high["own_threshold"] > low["own_threshold"]

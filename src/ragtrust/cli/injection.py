@@ -188,6 +188,9 @@ def calibrate_cmd(
     data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_HELP, show_default=False),
     model: str = typer.Option("builtin", "--model", help="'builtin' or an exported folder / manifest."),
     fpr: float = typer.Option(0.01, "--fpr", help="False-positive budget per clean document."),
+    per_corpus: bool = typer.Option(
+        False, "--per-corpus", help="Keep each clean corpus within the budget (default: all of them together)."
+    ),
     out: Path | None = typer.Option(None, "--out", help="Write the calibration report (JSON) here."),
     write_manifest: bool = typer.Option(
         False, "--write-manifest", help="Store the threshold in the model's manifest (keyed to its sha256)."
@@ -198,7 +201,7 @@ def calibrate_cmd(
     from ragtrust.training.injection_eval import calibrate_injection, write_calibration
 
     signal = _signal(model, threshold=0.5)  # the threshold is what is being measured
-    report = calibrate_injection(signal, data_folder(data_dir), fpr=fpr)
+    report = calibrate_injection(signal, data_folder(data_dir), fpr=fpr, per_corpus=per_corpus)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
@@ -211,9 +214,14 @@ def calibrate_cmd(
         console.print(f"wrote the threshold into {manifest}")
     dev = report["development_families"]
     console.print(
-        f"threshold {report['threshold']:.4f} at {fpr:.1%} FPR on {report['clean_documents']} clean documents; "
+        f"threshold {report['threshold']:.4f} at {fpr:.1%} FPR ({report['budget_scope']}) on "
+        f"{report['clean_documents']} clean documents; "
         f"development families: recall {dev.get('recall_at_threshold', float('nan')):.1%}, AUC {dev.get('roc_auc')}"
     )
+    by_source = ", ".join(
+        f"{name} {part['fpr']:.1%} of {part['documents']}" for name, part in report["per_source"].items() if part["documents"]
+    )
+    console.print(f"clean documents flagged: {by_source}")
     by_family = ", ".join(f"{name} {value:.1%}" for name, value in report["recall_by_family"].items())
     console.print(f"recall by development family: {by_family}")
 

@@ -140,13 +140,27 @@ def _poison(docs: Sequence[Document], families: str, seed: int) -> list[Document
     return poison_with_families(docs, families, seed)[0]
 
 
-def calibrate_injection(signal: Any, data_dir: Path, *, fpr: float = 0.01, seed: int = 0) -> dict[str, Any]:
-    """The threshold of ``signal``'s model at ``fpr`` on clean calibration documents (a JSON-ready report)."""
+def calibrate_injection(
+    signal: Any, data_dir: Path, *, fpr: float = 0.01, seed: int = 0, per_corpus: bool = False
+) -> dict[str, Any]:
+    """The threshold of ``signal``'s model at ``fpr`` on clean calibration documents (a JSON-ready report).
+
+    The threshold lets ``fpr`` of all clean documents together fire (the pooled budget, spent on
+    whichever corpus scores highest: OWASP chunks for the shipped model). ``per_corpus`` takes
+    the highest of the per-corpus thresholds instead, each at ``fpr`` on that corpus alone, so
+    every corpus stays within the budget (measured and not adopted: docs/benchmarks.md).
+    """
     started = time.perf_counter()
     sources = calibration_documents(data_dir)
     clean_docs = [d for docs in sources.values() for d in docs]
     clean = injection_probabilities(signal, clean_docs)
-    threshold = threshold_at_fpr(clean, fpr)
+    parts: dict[str, list[float]] = {}
+    offset = 0
+    for name, docs in sources.items():
+        parts[name] = clean[offset : offset + len(docs)]
+        offset += len(docs)
+    own = {name: threshold_at_fpr(part, fpr) for name, part in parts.items() if part}
+    threshold = max(own.values()) if per_corpus and own else threshold_at_fpr(clean, fpr)
     attacked, families = poison_with_families(clean_docs, "development", seed)
     poisoned = injection_probabilities(signal, attacked)
     # recall per family: a family left out of a run's training (``--exclude-dev-family``)
@@ -155,12 +169,14 @@ def calibrate_injection(signal: Any, data_dir: Path, *, fpr: float = 0.01, seed:
         name: round(float(np.mean([p >= threshold for p, f in zip(poisoned, families, strict=True) if f == name])), 4)
         for name in sorted(set(families))
     }
-    per_source: dict[str, Any] = {}
-    offset = 0
-    for name, docs in sources.items():
-        part = clean[offset : offset + len(docs)]
-        offset += len(docs)
-        per_source[name] = {"documents": len(docs), "fpr": round(float(np.mean(np.asarray(part) >= threshold)), 4)}
+    per_source = {
+        name: {
+            "documents": len(part),
+            "fpr": round(float(np.mean(np.asarray(part) >= threshold)), 4) if part else None,
+            "own_threshold": round(own[name], 6) if name in own else None,
+        }
+        for name, part in parts.items()
+    }
     model = signal._model()
     return {
         "created": utc_iso(),
@@ -169,6 +185,7 @@ def calibrate_injection(signal: Any, data_dir: Path, *, fpr: float = 0.01, seed:
         "sha256": getattr(model, "fingerprint", "").split("@")[-1],
         "fpr_budget": fpr,
         "fpr_level": "document (strongest sentence window)",
+        "budget_scope": "each corpus" if per_corpus else "all corpora pooled",
         "threshold": round(threshold, 6),
         "clean_documents": len(clean),
         "per_source": per_source,
@@ -184,6 +201,7 @@ def write_calibration(manifest_file: Path, report: dict[str, Any]) -> None:
     manifest["calibration"] = {
         "threshold": report["threshold"],
         "fpr_budget": report["fpr_budget"],
+        "budget_scope": report.get("budget_scope", "all corpora pooled"),
         "sha256": manifest["sha256"],
         "clean_documents": report["clean_documents"],
         "created": report["created"],
