@@ -169,8 +169,17 @@ def export_cmd(
     out: Path = typer.Option(..., "--out", help="Folder for the ONNX file, tokenizer and manifest."),
     temperature: float | None = typer.Option(None, "--temperature", help="Default: from train_report.json."),
     no_quantize: bool = typer.Option(False, "--no-quantize", help="Keep fp32 instead of int8."),
+    scripts: list[str] = typer.Option(
+        ["LATIN"],
+        "--scripts",
+        help="Unicode scripts the model was trained and evaluated on (repeat the option); letters of "
+        "other scripts make a window unscreened. 'all' trusts every script the vocabulary spells.",
+    ),
 ) -> None:
     """Export to ONNX, quantise to int8, write the manifest OnnxInjection loads."""
+    read_all = [s.strip().lower() for s in scripts] == ["all"]
+    if not read_all and any(not s.strip().isalpha() for s in scripts):
+        raise InputError(f"--scripts takes Unicode script names such as LATIN or CYRILLIC, or 'all'; got {scripts}")
     export_checkpoint(
         hf_dir,
         out,
@@ -179,6 +188,7 @@ def export_cmd(
         max_length=128,
         model_id="ragtrust/injection-minilm-l6-int8",
         prefix="injection",
+        extra=None if read_all else {"scripts": sorted({s.strip().upper() for s in scripts})},
     )
 
 

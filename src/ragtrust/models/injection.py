@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,16 +64,60 @@ class InjectionModel(Protocol):
         ...
 
 
-def _unknown(text: str, ids: Sequence[int], offsets: Sequence[tuple[int, int]], unk: int | None) -> float:
-    """The share of ``text``'s visible characters that are letters of a script the vocabulary lacks.
+def letter_script(ch: str) -> str:
+    """The script of a letter by its Unicode name (``LATIN``, ``CYRILLIC``, ``ARABIC``...).
 
-    Those are the non-ASCII letters inside ``unk`` pieces: an over-long ASCII run (base64) is one
-    unknown piece too, but not a script the model cannot read.
+    A letter whose compatibility form starts with an ASCII letter (``ª``, ``ﬁ``, fullwidth
+    Latin) is ``LATIN``; a character without a name is ``UNKNOWN``.
+
+    Example:
+        >>> [letter_script(c) for c in "aéдא한ﬁ"]
+        ['LATIN', 'LATIN', 'CYRILLIC', 'HEBREW', 'HANGUL', 'LATIN']
+    """
+    if ch.isascii():
+        return "LATIN"
+    folded = unicodedata.normalize("NFKD", ch)
+    if folded[:1].isascii() and folded[:1].isalpha():
+        return "LATIN"
+    return unicodedata.name(ch, "UNKNOWN").split(" ", 1)[0]
+
+
+def _unknown(
+    text: str,
+    ids: Sequence[int],
+    offsets: Sequence[tuple[int, int]],
+    unk: int | None,
+    scripts: frozenset[str] | None = None,
+) -> float:
+    """The share of ``text``'s visible characters that are letters the model cannot read.
+
+    Those are the non-ASCII letters inside ``unk`` pieces (an over-long ASCII run, base64, is
+    one unknown piece too, but not a script the model cannot read) and, when ``scripts`` names
+    the scripts the model was trained and evaluated on, letters of any other script.
     """
     covered = [(i, text[a:b]) for i, (a, b) in zip(ids, offsets, strict=True) if b > a]
     total = sum(len("".join(piece.split())) for _, piece in covered)
-    lost = sum(1 for i, piece in covered if i == unk for c in piece if c.isalpha() and not c.isascii())
-    return 0.0 if unk is None or not total else lost / total
+
+    def lost(i: int, c: str) -> bool:
+        if not c.isalpha() or c.isascii():
+            return False
+        return i == unk or (scripts is not None and letter_script(c) not in scripts)
+
+    gone = sum(1 for i, piece in covered for c in piece if lost(i, c))
+    return 0.0 if (unk is None and scripts is None) or not total else gone / total
+
+
+def model_scripts(value: object, where: str) -> frozenset[str] | None:
+    """A manifest's or caller's ``scripts`` (``None``: every script the vocabulary spells counts as read).
+
+    Raises:
+        ModelError: not a list of script names.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
+        raise ModelError(f"{where}: 'scripts' must be a list of Unicode script names such as [\"LATIN\"], got {value!r}")
+    return frozenset(v.upper() for v in value)
 
 
 def injection_label_index(id2label: dict[int, str] | dict[str, str]) -> int:
@@ -129,6 +174,7 @@ class OnnxInjection(ReloadsAfterPickle):
     _positive: int = field(default=1, init=False, repr=False)
     _temperature: float = field(default=1.0, init=False, repr=False)
     _unk: int | None = field(default=None, init=False, repr=False)
+    _scripts: frozenset[str] | None = field(default=None, init=False, repr=False)
     _transient: ClassVar[dict[str, Callable[[], Any]]] = {"_session": lambda: None, "_tokenizer": lambda: None}
 
     def warm_up(self) -> None:
@@ -145,6 +191,7 @@ class OnnxInjection(ReloadsAfterPickle):
         self.model_id, self.fingerprint, self.max_length = found.model_id, found.fingerprint, found.max_length
         self._positive = positive
         self._temperature = found.temperature
+        self._scripts = model_scripts(found.manifest.get("scripts"), str(found.manifest_file))
         calibration = found.manifest.get("calibration")
         self.calibration = (
             calibration if isinstance(calibration, dict) and calibration.get("sha256") == found.sha else None
@@ -161,14 +208,19 @@ class OnnxInjection(ReloadsAfterPickle):
         self._inputs = {i.name for i in session.get_inputs()}
 
     def unknown_share(self, texts: Sequence[str]) -> list[float]:
-        """Per text, the share of its visible characters in a script the vocabulary lacks (read as ``[UNK]``).
+        """Per text, the share of its visible characters the model cannot read.
 
-        Characters, not pieces: a word the vocabulary does not know is one ``[UNK]`` however long.
-        Only the first ``max_length`` pieces are read, as by :meth:`predict`.
+        Letters the vocabulary lacks (read as ``[UNK]``) and, when the manifest names the
+        ``scripts`` the model was trained and evaluated on (the shipped model: ``LATIN``),
+        letters of other scripts, which the vocabulary spells letter by letter. Characters, not
+        pieces: a word the vocabulary does not know is one ``[UNK]`` however long. Only the first
+        ``max_length`` pieces are read, as by :meth:`predict`.
         """
         self.warm_up()
         encodings = self._tokenizer.encode_batch(list(texts))
-        return [_unknown(t, e.ids, e.offsets, self._unk) for t, e in zip(texts, encodings, strict=True)]
+        return [
+            _unknown(t, e.ids, e.offsets, self._unk, self._scripts) for t, e in zip(texts, encodings, strict=True)
+        ]
 
     def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Temperature-scaled P(injection) per text."""
@@ -191,6 +243,8 @@ class TransformersInjection(ReloadsAfterPickle):
         device: torch device.
         batch_size: texts per forward pass.
         max_length: token limit per text.
+        scripts: Unicode scripts the model reads (e.g. ``("LATIN",)``); letters of others count
+            as unreadable. ``None`` (default): only letters the tokenizer cannot spell do.
     """
 
     model: str
@@ -198,6 +252,7 @@ class TransformersInjection(ReloadsAfterPickle):
     batch_size: int = 16
     max_length: int = 512
     model_id: str = ""
+    scripts: tuple[str, ...] | None = None
     calibration: dict[str, Any] | None = field(default=None, init=False)
     _model: Any = field(default=None, init=False, repr=False)
     _tok: Any = field(default=None, init=False, repr=False)
@@ -223,12 +278,14 @@ class TransformersInjection(ReloadsAfterPickle):
         self._model = model.to(self.device).eval()
 
     def unknown_share(self, texts: Sequence[str]) -> list[float]:
-        """Per text, the share of its visible characters the tokenizer reads as its unknown token."""
+        """Per text, the share of its visible characters the tokenizer reads as its unknown token
+        (and, with ``scripts``, letters of other scripts)."""
         self.warm_up()
+        scripts = model_scripts(self.scripts, f"TransformersInjection({self.model!r})")
         out = []
         for text in texts:
             enc = self._tok(text, truncation=True, max_length=self.max_length, return_offsets_mapping=True)
-            out.append(_unknown(text, enc["input_ids"], enc["offset_mapping"], self._tok.unk_token_id))
+            out.append(_unknown(text, enc["input_ids"], enc["offset_mapping"], self._tok.unk_token_id, scripts))
         return out
 
     def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:

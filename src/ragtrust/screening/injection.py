@@ -24,13 +24,15 @@ explainable first pass; this signal is the main injection detector.
    reason quotes the decoded text. More than :data:`~ragtrust.screening.encoded.MAX_RUNS`
    encoded runs in one document is refused like too many windows. ``decode_encoded = False``
    turns this off.
-3b. A window whose text is largely in a script the model's vocabulary lacks (at least
-   :data:`UNREADABLE_SHARE` of its characters are non-ASCII letters read as ``[UNK]``: Chinese
-   or Thai for the shipped uncased English vocabulary) cannot be judged by it. Such windows are
-   counted in ``details["unreadable_windows"]``, and ``details["unscreened"]`` says so in
-   words: the screener turns it into a warning on the verdict (those parts were not screened
-   for instructions), whatever the score. Scripts the vocabulary cuts into single characters
-   (Arabic, Korean, Devanagari) are not counted, though the model reads them poorly too.
+3b. A window whose text is largely in a script the model cannot read (at least
+   :data:`UNREADABLE_SHARE` of its characters are non-ASCII letters read as ``[UNK]``, such as
+   Chinese or Thai for the shipped uncased English vocabulary, or letters of a script outside
+   the manifest's ``scripts``: everything but Latin for the shipped model, which was never
+   trained or evaluated on Arabic, Cyrillic, Devanagari, Hangul...) cannot be judged by it.
+   Such windows are counted in ``details["unreadable_windows"]``, and ``details["unscreened"]``
+   says so in words: the screener turns it into a warning on the verdict (those parts were not
+   screened for instructions), whatever the score, and the decision does not trust an answer
+   with such text in its context.
 4. The document's probability is its strongest window's. Below the model's calibrated
    threshold ``t`` (the window probability that at most ``fpr`` of clean development
    documents reach, stored in the model manifest by ``ragtrust injection calibrate``) the
