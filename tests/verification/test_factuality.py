@@ -204,3 +204,39 @@ def test_bad_premise_tokens(bad: object) -> None:
     if bad is not True and bad < 1:  # type: ignore[operator]
         with pytest.raises(InputError, match="max_tokens"):
             NLIEngine(LexicalNLI()).premise_windows("One sentence. Another one.", "x", max_tokens=bad)  # type: ignore[arg-type]
+
+
+_NEAREST_IN_A_FRESH_PROCESS = """
+from ragtrust.testing import LexicalNLI
+from ragtrust.verification.factuality import FactualityVerifier
+
+# premises 0 and 1 share six words each with the sentence, with the same document frequencies
+# (so the same weights, summed in whatever order each set iterates): an exact tie
+premises = [
+    "a0x0 a0x1 a0x2 a0x3 a0x4 a0x5",
+    "b0x5 b0x4 b0x3 b0x2 b0x1 b0x0",
+    "a0x0 b0x0 a0x2 b0x2 a0x3 b0x3 a0x5 b0x5",
+    "a0x0 b0x0 a0x2 b0x2",
+    "a0x2 b0x2",
+    "none",
+]
+sentence = " ".join(f"a0x{i}" for i in range(6)) + " " + " ".join(f"b0x{i}" for i in range(6))
+verifier = FactualityVerifier(nli=LexicalNLI(), max_premises=2)
+print([p[0] for p in verifier._nearest(sentence, [(i, None, p) for i, p in enumerate(premises)])])
+"""
+
+
+def test_the_nearest_premises_do_not_depend_on_the_process_hash_seed() -> None:
+    """A tie is broken by position in every process (a plain float sum over a set broke it by hash order)."""
+    import os
+    import subprocess
+    import sys
+
+    picks = set()
+    for seed in range(6):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+        run = subprocess.run(
+            [sys.executable, "-c", _NEAREST_IN_A_FRESH_PROCESS], env=env, capture_output=True, text=True, check=True
+        )
+        picks.add(run.stdout.strip())
+    assert picks == {"[0, 2]"}

@@ -237,7 +237,10 @@ class NLIEngine(ReloadsAfterPickle):
         total_keys = sum(len(k) for _, k in plans)
         self.cache_hits += total_keys - len(todo)
         if todo:
-            keys = list(todo)
+            # by content hash, not by arrival: the int8 model's output moves a little with the
+            # pairs batched beside it, so the batches must depend on which pairs are asked,
+            # not on the order a caller happened to build them in (set order varies per process)
+            keys = sorted(todo)
             probs = self.model.predict([todo[k] for k in keys])
             probs = np.asarray(probs, dtype=np.float32)
             if probs.shape != (len(keys), 3):

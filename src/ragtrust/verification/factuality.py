@@ -265,7 +265,9 @@ class FactualityVerifier:
                 df[w] = df.get(w, 0) + 1
         mine = set(words(sentence))
         weight = {w: math.log(1.0 + len(premises) / df.get(w, 0.5)) for w in mine}
-        share = [sum(weight[w] for w in mine & own) for own in vocab]
+        # fsum: exactly rounded whatever the set's order, which varies per process (PYTHONHASHSEED);
+        # a plain sum broke near-ties differently from run to run and so chose other premises
+        share = [math.fsum(weight[w] for w in mine & own) for own in vocab]
         order = sorted(range(len(premises)), key=lambda j: (-share[j], j))
         return [premises[j] for j in sorted(order[: self.max_premises])]
 
