@@ -8,7 +8,10 @@ overlap 50). Each pass uses a fresh signal (empty window cache), documents in ba
 ``--batch`` (a retrieved set is 5; a scan sends more). The regex signal is timed on the same
 chunks in the same run, so the ratio holds on a noisy host even when the seconds do not.
 ``--model-batch A B`` times the classifier with each inference batch size (windows per ONNX
-call), alternating them within every pass, and reports each under ``model_batch_<n>``.
+call), alternating them within every pass, and reports each under ``model_batch_<n>``;
+``--concurrency on off`` does the same for one-window calls scored side by side on
+single-threaded workers (``on``, the default) or one after another on ``--threads`` intra-op
+threads (``off``), reported under ``concurrent_on`` / ``concurrent_off``.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--model-batch", type=int, nargs="+", default=None, help="ONNX batch sizes to compare")
+    ap.add_argument("--concurrency", choices=["on", "off"], nargs="+", default=None, help="schedules to compare")
     a = ap.parse_args()
     files = sorted(p for p in Path(a.data).glob("*.md") if p.name != "LICENSE.md")
     chunks = chunk_documents(load_paths(files).documents)
@@ -67,14 +71,21 @@ def main() -> None:
         r.details.get("windows", 0) for r in InjectionSignal(model=warm.model, window_overlap=False).score_batch(docs)
     ]
     result["windows_per_chunk_without_overlap"] = {"mean": statistics.mean(single), "max": max(single)}
-    models = {None: warm.model}
+    models: dict[str, object] = {"default": warm.model}
     if a.model_batch:
-        models = {n: OnnxInjection(threads=a.threads, batch_size=n) for n in a.model_batch}
-        for model in models.values():
-            InjectionSignal(model=model).score_batch(docs[:5])
+        models = {f"model_batch_{n}": OnnxInjection(threads=a.threads, batch_size=n) for n in a.model_batch}
+    if a.concurrency:
+        models = {f"concurrent_{c}": OnnxInjection(threads=a.threads, concurrent=c == "on") for c in a.concurrency}
+        probs = {
+            name: [r.details.get("probability") for r in InjectionSignal(model=m, cache_size=0).score_batch(docs)]
+            for name, m in models.items()
+        }
+        result["same_probabilities"] = len({json.dumps(p) for p in probs.values()}) == 1
+    for model in models.values():
+        InjectionSignal(model=model).score_batch(docs[:5])
     for batch in a.batch:
-        model_ms: dict[int | None, list[float]] = {n: [] for n in models}
-        single_ms: dict[int | None, list[float]] = {n: [] for n in models}
+        model_ms: dict[str, list[float]] = {n: [] for n in models}
+        single_ms: dict[str, list[float]] = {n: [] for n in models}
         regex_ms = []
         for _ in range(a.passes):
             for n, model in models.items():
@@ -85,7 +96,7 @@ def main() -> None:
             regex_ms.append(1000 * timed(LinguisticSignal(), docs, batch) / len(docs))
         regex = statistics.median(regex_ms)
         per_model = {
-            ("default" if n is None else f"model_batch_{n}"): {
+            n: {
                 "injection_ms_per_chunk": round(statistics.median(model_ms[n]), 2),
                 "injection_ms_per_chunk_without_overlap": round(statistics.median(single_ms[n]), 2),
                 "ratio_injection_to_regex": round(statistics.median(model_ms[n]) / regex, 2),

@@ -126,7 +126,11 @@ def test_predict_shows_what_an_encoded_run_decodes_to() -> None:
 
 @pytest.mark.parametrize(
     ("args", "scripts"),
-    [([], ["LATIN"]), (["--scripts", "latin", "--scripts", "Cyrillic"], ["CYRILLIC", "LATIN"]), (["--scripts", "all"], None)],
+    [
+        ([], ["LATIN"]),
+        (["--scripts", "latin", "--scripts", "Cyrillic"], ["CYRILLIC", "LATIN"]),
+        (["--scripts", "all"], None),
+    ],
 )
 def test_export_names_the_scripts_the_model_reads(
     tiny_injection_dir: Path, tmp_path: Path, args: list[str], scripts: list[str] | None
@@ -134,13 +138,26 @@ def test_export_names_the_scripts_the_model_reads(
     pytest.importorskip("onnx")
     out = tmp_path / "exported"
     result = runner.invoke(
-        app, ["injection", "export", str(tiny_injection_dir), "--out", str(out), "--temperature", "1", "--no-quantize", *args]
+        app,
+        [
+            "injection",
+            "export",
+            str(tiny_injection_dir),
+            "--out",
+            str(out),
+            "--temperature",
+            "1",
+            "--no-quantize",
+            *args,
+        ],
     )
     assert result.exit_code == 0, result.output
     assert json.loads((out / "injection_manifest.json").read_text(encoding="utf-8")).get("scripts") == scripts
 
 
 def test_export_refuses_a_script_name_that_is_not_one(tiny_injection_dir: Path, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["injection", "export", str(tiny_injection_dir), "--out", str(tmp_path), "--scripts", "LAT1N"])
+    result = runner.invoke(
+        app, ["injection", "export", str(tiny_injection_dir), "--out", str(tmp_path), "--scripts", "LAT1N"]
+    )
     assert result.exit_code != 0
     _one_line_error(result.stderr, "--scripts takes Unicode script names")

@@ -381,7 +381,9 @@ def test_calibration_budget_pooled_or_per_corpus(monkeypatch: pytest.MonkeyPatch
     from ragtrust.screening.injection import InjectionSignal
 
     def docs(marker: str, n: int) -> list[Document]:
-        return [Document(id=f"{marker}-{i}", text=f"The valve is checked every week. {marker}{i} done.") for i in range(n)]
+        return [
+            Document(id=f"{marker}-{i}", text=f"The valve is checked every week. {marker}{i} done.") for i in range(n)
+        ]
 
     # 100 documents of a corpus whose scores spread over 0.2-0.8, and 300 that all score ~0.01:
     # a pooled 1% budget (4 documents) is spent entirely on the first corpus (4% of it flagged)

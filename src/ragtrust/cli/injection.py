@@ -229,7 +229,9 @@ def calibrate_cmd(
         f"development families: recall {dev.get('recall_at_threshold', float('nan')):.1%}, AUC {dev.get('roc_auc')}"
     )
     by_source = ", ".join(
-        f"{name} {part['fpr']:.1%} of {part['documents']}" for name, part in report["per_source"].items() if part["documents"]
+        f"{name} {part['fpr']:.1%} of {part['documents']}"
+        for name, part in report["per_source"].items()
+        if part["documents"]
     )
     console.print(f"clean documents flagged: {by_source}")
     by_family = ", ".join(f"{name} {value:.1%}" for name, value in report["recall_by_family"].items())

@@ -19,8 +19,10 @@ Example:
 
 from __future__ import annotations
 
+import threading
 import unicodedata
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -45,6 +47,8 @@ from ragtrust.models.embedder import (
 )
 
 MANIFEST_FILE = ASSETS / "injection_manifest.json"
+#: guards the lazy creation of a model's worker pool (requests may arrive on several threads)
+_POOL_LOCK = threading.Lock()
 #: label-name fragments of the positive ("tries to instruct the reader") class
 _POSITIVE = ("inject", "jailbreak", "malicious", "unsafe", "attack", "prompt_attack", "harmful")
 _NEGATIVE = ("benign", "safe", "legit", "clean", "normal")
@@ -115,9 +119,10 @@ def model_scripts(value: object, where: str) -> frozenset[str] | None:
     """
     if value is None:
         return None
-    if isinstance(value, str) or not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
-        raise ModelError(f"{where}: 'scripts' must be a list of Unicode script names such as [\"LATIN\"], got {value!r}")
-    return frozenset(v.upper() for v in value)
+    names = value if isinstance(value, list | tuple) else None
+    if names is None or not all(isinstance(v, str) and v for v in names):
+        raise ModelError(f"{where}: 'scripts' must be a list of Unicode script names such as ['LATIN'], got {value!r}")
+    return frozenset(v.upper() for v in names)
 
 
 def injection_label_index(id2label: dict[int, str] | dict[str, str]) -> int:
@@ -158,12 +163,18 @@ class OnnxInjection(ReloadsAfterPickle):
             the texts scored beside it (by up to 0.2-0.6 measured), and a document's screening
             could change with the documents retrieved with it. One text per call costs +2.5%
             per query and +13% in a scan (docs/benchmarks.md, "One window per inference call").
+        concurrent: with one text per call and ``threads`` > 1, run the session on one intra-op
+            thread and score ``threads`` texts at once from worker threads: a call on one short
+            window splits badly across threads, so this halves the signal's model time on 2
+            cores with the same outputs to the bit (docs/benchmarks.md, "Injection windows
+            scored side by side"). ``False``: one call at a time on ``threads`` intra-op threads.
         verify_checksum: check the ONNX file's sha256 against the manifest on load.
     """
 
     manifest_path: str | None = None
     threads: int = 2
     batch_size: int = 1
+    concurrent: bool = True
     verify_checksum: bool = True
     model_id: str = "ragtrust/injection-minilm-l6-int8"
     max_length: int = 128
@@ -175,7 +186,17 @@ class OnnxInjection(ReloadsAfterPickle):
     _temperature: float = field(default=1.0, init=False, repr=False)
     _unk: int | None = field(default=None, init=False, repr=False)
     _scripts: frozenset[str] | None = field(default=None, init=False, repr=False)
-    _transient: ClassVar[dict[str, Callable[[], Any]]] = {"_session": lambda: None, "_tokenizer": lambda: None}
+    _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
+    _transient: ClassVar[dict[str, Callable[[], Any]]] = {
+        "_session": lambda: None,
+        "_tokenizer": lambda: None,
+        "_pool": lambda: None,
+    }
+
+    @property
+    def _workers(self) -> int:
+        """Texts scored at once (1: one call at a time on ``threads`` intra-op threads)."""
+        return self.threads if self.concurrent and self.batch_size == 1 and self.threads > 1 else 1
 
     def warm_up(self) -> None:
         """Read the manifest, verify the checksum and open the ONNX session (idempotent)."""
@@ -199,7 +220,7 @@ class OnnxInjection(ReloadsAfterPickle):
         tok = load_tokenizer(found.tokenizer_file, self.max_length)
         tok.enable_truncation(max_length=self.max_length)
         try:
-            session = _session(found.model_file, self.threads, SLOW_FUSIONS)
+            session = _session(found.model_file, 1 if self._workers > 1 else self.threads, SLOW_FUSIONS)
         except Exception as exc:
             raise ModelError(f"{found.model_file}: ONNX Runtime cannot load the injection model ({exc})") from exc
         self._tokenizer = tok
@@ -218,9 +239,7 @@ class OnnxInjection(ReloadsAfterPickle):
         """
         self.warm_up()
         encodings = self._tokenizer.encode_batch(list(texts))
-        return [
-            _unknown(t, e.ids, e.offsets, self._unk, self._scripts) for t, e in zip(texts, encodings, strict=True)
-        ]
+        return [_unknown(t, e.ids, e.offsets, self._unk, self._scripts) for t, e in zip(texts, encodings, strict=True)]
 
     def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Temperature-scaled P(injection) per text."""
@@ -229,6 +248,18 @@ class OnnxInjection(ReloadsAfterPickle):
         if not texts:
             return out
         encodings = self._tokenizer.encode_batch(list(texts))
+        if self._workers > 1 and len(encodings) > 1:
+            with _POOL_LOCK:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="ragtrust-injection")
+
+            def one(i: int) -> Any:
+                return next(onnx_logits(self._session, self._inputs, [encodings[i]], 1, "injection"))[1]
+
+            # ONNX Runtime releases the GIL while it runs, and a session serves concurrent calls
+            logits = np.concatenate(list(self._pool.map(one, range(len(encodings)))))
+            out[:] = softmax(logits.astype(np.float32) / self._temperature)[:, self._positive]
+            return out
         for idx, logits in onnx_logits(self._session, self._inputs, encodings, self.batch_size, "injection"):
             out[idx] = softmax(logits.astype(np.float32) / self._temperature)[:, self._positive]
         return out
@@ -278,8 +309,10 @@ class TransformersInjection(ReloadsAfterPickle):
         self._model = model.to(self.device).eval()
 
     def unknown_share(self, texts: Sequence[str]) -> list[float]:
-        """Per text, the share of its visible characters the tokenizer reads as its unknown token
-        (and, with ``scripts``, letters of other scripts)."""
+        """Per text, the share of its visible characters the model cannot read.
+
+        Letters the tokenizer reads as its unknown token and, with ``scripts``, letters of other scripts.
+        """
         self.warm_up()
         scripts = model_scripts(self.scripts, f"TransformersInjection({self.model!r})")
         out = []
