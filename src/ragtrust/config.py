@@ -263,7 +263,11 @@ class ModelsConfig(_Section):
         "builtin", description="'builtin' (packaged MiniLM int8 ONNX), an HF model id / path, or a registry spec"
     )
     threads: int = Field(2, ge=1)
-    nli_batch_size: int = Field(32, ge=1)
+    nli_batch_size: int = Field(
+        32,
+        ge=1,
+        description="pairs per call of the ONNX NLI model; 1 = one pair per call, side by side on `threads` workers",
+    )
     nli_cache_size: int = Field(50_000, ge=0)
 
     @field_validator("nli", "embedder", mode="before")

@@ -54,3 +54,24 @@ def test_shipped_model_carries_its_signal_calibration(model: OnnxNLI) -> None:
         assert 0.4 <= calibration[name]["low"] < calibration[name]["high"] <= 1.0
     assert calibration["intra_consistency"]["direction"] in ("forward", "sentences", "both")
     assert default_nli().signal_calibration == calibration
+
+
+def test_a_pair_scores_the_same_whatever_is_scored_beside_it() -> None:
+    """One pair per call (``batch_size=1``): the int8 model's per-call activation scale no longer couples pairs."""
+    import pickle
+
+    pair = ("Honey keeps for years in a sealed jar.", "Honey spoils within a week.")
+    neighbours = [
+        ("A queen bee lives two to five years.", "A queen bee lives three weeks."),
+        ("Use parameterised queries. " * 20, "String concatenation is safe."),
+        ("The bridge opened in 1937.", "The bridge opened in 1937."),
+    ]
+    model = OnnxNLI(batch_size=1)
+    assert model._workers == 2 and OnnxNLI()._workers == 1
+    alone = model.predict([pair])[0]
+    for k in range(1, len(neighbours) + 1):
+        assert np.array_equal(model.predict([pair, *neighbours[:k]])[0], alone)
+    one_by_one = OnnxNLI(batch_size=1, concurrent=False).predict([pair, *neighbours])
+    assert np.array_equal(model.predict([pair, *neighbours]), one_by_one)
+    copy = pickle.loads(pickle.dumps(model))  # the worker pool does not travel
+    assert copy._pool is None and np.array_equal(copy.predict([pair])[0], alone)

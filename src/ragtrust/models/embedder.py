@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -36,6 +38,8 @@ from ragtrust.models.cache import ByteLRU, MiB
 from ragtrust.registry import register
 
 ASSETS = Path(__file__).parent / "assets"
+#: guards the lazy creation of a model's worker pool (requests may arrive on several threads)
+_POOL_LOCK = threading.Lock()
 TOKENIZER_FILE = ASSETS / "minilm_tokenizer.json"
 #: the shipped embedder's file name, sha256 and provenance (written by scripts/embedder_release.py)
 EMBEDDER_MANIFEST = ASSETS / "embedder_manifest.json"
@@ -178,6 +182,45 @@ def onnx_logits(
         except Exception as exc:
             raise ModelError(f"{kind} inference failed: {exc}") from exc
         yield idx, logits
+
+
+class SideBySide:
+    """Mixin: one text per ONNX call, ``threads`` calls at once on single-threaded workers.
+
+    An int8 model quantises activations per call, so a text's output moves with the texts
+    batched beside it; one text per call removes that. A call on one short text splits badly
+    across intra-op threads, so the calls run side by side instead, each on one thread (ONNX
+    Runtime releases the GIL and a session serves concurrent calls): the same outputs to the
+    bit, about twice the throughput on 2 cores (docs/benchmarks.md, "Injection windows scored
+    side by side", "The NLI model one pair per call"). Used when ``concurrent`` is on,
+    ``batch_size`` is 1 and ``threads`` > 1; the session then gets one intra-op thread.
+    """
+
+    threads: int
+    batch_size: int
+    concurrent: bool
+    _pool: ThreadPoolExecutor | None
+
+    @property
+    def _workers(self) -> int:
+        """Calls run at once (1: one call at a time on ``threads`` intra-op threads)."""
+        return self.threads if self.concurrent and self.batch_size == 1 and self.threads > 1 else 1
+
+    @property
+    def _session_threads(self) -> int:
+        return 1 if self._workers > 1 else self.threads
+
+    def _side_by_side(self, session: Any, inputs: set[str], encodings: Sequence[Any], kind: str) -> Any:
+        """Logits of each encoding scored alone, in order, on the worker pool."""
+        with _POOL_LOCK:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix=f"ragtrust-{kind.lower()}")
+        pool = self._pool
+
+        def one(i: int) -> Any:
+            return next(onnx_logits(session, inputs, [encodings[i]], 1, kind))[1]
+
+        return np.concatenate(list(pool.map(one, range(len(encodings)))))
 
 
 def load_tokenizer(path: Path = TOKENIZER_FILE, max_length: int = 256) -> Any:

@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import threading
 import unicodedata
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +34,7 @@ from ragtrust.models.base import ReloadsAfterPickle
 from ragtrust.models.embedder import (
     ASSETS,
     SLOW_FUSIONS,
+    SideBySide,
     _pad,  # noqa: F401 - the old import path
     _session,
     load_hf_classifier,
@@ -47,8 +47,6 @@ from ragtrust.models.embedder import (
 )
 
 MANIFEST_FILE = ASSETS / "injection_manifest.json"
-#: guards the lazy creation of a model's worker pool (requests may arrive on several threads)
-_POOL_LOCK = threading.Lock()
 #: label-name fragments of the positive ("tries to instruct the reader") class
 _POSITIVE = ("inject", "jailbreak", "malicious", "unsafe", "attack", "prompt_attack", "harmful")
 _NEGATIVE = ("benign", "safe", "legit", "clean", "normal")
@@ -152,7 +150,7 @@ _softmax = softmax  # the old name
 
 
 @dataclass
-class OnnxInjection(ReloadsAfterPickle):
+class OnnxInjection(SideBySide, ReloadsAfterPickle):
     """ragtrust's shipped int8 ONNX injection classifier (or any export with a manifest).
 
     Args:
@@ -193,11 +191,6 @@ class OnnxInjection(ReloadsAfterPickle):
         "_pool": lambda: None,
     }
 
-    @property
-    def _workers(self) -> int:
-        """Texts scored at once (1: one call at a time on ``threads`` intra-op threads)."""
-        return self.threads if self.concurrent and self.batch_size == 1 and self.threads > 1 else 1
-
     def warm_up(self) -> None:
         """Read the manifest, verify the checksum and open the ONNX session (idempotent)."""
         if self._session is not None:
@@ -220,7 +213,7 @@ class OnnxInjection(ReloadsAfterPickle):
         tok = load_tokenizer(found.tokenizer_file, self.max_length)
         tok.enable_truncation(max_length=self.max_length)
         try:
-            session = _session(found.model_file, 1 if self._workers > 1 else self.threads, SLOW_FUSIONS)
+            session = _session(found.model_file, self._session_threads, SLOW_FUSIONS)
         except Exception as exc:
             raise ModelError(f"{found.model_file}: ONNX Runtime cannot load the injection model ({exc})") from exc
         self._tokenizer = tok
@@ -249,15 +242,7 @@ class OnnxInjection(ReloadsAfterPickle):
             return out
         encodings = self._tokenizer.encode_batch(list(texts))
         if self._workers > 1 and len(encodings) > 1:
-            with _POOL_LOCK:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="ragtrust-injection")
-
-            def one(i: int) -> Any:
-                return next(onnx_logits(self._session, self._inputs, [encodings[i]], 1, "injection"))[1]
-
-            # ONNX Runtime releases the GIL while it runs, and a session serves concurrent calls
-            logits = np.concatenate(list(self._pool.map(one, range(len(encodings)))))
+            logits = self._side_by_side(self._session, self._inputs, encodings, "injection")
             out[:] = softmax(logits.astype(np.float32) / self._temperature)[:, self._positive]
             return out
         for idx, logits in onnx_logits(self._session, self._inputs, encodings, self.batch_size, "injection"):

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -38,6 +39,7 @@ from ragtrust.models.base import NLI_LABELS, NLIModel, ReloadsAfterPickle
 from ragtrust.models.embedder import (
     ASSETS,
     SLOW_FUSIONS,
+    SideBySide,
     _session,
     load_hf_classifier,
     load_tokenizer,
@@ -89,20 +91,30 @@ def read_manifest(path: Path = MANIFEST_FILE) -> dict[str, Any]:
 
 @register("nli", "builtin")
 @dataclass
-class OnnxNLI(ReloadsAfterPickle):
+class OnnxNLI(SideBySide, ReloadsAfterPickle):
     """ragtrust's shipped int8 ONNX NLI cross-encoder (or any ONNX export with a manifest).
 
     Args:
         manifest_path: manifest JSON naming the ONNX file, tokenizer, sha256, temperature,
             label order and window; default: the shipped model.
-        threads: ONNX Runtime intra-op threads.
-        batch_size: pairs per inference call (pairs are length-sorted first).
+        threads: CPU threads: workers scoring pairs side by side, or intra-op threads of
+            batched calls.
+        batch_size: pairs per inference call (pairs are length-sorted first). The int8 model
+            quantises activations per call, so in a batch a pair's probabilities move with the
+            pairs beside it (9 of 234 OWASP-shaped pairs change label between batch 32 and 1).
+            1 scores one pair per call, side by side on single-threaded workers: 2.3x faster
+            on such pairs, but with the signal ramps refitted it raised clean false positives
+            in the paper suite, so it is not the default (docs/benchmarks.md, "The NLI model
+            one pair per call").
+        concurrent: with one pair per call, score ``threads`` pairs at once
+            (:class:`~ragtrust.models.embedder.SideBySide`); ``False``: one call at a time.
         verify_checksum: check the ONNX file's sha256 against the manifest on load.
     """
 
     manifest_path: str | None = None
     threads: int = 2
     batch_size: int = 32
+    concurrent: bool = True
     verify_checksum: bool = True
     model_id: str = "ragtrust/nli-minilm-l6-int8"
     max_length: int = 256
@@ -112,7 +124,12 @@ class OnnxNLI(ReloadsAfterPickle):
     _session: Any = field(default=None, init=False, repr=False)
     _tokenizer: Any = field(default=None, init=False, repr=False)
     _perm: list[int] = field(default_factory=lambda: [0, 1, 2], init=False, repr=False)
-    _transient: ClassVar[dict[str, Callable[[], Any]]] = {"_session": lambda: None, "_tokenizer": lambda: None}
+    _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
+    _transient: ClassVar[dict[str, Callable[[], Any]]] = {
+        "_session": lambda: None,
+        "_tokenizer": lambda: None,
+        "_pool": lambda: None,
+    }
     _temperature: float = field(default=1.0, init=False, repr=False)
     _calibration: tuple[tuple[str, int], dict[str, Any] | None] | None = field(default=None, init=False, repr=False)
 
@@ -129,7 +146,7 @@ class OnnxNLI(ReloadsAfterPickle):
         tok = load_tokenizer(found.tokenizer_file, self.max_length)
         tok.enable_truncation(max_length=self.max_length, strategy="longest_first")
         self._tokenizer = tok
-        self._session = _session(found.model_file, self.threads, SLOW_FUSIONS)
+        self._session = _session(found.model_file, self._session_threads, SLOW_FUSIONS)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     @property
@@ -166,6 +183,9 @@ class OnnxNLI(ReloadsAfterPickle):
         if not pairs:
             return out
         encodings = self._tokenizer.encode_batch([(p, h) for p, h in pairs])
+        if self._workers > 1 and len(encodings) > 1:
+            logits = self._side_by_side(self._session, self._inputs, encodings, "NLI")
+            return softmax(logits[:, self._perm].astype(np.float32) / self._temperature)
         for idx, logits in onnx_logits(self._session, self._inputs, encodings, self.batch_size, "NLI"):
             out[idx] = softmax(logits[:, self._perm].astype(np.float32) / self._temperature)
         return out
