@@ -15,11 +15,13 @@ from ragtrust.documents import (
     AnswerSentence,
     Document,
     DocumentScreening,
+    Passage,
     RetrievedDoc,
     SignalResult,
     Span,
     Verdict,
     content_hash,
+    is_blank,
 )
 from ragtrust.errors import ConfigError, InputError
 from ragtrust.io import read_documents_jsonl, read_text_file, write_jsonl
@@ -204,3 +206,55 @@ def test_document_from_dict_checks_metadata_and_missing_fields() -> None:
         Document.from_dict({"id": "x"})
     with pytest.raises(InputError, match="expected a JSON object"):
         Document.from_dict(["x"])  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- library types validate their fields
+
+
+@pytest.mark.parametrize("rank", ["one", [1], float("inf"), 1.0, True, 0, -2, None])
+def test_retrieved_doc_rank_must_be_a_positive_integer(rank: object) -> None:
+    with pytest.raises(InputError, match="rank must be a positive integer"):
+        RetrievedDoc(document=Document(id="a", text="x"), rank=rank)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("score", [5.0, -0.1, float("nan"), True, "0.5", [0.5]])
+def test_retrieved_doc_similarity_must_be_in_the_unit_interval(score: object) -> None:
+    with pytest.raises(InputError, match=r"score \(similarity\) must be a number in \[0, 1\]"):
+        RetrievedDoc(document=Document(id="a", text="x"), score=score)  # type: ignore[arg-type]
+
+
+def test_retrieved_doc_takes_numpy_numbers_as_plain_ones() -> None:
+    np = pytest.importorskip("numpy")
+    doc = RetrievedDoc(document=Document(id="a", text="x"), score=np.float32(0.5), rank=np.int64(2))
+    assert (doc.score, doc.rank) == (0.5, 2) and type(doc.score) is float and type(doc.rank) is int
+    assert json.loads(doc.to_json())["score"] == 0.5
+
+
+def test_retrieved_doc_document_must_be_a_document() -> None:
+    with pytest.raises(InputError, match="RetrievedDoc.document must be a Document, got dict"):
+        RetrievedDoc(document={"id": "a", "text": "t"})  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="expected an object for Document, got str"):
+        RetrievedDoc.from_dict({"document": "a"})
+
+
+@pytest.mark.parametrize("url", [5, {"href": "x"}, ["x"]])
+def test_a_url_is_a_string_or_none(url: object) -> None:
+    with pytest.raises(InputError, match="url must be a string or null"):
+        Document(id="a", text="x", url=url)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="url must be a string or null"):
+        Document.from_dict({"id": "a", "text": "x", "url": url})
+    with pytest.raises(InputError, match="url must be a string or null"):
+        Passage(passage_id="p", text="x", url=url)  # type: ignore[arg-type]
+    assert Document(id="a", text="x", url=None).cite == "a"
+
+
+def test_passage_fields_are_strings() -> None:
+    with pytest.raises(InputError, match="Passage.text must be a string, got int"):
+        Passage(passage_id="p", text=5)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="doc_id must be a string or null"):
+        Passage(passage_id="p", text="x", doc_id=3)  # type: ignore[arg-type]
+
+
+def test_is_blank_counts_format_characters_as_nothing() -> None:
+    assert is_blank("") and is_blank(" \n\t") and is_blank("\u200b\u200d\ufeff\u202e")
+    assert not is_blank("x") and not is_blank("\u200b x") and not is_blank("\u00a0.")

@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import numbers
 import types
 import typing
 import unicodedata
@@ -39,6 +40,83 @@ def normalize_text(text: str) -> str:
 def content_hash(text: str) -> str:
     """sha256 (hex) of the normalised text, so whitespace-only edits keep the hash."""
     return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
+
+
+def is_blank(text: str) -> bool:
+    r"""Tell whether ``text`` holds nothing but whitespace and invisible format characters.
+
+    Format characters (Unicode category Cf: zero-width spaces and joiners, bidi controls,
+    the byte-order mark, tag characters) show nothing, so a text of them alone is as empty
+    as one of spaces. The readers of documents people give (the dict / JSONL / HTTP forms,
+    ``--docs``) refuse such a text with this one test.
+
+    Example:
+        >>> is_blank(" \u200b\ufeff\n"), is_blank("\u200bUse TLS.")
+        (True, False)
+    """
+    stripped = text.strip()
+    if not stripped:
+        return True
+    if unicodedata.category(stripped[0]) != "Cf":  # the common case: a visible first character
+        return False
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in stripped)
+
+
+def check_rank(value: Any, what: str = "RetrievedDoc.rank") -> int:
+    """``value`` as a rank (an integer >= 1; booleans are not integers).
+
+    ``what`` names the value in the error, e.g. ``"docs.jsonl:3: 'rank'"``.
+
+    Raises:
+        InputError: ``"{what} must be a positive integer, got ..."``.
+
+    Example:
+        >>> check_rank(2)
+        2
+        >>> check_rank("one", "r.jsonl:1: 'rank'")
+        Traceback (most recent call last):
+        ...
+        ragtrust.errors.InputError: r.jsonl:1: 'rank' must be a positive integer, got 'one'
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise InputError(f"{what} must be a positive integer, got {_shown(value)}")
+    return int(value)
+
+
+def check_similarity(value: Any, what: str = "RetrievedDoc.score") -> float | None:
+    """``value`` as a similarity: ``None`` or a number in [0, 1] (not NaN, not a boolean).
+
+    Raises:
+        InputError: ``"{what} must be a number in [0, 1] or null, got ..."``.
+
+    Example:
+        >>> check_similarity(1), check_similarity(None)
+        (1.0, None)
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) <= 1.0:
+        # NaN fails the range test too: it compares false with everything
+        raise InputError(f"{what} must be a number in [0, 1] or null, got {_shown(value)}")
+    return float(value)
+
+
+def check_url(value: Any, what: str = "url") -> str | None:
+    """``value`` as a URL field: ``None`` or a string (a number or an object is refused).
+
+    Example:
+        >>> check_url("https://x/1"), check_url(None)
+        ('https://x/1', None)
+    """
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"{what} must be a string or null, got {type(value).__name__} {_shown(value)}")
+    return value
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters: an error message quotes input, never all of it."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _to_jsonable(value: Any) -> Any:
@@ -112,10 +190,10 @@ class _JsonMixin:
         unknown = set(data) - known
         if unknown:
             raise InputError(f"{cls.__name__}: unknown field(s) {sorted(unknown)}; expected {sorted(known)}")
-        kwargs = {k: _from_jsonable(hints[k], v) for k, v in data.items()}
         try:
+            kwargs = {k: _from_jsonable(hints[k], v) for k, v in data.items()}
             return cls(**kwargs)
-        except TypeError as exc:
+        except (TypeError, AttributeError) as exc:  # a field of the wrong JSON type
             raise InputError(f"{cls.__name__}: {exc}") from exc
 
 
@@ -139,9 +217,15 @@ class Document(_JsonMixin):
     content_hash: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        """Validate and fill the content hash."""
+        """Validate the types and fill the content hash.
+
+        An empty text is not refused here: signals screen such a document as ``skipped`` (a
+        retriever or framework may return one), and a store must stay readable. The entry
+        points that take documents from people (the JSONL, dict and HTTP forms, ``--docs``)
+        refuse a text that :func:`is_blank` calls empty.
+        """
         if not isinstance(self.id, str) or not self.id.strip():
-            raise InputError("Document.id must be a non-empty string")
+            raise InputError(f"Document.id must be a non-empty string, got {_shown(self.id)}")
         if not isinstance(self.text, str):
             raise InputError(f"Document {self.id!r}: text must be a string, got {type(self.text).__name__}")
         try:
@@ -150,6 +234,9 @@ class Document(_JsonMixin):
             raise InputError(
                 f"Document {self.id!r}: text is not valid Unicode (an unpaired surrogate at offset {exc.start})"
             ) from exc
+        check_url(self.url, f"Document {self.id!r}: url")
+        if not isinstance(self.metadata, Mapping):
+            raise InputError(f"Document {self.id!r}: metadata must be a mapping, got {type(self.metadata).__name__}")
         if not self.content_hash:
             object.__setattr__(self, "content_hash", content_hash(self.text))
 
@@ -199,6 +286,19 @@ class RetrievedDoc(_JsonMixin):
     rank: int = 1
     retriever: str = ""
 
+    def __post_init__(self) -> None:
+        """Validate: a :class:`Document`, a similarity in [0, 1] or ``None``, a rank >= 1."""
+        if not isinstance(self.document, Document):
+            raise InputError(
+                f"RetrievedDoc.document must be a Document, got {type(self.document).__name__}; "
+                "wrap the text as Document(id=..., text=...)"
+            )
+        what = f"RetrievedDoc {self.document.id!r}"
+        object.__setattr__(self, "score", check_similarity(self.score, f"{what}: score (similarity)"))
+        object.__setattr__(self, "rank", check_rank(self.rank, f"{what}: rank"))
+        if not isinstance(self.retriever, str):
+            raise InputError(f"{what}: retriever must be a string, got {type(self.retriever).__name__}")
+
     @property
     def id(self) -> str:
         """Shortcut for ``document.id``."""
@@ -242,6 +342,15 @@ class Passage(_JsonMixin):
     spans: tuple[Span, ...] = ()
     status: str = "unverified"  # kept | truncated | reattributed | dropped | unverified
     overlap: float | None = None
+
+    def __post_init__(self) -> None:
+        """Text fields must be strings: the aligner and the citation guard read them as text."""
+        for name in ("passage_id", "text"):
+            if not isinstance(getattr(self, name), str):
+                raise InputError(f"Passage.{name} must be a string, got {type(getattr(self, name)).__name__}")
+        check_url(self.url, f"Passage {self.passage_id!r}: url")
+        if self.doc_id is not None and not isinstance(self.doc_id, str):
+            raise InputError(f"Passage {self.passage_id!r}: doc_id must be a string or null, got {_shown(self.doc_id)}")
 
 
 @dataclass(frozen=True)
@@ -439,6 +548,10 @@ __all__ = [
     "Span",
     "TrustLevel",
     "Verdict",
+    "check_rank",
+    "check_similarity",
+    "check_url",
     "content_hash",
+    "is_blank",
     "normalize_text",
 ]

@@ -175,6 +175,35 @@ def test_human_output_prints_markup_in_documents_literally(tmp_path: Path) -> No
     assert "Traceback" not in result.output
 
 
+def test_human_output_escapes_control_characters_in_documents(tmp_path: Path) -> None:
+    # a poisoned id must not clear the screen, recolour the verdict or reorder a line
+    rows = [
+        {"id": "evil\u001b[2J\u001b[31mX", "text": "Use parameterised queries.\u001b[0m Bind every value."},
+        {"id": "rtl\u202egnp.exe", "text": "Disable SSLv3 and TLS 1.0 on every server.\u2067"},
+        {"id": "doc-[red]", "text": "Hash passwords with Argon2id.", "url": "https://x/\u009b2J"},
+    ]
+    file = tmp_path / "docs.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    result = runner.invoke(app, ["screen", "--docs", str(file)])
+    assert result.exit_code in (0, 3), result.output
+    for raw in ("\x1b", "\u202e", "\u2067", "\x9b"):
+        assert raw not in result.stdout
+    flat = "".join(result.stdout.split())  # the table may wrap an id
+    assert "evil\\x1b[2J\\x1b[31mX" in flat and "rtl\\u202egnp.exe" in flat and "doc-[red]" in flat
+    # --json is for scripts: json.dumps escapes, the data stays as it was
+    data = json.loads(runner.invoke(app, ["screen", "--docs", str(file), "--json"]).stdout)
+    assert [d["doc_id"] for d in data["documents"]] == [r["id"] for r in rows]
+
+
+def test_error_messages_escape_control_characters(tmp_path: Path) -> None:
+    # an error quotes what it was given (a path, an id): shown escaped, never sent to the terminal
+    missing = tmp_path / "gone\u001b[2J\u202e.jsonl"
+    result = runner.invoke(app, ["screen", "--docs", str(missing)])
+    assert result.exit_code == 2, result.output
+    assert "\x1b" not in result.stderr and "\u202e" not in result.stderr
+    assert "gone\\x1b[2J\\u202e.jsonl" in "".join(result.stderr.split()) and "no such file" in result.stderr
+
+
 # --------------------------------------------------------------------------- verify
 
 
@@ -266,6 +295,94 @@ def test_bad_jsonl_is_a_usage_error(tmp_path: Path, content: str, message: str) 
         assert message in " ".join(result.stderr.split())
 
 
+GOOD_ROW = '{"id": "ok", "text": "Use TLS 1.2 or later."}\n'
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (
+            '{"id": "a", "text": "Use parameterised queries.", "rank": "one"}',
+            "bad.jsonl:2: 'rank' must be a positive integer",
+        ),
+        (
+            '{"id": "a", "text": "Use parameterised queries.", "rank": [1]}',
+            "bad.jsonl:2: 'rank' must be a positive integer",
+        ),
+        (
+            '{"id": "a", "text": "Use parameterised queries.", "rank": 1e400}',
+            "bad.jsonl:2: 'rank' must be a positive integer",
+        ),
+        (
+            '{"id": "a", "text": "Use parameterised queries.", "rank": true}',
+            "bad.jsonl:2: 'rank' must be a positive integer",
+        ),
+        ('{"id": "a", "text": "Use parameterised queries.", "url": 5}', "bad.jsonl:2: 'url' must be a string or null"),
+        ('{"id": "a", "text": "Use TLS.", "url": {"href": "x"}}', "bad.jsonl:2: 'url' must be a string or null"),
+        ('{"id": {"x": 1}, "text": "Use TLS."}', "bad.jsonl:2: 'id' must be a string or an integer"),
+        ('{"id": "a", "text": "\\u200b\\u200d "}', "bad.jsonl:2: 'text' must be a non-empty string"),
+        ("[" * 100_000, "bad.jsonl:2: invalid JSON"),
+    ],
+    ids=[
+        "rank-word",
+        "rank-list",
+        "rank-overflow",
+        "rank-bool",
+        "url-int",
+        "url-object",
+        "id-object",
+        "text-invisible",
+        "deep",
+    ],
+)
+def test_bad_fields_in_docs_are_usage_errors_naming_the_line(tmp_path: Path, row: str, message: str) -> None:
+    file = tmp_path / "bad.jsonl"
+    file.write_text(GOOD_ROW + row + "\n", encoding="utf-8")
+    for args in (["screen", "--docs", str(file)], ["verify", "--answer", "Use TLS.", "--docs", str(file)]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert message in " ".join(result.stderr.split()) and "internal error" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_docs_ranks_and_ids_of_the_file_are_read(tmp_path: Path) -> None:
+    rows = [
+        {"id": 7, "text": "Use TLS 1.2 or later.", "rank": 2},
+        {"id": "b", "text": "Hash with Argon2id.", "rank": 1},
+    ]
+    file = tmp_path / "docs.jsonl"
+    file.write_text("\r\n".join(json.dumps(r) for r in rows) + "\r\n", encoding="utf-8")  # CRLF too
+    result = runner.invoke(app, ["screen", "--docs", str(file), "--json"])
+    assert result.exit_code in (0, 3), result.output
+    assert [d["doc_id"] for d in json.loads(result.stdout)["documents"]] == ["7", "b"]  # file order
+
+
+def test_a_line_separator_inside_a_docs_string_is_not_a_line_break(tmp_path: Path) -> None:
+    # json.dumps(ensure_ascii=False) writes U+2028 raw; str.splitlines() would cut the line there
+    file = tmp_path / "docs.jsonl"
+    file.write_text(json.dumps({"id": "a", "text": "Use TLS.\u2028Always."}, ensure_ascii=False) + "\n", "utf-8")
+    result = runner.invoke(app, ["screen", "--docs", str(file), "--json"])
+    assert result.exit_code in (0, 3), result.output
+
+
+def test_docs_lines_and_files_are_bounded_like_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the same limits as `ragtrust ingest` (ingest.max_line_bytes, 2 MB; ingest.max_file_bytes, 20 MB)
+    file = tmp_path / "big.jsonl"
+    big = json.dumps({"id": "big", "text": "Use TLS. " * 40})
+    file.write_text(GOOD_ROW + big + "\n", encoding="utf-8")
+    monkeypatch.setenv("RAGTRUST_INGEST__MAX_LINE_BYTES", "300")
+    for args in (["screen", "--docs", str(file)], ["verify", "--answer", "Use TLS.", "--docs", str(file)]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        message = " ".join(result.stderr.split())
+        assert f"big.jsonl:2: line of {len(big)} bytes is larger than ingest.max_line_bytes (300 bytes)" in message
+    monkeypatch.setenv("RAGTRUST_INGEST__MAX_LINE_BYTES", "2000000")
+    monkeypatch.setenv("RAGTRUST_INGEST__MAX_FILE_BYTES", "200")
+    result = runner.invoke(app, ["screen", "--docs", str(file)])
+    assert result.exit_code == 2, result.output
+    assert "big.jsonl: file of" in result.stderr and "ingest.max_file_bytes (200 bytes)" in result.stderr
+
+
 def test_binary_docs_file_is_a_usage_error(tmp_path: Path) -> None:
     file = tmp_path / "blob.jsonl"
     file.write_bytes(b"\x00\x01\x02binary")
@@ -312,6 +429,7 @@ def test_error_messages_keep_their_brackets(tmp_path: Path, kb: list[Document]) 
     bad.write_text("[trust]\nnope = 1\n", encoding="utf-8")
     result = runner.invoke(app, ["screen", "--docs", str(file), "--config", str(bad)])
     assert result.exit_code == 2 and "nope" in result.stderr
+    bad.unlink()  # ./ragtrust.toml is read by default, before the --docs file (its size limits)
     missing = runner.invoke(app, ["screen", "--docs", str(tmp_path / "[absent].jsonl")])
     assert missing.exit_code == 2 and "[absent].jsonl" in missing.stderr
 

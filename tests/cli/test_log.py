@@ -299,3 +299,41 @@ def test_export_filters_and_an_unknown_format(tmp_path: Path) -> None:
         export_log(log, tmp_path / "x.xml", "xml")
     result = invoke("log", "export", "--log", str(tmp_path / "v.sqlite"), "--format", "xml", "--out", "x")
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_export_onto_the_log_it_reads_is_refused_and_the_log_kept(tmp_path: Path, fmt: str) -> None:
+    store = tmp_path / "kb"
+    filled(store / LOG_FILE).close()
+    (tmp_path / "link.sqlite").symlink_to(store / LOG_FILE)
+    before = (store / LOG_FILE).read_bytes()
+    for source, out in (
+        (["--store", str(store)], store / LOG_FILE),  # the log beside the store
+        (["--log", str(store / LOG_FILE)], store / ".." / "kb" / LOG_FILE),
+        (["--log", str(tmp_path / "link.sqlite")], store / LOG_FILE),
+        (["--log", str(store / LOG_FILE)], store / f"{LOG_FILE}-wal"),
+    ):
+        result = invoke("log", "export", *source, "--format", fmt, "--out", str(out))
+        assert result.exit_code == 2, result.output
+        [line] = [x for x in result.stderr.splitlines() if x.strip()]
+        assert f"--out {out} is the verdict log being exported" in line and "name another file" in line
+    assert (store / LOG_FILE).read_bytes() == before
+    with VerdictLog(store / LOG_FILE, read_only=True) as log:
+        assert len(log) == 3
+
+
+def test_a_failed_export_leaves_the_earlier_file_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = filled(tmp_path / "v.sqlite")
+    out = tmp_path / "out.jsonl"
+    out.write_text("the earlier export\n", encoding="utf-8")
+    real = VerdictLog.iter_entries
+
+    def fails_midway(self: VerdictLog, **filters: Any) -> Any:
+        yield next(iter(real(self, **filters)))
+        raise OSError("disk full (simulated)")
+
+    monkeypatch.setattr(VerdictLog, "iter_entries", fails_midway)
+    with pytest.raises(OSError, match="disk full"):
+        export_log(log, out)
+    assert out.read_text(encoding="utf-8") == "the earlier export\n"
+    assert not list(tmp_path.glob(".out.jsonl.*"))  # no temporary file left behind

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 import ragtrust.models.embedder as embedder_module
 import ragtrust.models.nli as nli_module
 from ragtrust.cli.main import app
-from ragtrust.cli.render import CLAIM_WIDTH, claim_text, conflicts_table, diff_ranges, verdict_panel
-from ragtrust.documents import ClaimRef, Conflict, Verdict
+from ragtrust.cli.render import CLAIM_WIDTH, claim_text, conflicts_table, diff_ranges, printable, verdict_panel
+from ragtrust.documents import AnswerSentence, ClaimRef, Conflict, DocumentScreening, Span, Verdict
 from ragtrust.models.nli import NLIEngine
 from ragtrust.testing import HashingEmbedder, LexicalNLI
 
@@ -127,6 +127,50 @@ def test_document_text_is_never_read_as_markup() -> None:
     conflict = replace(CONTESTED, left=odd, left_words="Always", right_words="Never")
     _, left, *_ = conflict_columns(render(conflicts_table([conflict])))
     assert left == "doc[/b] “[bold]Always[/bold] use [red]MD5[/]”"
+
+
+#: characters a terminal acts on instead of showing: ESC (escape sequences), CSI, BEL, CR,
+#: and the bidi controls that reorder a line (CVE-2021-42574)
+RAW = ["\x1b", "\x9b", "\x07", "\r", "\u202e", "\u2066", "\u200f"]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("evil\x1b[2J", "evil\\x1b[2J"),
+        ("a\x9bb\x7f", "a\\x9bb\\x7f"),
+        ("rtl\u202eexe.txt\u202c", "rtl\\u202eexe.txt\\u202c"),
+        ("\u2066iso\u2069 \u200e\u200f\u061c", "\\u2066iso\\u2069 \\u200e\\u200f\\u061c"),
+        ("two\nlines\tand a tab", "two\nlines\tand a tab"),
+        ("caf\u00e9 \u4e2d \u200b", "caf\u00e9 \u4e2d \u200b"),  # printable and zero-width text stays
+    ],
+)
+def test_printable_escapes_controls_and_bidi_overrides(text: str, shown: str) -> None:
+    assert printable(text) == shown
+    assert printable(shown) == shown  # idempotent
+    assert printable("a\nb\tc", one_line=True) == "a\\x0ab\\x09c"
+
+
+def test_the_verdict_panel_shows_no_control_character_of_a_document() -> None:
+    evil = "kb\x1b[2J\x1b[31m-1\u202e\r\x07"
+    screening = DocumentScreening(doc_id=evil, url="https://x/\x9b", poison_probability=0.9, suspicious=True)
+    odd = ClaimRef(evil, 0, 10, "Use \u2066MD5\x1b[0m now.")
+    conflict = replace(CONTESTED, left=odd, blamed=evil, resolution="blamed: \u200fkb")
+    v = replace(
+        verdict(conflict),
+        query="q\x1b]0;title\x07",
+        answer="Use MD5.\x1b[8m hidden",
+        documents=(screening,),
+        warnings=(f"document {evil} looks poisoned",),
+        decision_reasons=(f"a suspicious document ({evil}) was used",),
+    )
+    out = render(verdict_panel(v), width=200)
+    for raw in RAW:
+        assert raw not in out, repr(raw)
+    assert "kb\\x1b[2J\\x1b[31m-1\\u202e" in out and "Use MD5.\\x1b[8m hidden" in out
+    cited = replace(v, sentences=(AnswerSentence("Use MD5.\x1b[8m", spans=(Span(evil, 0, 3, "Use\x1b[0m"),)),))
+    assert "\x1b" not in render(verdict_panel(cited, spans=True, title="t\x1b"), width=200)
+    assert "\x1b" not in render(conflicts_table([conflict]), width=200)  # the table alone (``ragtrust conflicts``)
 
 
 @pytest.mark.parametrize(

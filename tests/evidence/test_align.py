@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ragtrust.documents import Document, Passage, RetrievedDoc
-from ragtrust.errors import ConfigError
+from ragtrust.errors import ConfigError, InputError
 from ragtrust.evidence.align import TRUNCATION_JOINER, NGramAligner
 from ragtrust.testing import retrieved
 
@@ -212,3 +214,39 @@ def test_result_to_dict_is_json_ready() -> None:
     data = json.loads(json.dumps(result.to_dict()))
     assert data["passages"][0]["spans"][0]["doc_id"] == "doc-1"
     assert data["diagnostics"]["kept"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("passages", "message"),
+    [
+        ("use parameterised queries", "passages must be a list of Passage, got str"),
+        (None, "passages must be a list of Passage, got NoneType"),
+        ({"passage_id": "p", "passage": "x"}, "passages must be a list of Passage, got dict"),
+        (["use parameterised queries"], "passages[0] must be a Passage, got str"),
+        ([{"passage_id": "p", "passage": "use parameterised queries"}], "passages[0] must be a Passage, got dict"),
+    ],
+)
+def test_passages_of_another_type_are_one_input_error(passages: object, message: str) -> None:
+    with pytest.raises(InputError, match=re.escape(message)) as err:
+        NGramAligner().align(passages, DOCS)  # type: ignore[arg-type]
+    assert "passages_from_json" in str(err.value)  # the way to build them from JSON
+
+
+def test_documents_of_another_type_are_one_input_error() -> None:
+    p = Passage("p1", "use parameterised queries")
+    with pytest.raises(InputError, match=r"docs\[0\] must be a RetrievedDoc, got Document"):
+        NGramAligner().align([p], [DOCS[0].document])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    "passages",
+    ["use parameterised queries", ["use parameterised queries"], [{"passage_id": "p", "passage": "queries"}], None],
+)
+def test_trust_gate_align_names_the_passage_type(passages: object) -> None:
+    from ragtrust.config import load_settings
+    from ragtrust.pipeline import TrustGate
+    from ragtrust.testing import HashingEmbedder, LexicalNLI
+
+    gate = TrustGate.from_settings(load_settings(env={}), nli=LexicalNLI(), embedder=HashingEmbedder())
+    with pytest.raises(InputError, match=r"passages(\[0\])? must be a (list of )?Passage"):
+        gate.align(passages, DOCS)  # type: ignore[arg-type]

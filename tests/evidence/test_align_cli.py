@@ -97,3 +97,43 @@ def test_align_bad_input_exits_2(app: typer.Typer, files: tuple[Path, Path], tmp
     assert result.exit_code == 2
     missing = CliRunner().invoke(app, ["align", "-p", str(tmp_path / "none.json"), "-d", str(docs)])
     assert missing.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ('{"id": "c", "text": "Use TLS.", "rank": "one"}', "docs.jsonl:3: 'rank' must be a positive integer"),
+        ('{"id": "c", "text": "Use TLS.", "url": 5}', "docs.jsonl:3: 'url' must be a string or null"),
+    ],
+)
+def test_align_bad_docs_fields_exit_2_naming_the_line(
+    app: typer.Typer, files: tuple[Path, Path], row: str, message: str
+) -> None:
+    passages, docs = files
+    docs.write_text(docs.read_text(encoding="utf-8") + "\n" + row + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["align", "-p", str(passages), "-d", str(docs)])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
+
+
+def test_align_docs_lines_are_bounded_like_ingest(
+    app: typer.Typer, files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    passages, docs = files
+    monkeypatch.setenv("RAGTRUST_INGEST__MAX_LINE_BYTES", "100")
+    result = CliRunner().invoke(app, ["align", "-p", str(passages), "-d", str(docs)])
+    assert result.exit_code == 2, result.output
+    assert "docs.jsonl:1: line of" in result.output and "ingest.max_line_bytes (100 bytes)" in result.output
+
+
+def test_align_table_shows_ids_as_text_with_controls_escaped(
+    app: typer.Typer, files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, docs = files
+    passages = tmp_path / "odd.json"
+    rows = [{"passage_id": "[red]p\u001b[2J\u202e", "passage": "use parameterised queries to stop SQL injection"}]
+    passages.write_text(json.dumps(rows), encoding="utf-8")
+    result = CliRunner().invoke(app, ["align", "-p", str(passages), "-d", str(docs)])
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\u202e" not in result.output
+    assert "[red]p\\x1b[2J\\u202e" in "".join(result.output.split())

@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 from ragtrust.cli import store as store_cli
 from ragtrust.cli.main import app
+from ragtrust.ingest.store import check_store
 from ragtrust.testing import HashingEmbedder, LexicalNLI
 
 runner = CliRunner()
@@ -170,3 +171,55 @@ def test_scan_of_a_store_fills_the_caches_queries_read(tmp_path: Path, monkeypat
     rows = [{k: r[k] for k in ("id", "poison_probability")} for r in json.loads(first.stdout)["rows"]]
     assert again.exit_code == 3 and max(r["poison_probability"] for r in rows) > 0.7
     assert rows == [{k: r[k] for k in ("id", "poison_probability")} for r in json.loads(again.stdout)["rows"]]
+
+
+def test_a_report_over_an_input_or_the_store_or_unwritable_is_refused_before_scanning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    import ragtrust.scan
+
+    kb, store = _kb(tmp_path), tmp_path / "store"
+    assert runner.invoke(app, ["ingest", str(kb), "--store", str(store)]).exit_code == 0
+    read_only = tmp_path / "read-only"
+    read_only.mkdir()
+    real_access = os.access
+    # a read-only mount (chmod alone does not stop root)
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: Path(p) != read_only and real_access(p, mode, **kw))
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the scan ran before its report path was checked")
+
+    monkeypatch.setattr(ragtrust.scan, "scan_corpus", never)
+    files = {p: p.read_bytes() for p in [*store.rglob("*"), *kb.rglob("*")] if p.is_file() and p.suffix == ".md"}
+    files.update({p: p.read_bytes() for p in store.glob("generations/*.json")})
+    for args, report, message in (
+        (["--store", str(store)], store / "ledger.sqlite", "is inside the store folder"),
+        (["--store", str(store)], store / "scan.jsonl", "is inside the store folder"),
+        ([str(kb / "keys.md")], kb / "keys.md", "is one of the files scanned"),
+        ([str(kb)], kb / "sql.md", "is one of the files scanned"),
+        ([str(kb)], tmp_path, "is a folder"),
+        ([str(kb)], kb / "keys.md" / "scan.jsonl", "cannot be written"),
+        ([str(kb)], read_only / "scan.jsonl", "cannot be written"),
+    ):
+        result = runner.invoke(app, ["scan", *args, "--report", str(report)])
+        assert result.exit_code == 2, (report, result.output)
+        [line] = [x for x in result.stderr.splitlines() if x.strip()]
+        assert f"--report {report} " in line and message in line, line
+    assert {p: p.read_bytes() for p in files} == files
+    assert check_store(store).ok  # the ledger still opens and lists every document
+
+
+def test_a_report_is_written_atomically_beside_the_scanned_files(tmp_path: Path) -> None:
+    kb = _kb(tmp_path)
+    report = kb / "reports" / "scan.jsonl"
+    report.parent.mkdir()
+    report.write_text("the earlier report\n", encoding="utf-8")
+    result = runner.invoke(app, ["scan", str(kb / "keys.md"), str(kb / "sql.md"), "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["id"] for line in report.read_text(encoding="utf-8").splitlines()] == [
+        "keys.md#0",
+        "sql.md#0",
+    ]
+    assert sorted(p.name for p in report.parent.iterdir()) == ["scan.jsonl"]

@@ -49,6 +49,15 @@ def _store(tmp_path: Path) -> Path:
     return root
 
 
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file of the store and its bytes (SQLite's -shm / -wal of a reader aside)."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.endswith(("-shm", "-wal"))
+    }
+
+
 def _one_line(text: str) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     assert len(lines) == 1, text
@@ -178,3 +187,68 @@ def test_a_truncated_chunks_file_is_reported_as_store_damage(tmp_path: Path) -> 
     check = runner.invoke(app, ["store", "check", "--store", str(root)])
     assert check.exit_code == 2
     assert f"damaged: {relative}: line 1:" in check.stderr
+
+
+@pytest.mark.parametrize("damage", ["emptied", "blank line", "deleted", "deleted with its manifests"])
+def test_a_lost_current_pointer_is_damage_never_an_empty_store(tmp_path: Path, damage: str) -> None:
+    root = _store(tmp_path)
+    current = root / "CURRENT"
+    generation = current.read_text(encoding="utf-8")
+    if damage == "emptied":
+        current.write_bytes(b"")
+    elif damage == "blank line":
+        current.write_text("\n", encoding="utf-8")
+    else:
+        current.unlink()
+    if damage == "deleted with its manifests":  # the ledger still records the documents
+        for manifest in (root / "generations").glob("*.json"):
+            manifest.unlink()
+    files = _files(root)
+    new = tmp_path / "new.jsonl"
+    new.write_text(json.dumps({"id": "new", "text": "Rotate signing keys every year."}) + "\n", encoding="utf-8")
+
+    ingest = runner.invoke(app, ["ingest", str(new), "--store", str(root)])
+    assert ingest.exit_code == 2, ingest.output
+    assert "store damaged: CURRENT: " in _one_line(ingest.stderr)
+    assert _files(root) == files  # nothing published, nothing removed
+    for args in (
+        ["ask", "How should I store passwords?", "--store", str(root)],
+        ["screen", "--docs", str(new), "--store", str(root)],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "store damaged: CURRENT: " in _one_line(result.stderr) and "nothing was retrieved" not in result.output
+    check = runner.invoke(app, ["store", "check", "--store", str(root), "--json"])
+    assert check.exit_code == 2 and json.loads(check.stdout)["problems"][0].startswith("CURRENT: ")
+    with pytest.raises(StoreDamagedError, match=r"store damaged: CURRENT: .*store check"):
+        Store.open(root, HashingEmbedder(), create=True)
+
+    if damage != "deleted with its manifests":  # the message's fix: name the newest generation again
+        assert f"({generation.strip()}) into CURRENT" in _one_line(ingest.stderr)
+        current.write_text(generation, encoding="utf-8")
+        assert sorted(d.id for d in Store.open(root, HashingEmbedder()).parents()) == ["bcrypt", "md5"]
+
+
+def test_an_empty_folder_and_one_whose_first_ingest_failed_are_still_new_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": d.id, "text": d.text}) + "\n" for d in DOCS), encoding="utf-8")
+    assert runner.invoke(app, ["ingest", str(docs), "--store", str(empty)]).exit_code == 0
+    assert len(Store.open(empty, HashingEmbedder())) == 2
+
+    first = tmp_path / "first"
+    with monkeypatch.context() as patch:  # the first ingest fails after its segment, before publishing
+
+        def boom(*args: object, **kwargs: object) -> str:
+            raise RuntimeError("disk full (simulated)")
+
+        patch.setattr(Store, "_publish", boom)
+        with pytest.raises(RuntimeError):
+            Store.open(first, HashingEmbedder(), create=True).add(DOCS)
+    assert (first / "ledger.sqlite").is_file() and not (first / "CURRENT").exists()
+    result = runner.invoke(app, ["ingest", str(docs), "--store", str(first), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["added"] == 2 and check_store(first).ok

@@ -13,13 +13,14 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from ragtrust.cli.render import printable
 from ragtrust.config import Settings, load_settings
 from ragtrust.errors import (
     BackendError,
@@ -29,6 +30,9 @@ from ragtrust.errors import (
     ModelError,
     RagTrustError,
 )
+
+if TYPE_CHECKING:
+    from ragtrust.documents import RetrievedDoc
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_FLAGGED = 0, 1, 2, 3
 
@@ -79,8 +83,9 @@ def store_path(store: Path | None) -> Path:
 
 def fail(message: str, code: int) -> typer.Exit:
     """Print a one-line error and return the Exit to raise."""
-    # the message is text, not markup: "[trust]" or "list[Path]" must reach the user intact
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    # the message is text, not markup: "[trust]" or "list[Path]" must reach the user intact;
+    # it may quote a document's id or text: control characters are shown escaped, never sent
+    err_console.print(f"[bold red]error:[/] {escape(printable(message))}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -109,6 +114,18 @@ def handle_errors(fn: F) -> F:
             ) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def read_docs(path: Path, settings: Settings) -> list[RetrievedDoc]:
+    """The documents of a ``--docs`` JSONL file (``screen``, ``verify``, ``align``), in file order.
+
+    :func:`ragtrust.io.read_documents_jsonl` bounded as ``ragtrust ingest`` bounds its files
+    (``ingest.max_file_bytes``, ``ingest.max_line_bytes``; the HTTP API caps a request lower).
+    """
+    from ragtrust.io import read_documents_jsonl
+
+    limits = settings.ingest
+    return read_documents_jsonl(path, max_file_bytes=limits.max_file_bytes, max_line_bytes=limits.max_line_bytes)
 
 
 class PredictByDefault(TyperGroup):
@@ -222,6 +239,7 @@ __all__ = [
     "fail",
     "handle_errors",
     "print_json",
+    "read_docs",
     "settings_from",
     "spinner",
     "store_path",

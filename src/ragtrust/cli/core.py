@@ -14,6 +14,7 @@ from ragtrust.cli.common import (
     fail,
     handle_errors,
     print_json,
+    read_docs,
     settings_from,
     spinner,
     verdict_exit,
@@ -80,12 +81,6 @@ def ask(
     raise _shown(verdict, as_json, spans=spans)
 
 
-def _docs(path: Path) -> list:  # type: ignore[type-arg]
-    from ragtrust.io import read_documents_jsonl
-
-    return read_documents_jsonl(path)
-
-
 #: ``--store`` of screen and verify: only where spans' pages are read
 PagesStoreOption = typer.Option(
     None,
@@ -118,10 +113,11 @@ def screen(
     from ragtrust.ingest.documents_office import with_pages
     from ragtrust.pipeline import TrustGate
 
-    documents = _docs(docs)
+    settings = settings_from(config)
+    documents = read_docs(docs, settings)
     pages_from = _pages_store(store, config)
     with spinner("screening the documents", enabled=not as_json):
-        verdict = TrustGate.from_settings(settings_from(config)).screen(documents, query)
+        verdict = TrustGate.from_settings(settings).screen(documents, query)
     verdict = with_pages(verdict, pages_from, documents)  # a span into a PDF knows its page
     raise _shown(verdict, as_json, title="Stage 1 screening")
 
@@ -144,10 +140,11 @@ def verify(
     from ragtrust.ingest.documents_office import with_pages
     from ragtrust.pipeline import TrustGate
 
-    documents = _docs(docs)
+    settings = settings_from(config)
+    documents = read_docs(docs, settings)
     pages_from = _pages_store(store, config)
     with spinner("verifying the answer", enabled=not as_json):
-        verdict = TrustGate.from_settings(settings_from(config)).verify(answer, documents, query)
+        verdict = TrustGate.from_settings(settings).verify(answer, documents, query)
     verdict = with_pages(verdict, pages_from, documents)  # a span into a PDF knows its page
     raise _shown(verdict, as_json, title="Stage 2 verification")
 

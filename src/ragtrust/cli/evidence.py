@@ -6,8 +6,10 @@ from pathlib import Path
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from ragtrust.cli.common import ConfigOption, console, handle_errors, print_json, settings_from
+from ragtrust.cli.common import ConfigOption, console, handle_errors, print_json, read_docs, settings_from
+from ragtrust.cli.render import printable
 
 _STATUS_STYLE = {"kept": "green", "truncated": "yellow", "reattributed": "cyan", "dropped": "red"}
 _PASSAGES = typer.Option(
@@ -33,11 +35,10 @@ def align(
     """Keep, truncate, re-attribute or drop each passage by n-gram overlap, with source spans."""
     from ragtrust.evidence.align import NGramAligner
     from ragtrust.evidence.extract import read_passages_json
-    from ragtrust.io import read_documents_jsonl
 
     overrides = {"evidence": {k: v for k, v in (("ngram_n", n), ("overlap_threshold", threshold)) if v is not None}}
     settings = settings_from(config, overrides if overrides["evidence"] else None)
-    documents = read_documents_jsonl(docs)
+    documents = read_docs(docs, settings)
     items = read_passages_json(passages, documents)
     aligner = NGramAligner(n=settings.evidence.ngram_n, threshold=settings.evidence.overlap_threshold)
     result = aligner.align(items, documents)
@@ -48,9 +49,17 @@ def align(
     for column in ("passage", "status", "overlap", "source", "span"):
         table.add_column(column)
     for p in (*result.passages, *result.dropped):
+        # ids and URLs come from the files: data, never markup, control characters escaped
         span = "; ".join(f"{s.doc_id}[{s.start}:{s.end}]" for s in p.spans) or "-"
-        status = f"[{_STATUS_STYLE.get(p.status, 'white')}]{p.status}[/]"
-        table.add_row(p.passage_id, status, f"{p.overlap or 0.0:.2f}", p.url or p.doc_id or "-", span)
+        status = Text(p.status, style=_STATUS_STYLE.get(p.status, "white"))
+        source = p.url or p.doc_id or "-"
+        table.add_row(
+            Text(printable(p.passage_id, one_line=True)),
+            status,
+            f"{p.overlap or 0.0:.2f}",
+            Text(printable(source, one_line=True)),
+            Text(printable(span, one_line=True)),
+        )
     console.print(table)
     d = result.diagnostics
     console.print(

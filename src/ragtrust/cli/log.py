@@ -3,7 +3,8 @@
 The log read is ``--log FILE`` when given, else the one verdicts are written to: ``[log] path``,
 else ``<store>/verdicts.sqlite`` for ``--store`` / ``RAGTRUST_STORE``, else
 ``$XDG_DATA_HOME/ragtrust/verdicts.sqlite``. No model is loaded. Exit codes: 0 success;
-2 no log there, an unknown id, format or filter.
+2 no log there, an unknown id, format or filter, an ``--out`` that is the log itself or cannot
+be written (the export replaces ``--out`` only once complete).
 """
 
 from __future__ import annotations
@@ -158,9 +159,7 @@ def export_command(
 ) -> None:
     """Export logged verdicts, oldest first, with their full verdicts."""
     after = parse_since(since) if since is not None else None
-    if out.is_dir():
-        raise InputError(f"--out {out} is a folder: name the file to write")
-    with open_log(log, store, config) as db:
+    with open_log(log, store, config) as db:  # export_log refuses --out the log itself, before writing
         n = export_log(db, out, fmt, level=level, operation=operation, since=after)
         path = db.path
     console.print(f"wrote {n} verdict(s) from {path} to {out} ({fmt})", highlight=False)

@@ -1,9 +1,17 @@
-"""Rich rendering of verdicts for people (``--json`` prints ``Verdict.to_dict()`` instead)."""
+"""Rich rendering of verdicts for people (``--json`` prints ``Verdict.to_dict()`` instead).
+
+Everything shown comes from documents a stranger may have written: ids, text, URLs. It is
+data, never rich markup (it goes in through :class:`~rich.text.Text`), and it never reaches
+the terminal as control characters: :func:`printable` escapes them, so a poisoned document
+cannot clear the screen, recolour the verdict or reorder a line with bidi controls.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -17,6 +25,67 @@ LEVEL_STYLE = {"HIGH": "bold green", "MEDIUM": "bold yellow", "LOW": "bold dark_
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+|\d+")
 #: longest claim shown in the conflicts table, in characters (a window around the differing words)
 CLAIM_WIDTH = 140
+#: what :func:`printable` escapes: C0/C1 controls and DEL (Unicode category Cc; ESC starts a
+#: terminal escape sequence, CSI U+009B one on some terminals) and the bidi controls (LRM,
+#: RLM, ALM, the embeddings/overrides U+202A-202E and the isolates U+2066-2069) that make a
+#: terminal show text in another order than it is (CVE-2021-42574, "Trojan Source")
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: the same, less the line breaks and tabs a multi-line text lays out with
+_UNSAFE_IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: fields of the verdict's parts that are one-line names: a line break in them is escaped too
+_ONE_LINE_FIELDS = frozenset(
+    {"doc_id", "passage_id", "best_doc_id", "blamed", "url", "citations", "name", "kind", "origin", "status", "action"}
+)
+_T = TypeVar("_T")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    r"""``text`` safe for a terminal: control and bidi-control characters written as escapes.
+
+    ``\n`` and ``\t`` stay (text is laid out with them) unless ``one_line``: ids and names
+    keep to one line. Everything else passes unchanged; rich markup is not this function's
+    business (show the result as :class:`~rich.text.Text`).
+
+    Example:
+        >>> printable("evil\x1b[2J\u202eX\nnext")
+        'evil\\x1b[2J\\u202eX\nnext'
+        >>> printable("a\nb", one_line=True)
+        'a\\x0ab'
+    """
+    return (_UNSAFE if one_line else _UNSAFE_IN_TEXT).sub(_escape, text)
+
+
+def printable_fields(value: _T, *, one_line: bool = False) -> _T:
+    """A copy of ``value`` (a verdict, or any of its parts) with :func:`printable` on every string.
+
+    Ids, URLs and names (:data:`_ONE_LINE_FIELDS`) are kept to one line. Numbers, booleans
+    and ``None`` pass unchanged; the copy is for showing only (span offsets no longer index
+    an escaped text).
+    """
+    out: Any
+    if isinstance(value, str):
+        out = printable(value, one_line=one_line)
+    elif isinstance(value, tuple):
+        out = tuple(printable_fields(v, one_line=one_line) for v in value)
+    elif isinstance(value, list):
+        out = [printable_fields(v, one_line=one_line) for v in value]
+    elif isinstance(value, Mapping):
+        out = {printable_fields(k, one_line=True): printable_fields(v) for k, v in value.items()}
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            f.name: printable_fields(getattr(value, f.name), one_line=f.name in _ONE_LINE_FIELDS)
+            for f in dataclasses.fields(value)
+            if f.init
+        }
+        out = dataclasses.replace(value, **changes)
+    else:
+        out = value
+    return out  # type: ignore[no-any-return]
 
 
 def decision_line(verdict: Verdict) -> str:
@@ -95,8 +164,11 @@ def _clip(text: str, ranges: list[tuple[int, int]], width: int) -> tuple[str, li
 def claim_text(claim: ClaimRef, words: str = "", *, width: int = CLAIM_WIDTH) -> Text:
     """``doc-id`` (its origin when not retrieved) and the quoted claim, differing words in bold.
 
-    Document text is data, never rich markup: it goes in through :class:`~rich.text.Text`.
+    Document text is data, never rich markup: it goes in through :class:`~rich.text.Text`,
+    its control characters escaped (:func:`printable`).
     """
+    claim = printable_fields(claim)
+    words = printable(words)
     out = Text()
     out.append(claim.doc_id, style="bold cyan")
     if claim.origin != "retrieved":
@@ -113,6 +185,7 @@ def claim_text(claim: ClaimRef, words: str = "", *, width: int = CLAIM_WIDTH) ->
 
 def blame_text(conflict: Conflict) -> Text:
     """``contested`` or ``blamed: <doc-id>``, then how it was decided."""
+    conflict = printable_fields(conflict)
     out = Text()
     if conflict.blamed is None:
         out.append("contested", style="bold yellow")
@@ -140,7 +213,7 @@ def conflicts_table(conflicts: tuple[Conflict, ...] | list[Conflict]) -> Table:
         if c.contradiction is not None:
             strength.append(f"\nNLI {c.contradiction:.2f}", style="dim")
         table.add_row(
-            c.kind,
+            Text(printable(c.kind, one_line=True)),
             claim_text(c.left, c.left_words),
             claim_text(c.right, c.right_words),
             strength,
@@ -157,8 +230,10 @@ def _span_label(span: Span) -> str:
 def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = None) -> Panel:
     """A panel with the decision, scores, answer with citations, documents, conflicts and warnings.
 
-    A cited span with a ``page`` (PDF sources) shows ``p. N`` after its offsets.
+    A cited span with a ``page`` (PDF sources) shows ``p. N`` after its offsets. Every string
+    of the verdict is shown through :func:`printable` (control characters escaped).
     """
+    verdict = printable_fields(verdict)
     style = LEVEL_STYLE.get(verdict.trust_level, "bold")
     head = Text()
     head.append("TRUSTED" if verdict.trusted else "FLAGGED", style="bold green" if verdict.trusted else "bold red")
@@ -197,7 +272,8 @@ def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = 
             fired = ", ".join(f"{s.name}={s.score:.2f}" for s in d.signals if s.score > 0 and not s.skipped) or "-"
             sim = "-" if d.similarity is None else f"{d.similarity:.2f}"
             p_style = "red" if d.suspicious else ("yellow" if d.poison_probability > 0.3 else "green")
-            docs.add_row(Text(d.doc_id), sim, Text(f"{d.poison_probability:.2f}", style=p_style), d.action, Text(fired))
+            p_i = Text(f"{d.poison_probability:.2f}", style=p_style)
+            docs.add_row(Text(d.doc_id), sim, p_i, Text(d.action), Text(fired))
         parts.append(docs)
     if verdict.conflicts:
         parts.append(conflicts_table(verdict.conflicts))
@@ -208,7 +284,8 @@ def verdict_panel(verdict: Verdict, *, spans: bool = False, title: str | None = 
     timing = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in verdict.timings_s.items())
     if timing:
         parts.append(Text(f"\n{timing}", style="dim"))
-    heading = Text(title or verdict.query or verdict.stage)  # plain text: queries may contain "[...]"
+    # plain text: queries may contain "[...]"; one line: a title is no place for a line break
+    heading = Text(printable(title or verdict.query or verdict.stage, one_line=True))
     return Panel(Group(*parts), title=heading, border_style=style.split()[-1])
 
 
@@ -226,5 +303,7 @@ __all__ = [
     "decision_line",
     "diff_ranges",
     "print_verdict",
+    "printable",
+    "printable_fields",
     "verdict_panel",
 ]

@@ -174,6 +174,7 @@ def scan(
     from ragtrust.ingest.store import Store
     from ragtrust.models.nli_engine import NLI_CACHE_FILE, NLIEngine
     from ragtrust.scan import scan_corpus
+    from ragtrust.scan.report import check_report_path
     from ragtrust.screening.aggregate import build_screener
     from ragtrust.screening.base import SCREEN_CACHE_FILE, persist_caches
 
@@ -185,6 +186,7 @@ def scan(
         raise fail("nothing to scan: pass PATHS, --store DIR, or set RAGTRUST_STORE", EXIT_USAGE)
     if quarantine_above is not None and root is None:
         raise fail("--quarantine-above needs --store (quarantine is recorded in the store's ledger)", EXIT_USAGE)
+    check_report_path(report, paths or [], root)  # before the work: never over an input or the store
     embedder = _embedder(settings)
     opened = Store.open(root, embedder, settings=settings) if root is not None else None
     skipped: list[tuple[str, str]] = []
@@ -272,6 +274,7 @@ def store_check(
 ) -> None:
     """Verify a store: manifest, segment files and ledger; exit 2 naming the damage."""
     from ragtrust.ingest.store import check_store
+    from ragtrust.ingest.store_files import current_fix
 
     root = store_path(store)
     result = check_store(root)
@@ -288,9 +291,11 @@ def store_check(
         for problem in result.problems:
             err_console.print(f"[bold red]damaged:[/] {problem}", highlight=False, soft_wrap=True)
         fixes = []
+        if any(p.startswith("CURRENT") for p in result.problems):
+            fixes.append(current_fix(root))
         if any(p.startswith("ledger.sqlite") for p in result.problems):
             fixes.append(f"`ragtrust store repair --store {root}` re-creates the ledger, every document unvetted")
-        if any(not p.startswith("ledger.sqlite") for p in result.problems):
+        if any(not p.startswith(("ledger.sqlite", "CURRENT")) for p in result.problems):
             fixes.append("damaged segments or manifests need a re-ingest into a new store")
         err_console.print(f"store {root} is damaged: {'; '.join(fixes)}", highlight=False, soft_wrap=True)
     if not result.ok:

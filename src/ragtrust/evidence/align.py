@@ -40,12 +40,12 @@ import dataclasses
 import functools
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ragtrust.documents import Document, Passage, RetrievedDoc, Span
-from ragtrust.errors import ConfigError
+from ragtrust.errors import ConfigError, InputError
 from ragtrust.text import Token, word_tokens
 
 #: how many candidate positions of one n-gram are tried when growing a match (guards
@@ -171,7 +171,14 @@ class NGramAligner:
             (the document's citation target), ``spans``, ``status`` and ``overlap`` (the
             overlap that decided its fate: with the claimed document for kept/truncated,
             with the new document for re-attributed, the best one found for dropped).
+
+        Raises:
+            InputError: ``passages`` is not a list of :class:`~ragtrust.documents.Passage`
+                (JSON passages: :func:`ragtrust.evidence.passages_from_json`), or ``docs``
+                not a list of :class:`~ragtrust.documents.RetrievedDoc`.
         """
+        passages = _checked_items(passages, Passage, "passages", "read JSON passages with passages_from_json()")
+        docs = _checked_items(docs, RetrievedDoc, "docs", "wrap a Document as RetrievedDoc(document=...)")
         lookup = _lookup(docs)
         kept: list[Passage] = []
         dropped: list[Passage] = []
@@ -311,6 +318,25 @@ class NGramAligner:
         if best is not None and best_score > self.threshold:
             return self._attribute(passage, tokens, best, best_score, "reattributed")
         return dataclasses.replace(passage, spans=(), status="dropped", overlap=best_score)
+
+
+def _checked_items(items: object, kind: type[Any], name: str, hint: str) -> list[Any]:
+    """``items`` as a list, each a ``kind``; else one :class:`InputError` naming what came and the fix.
+
+    A ``str`` or a mapping is refused as a whole: iterating one gives characters or keys.
+
+    Example:
+        >>> _checked_items("x", Passage, "passages", "build Passage objects")
+        Traceback (most recent call last):
+        ...
+        ragtrust.errors.InputError: passages must be a list of Passage, got str; build Passage objects
+    """
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+        raise InputError(f"{name} must be a list of {kind.__name__}, got {type(items).__name__}; {hint}")
+    for i, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise InputError(f"{name}[{i}] must be a {kind.__name__}, got {type(item).__name__}; {hint}")
+    return list(items)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -76,6 +76,7 @@ from ragtrust.documents import Document
 from ragtrust.errors import InputError
 from ragtrust.ingest.documents_office import OFFICE_EXTENSIONS, office_text
 from ragtrust.ingest.markup import html_to_text, markdown_metadata
+from ragtrust.io import format_bytes
 
 #: extensions that :func:`load_paths` reads
 SUPPORTED_EXTENSIONS = (".txt", ".md", ".markdown", ".html", ".htm", ".jsonl", ".csv", *OFFICE_EXTENSIONS)
@@ -161,19 +162,6 @@ def load_paths(
         else:
             _load_one(path, path.name, report, seen, limits)
     return report
-
-
-def format_bytes(size: int) -> str:
-    """A byte count for a reader, in decimal units.
-
-    Example:
-        >>> format_bytes(20_000_000), format_bytes(54_123_456), format_bytes(1_500), format_bytes(12)
-        ('20 MB', '54.1 MB', '1.5 KB', '12 bytes')
-    """
-    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
-        if size >= scale:
-            return f"{size / scale:.1f}".removesuffix(".0") + f" {unit}"
-    return f"{size} bytes"
 
 
 def _too_large(size: int, limit: int, what: str, setting: str) -> str:

@@ -25,8 +25,11 @@ re-ingesting heals it if a crash came in between.
 **Fails closed.** The ledger is what tells a vetted document from a quarantined one, so a
 store with a live generation whose ``ledger.sqlite`` is missing or not a SQLite database
 refuses to open (:class:`~ragtrust.errors.StoreDamagedError`) instead of starting a new,
-empty ledger. :func:`check_store` names the damage; :func:`repair_store` re-creates the
-ledger with every document of the store recorded *unvetted*.
+empty ledger. Likewise a store whose ``CURRENT`` is missing, empty or unreadable (its
+manifests, segments or ledger are there) refuses to read or ingest instead of reading as an
+empty store, which an ingest would replace by a generation holding only the new documents.
+:func:`check_store` names the damage; :func:`repair_store` re-creates the ledger with every
+document of the store recorded *unvetted*.
 
 **Read-only stores answer queries.** A store folder this process cannot write (``chmod -R
 a-w``, a read-only mount) or opened with ``read_only=True`` reads its ledger through SQLite's
@@ -68,13 +71,13 @@ from ragtrust.ingest.ledger import TIERS, Ledger
 from ragtrust.ingest.snapshot import Snapshot, live_rows, stack_vectors
 from ragtrust.ingest.store_check import REPAIR_REASON, StoreCheck, StoreRepair, check_store, repair_store
 from ragtrust.ingest.store_files import (
-    CURRENT,
     FORMAT,
     LEDGER_FILE,
     Segment,
     check_ledger_file,
     check_store_embedder,
     collect_garbage,
+    current_generation,
     empty_manifest,
     missing_message,
     open_ledger,
@@ -171,11 +174,7 @@ class Store:
         return store
 
     def _current(self) -> str | None:
-        try:
-            name = (self.root / CURRENT).read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            return None
-        return name or None
+        return current_generation(self.root)
 
     def _read_manifest(self, generation: str | None) -> dict[str, Any]:
         if generation is None:

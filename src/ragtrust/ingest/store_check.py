@@ -21,9 +21,8 @@ from ragtrust.errors import InputError, StoreDamagedError
 from ragtrust.ingest.ledger import Ledger
 from ragtrust.ingest.snapshot import live_rows
 from ragtrust.ingest.store_files import (
-    CURRENT,
     LEDGER_FILE,
-    damaged,
+    current_generation,
     ledger_damage,
     missing_message,
     read_manifest_file,
@@ -102,13 +101,9 @@ class StoreRepair:
 
 def _live_generation(root: Path) -> tuple[str, dict[str, Any], list[Document], dict[str, Document]]:
     """Read the live generation without an embedder: (name, manifest, live chunks, live parents)."""
-    try:
-        generation = (root / CURRENT).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else exc
-        raise damaged(root, root / CURRENT, f"unreadable ({why})") from exc
-    if not generation:
-        raise damaged(root, root / CURRENT, "empty")
+    generation = current_generation(root)
+    if generation is None:  # pragma: no cover - the callers checked store_exists
+        raise InputError(missing_message(root))
     manifest = read_manifest_file(root, generation)
     chunks, _, _, parents = live_rows(manifest, lambda name: read_segment_files(root, name))
     return generation, manifest, chunks, parents

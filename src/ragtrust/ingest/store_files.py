@@ -55,8 +55,83 @@ Segment = tuple[list[Document], npt.NDArray[np.float32], list[Document]]
 
 # -- the layout ------------------------------------------------------------------------------
 def store_exists(path: str | Path) -> bool:
-    """Tell whether ``path`` holds a store with a live generation."""
-    return (Path(path) / CURRENT).is_file()
+    """Tell whether ``path`` holds a store: a ``CURRENT`` pointer, or the files of a store that lost it.
+
+    A store whose ``CURRENT`` is missing still exists (damaged: :func:`current_generation`
+    raises), so an ingest never takes it for a new, empty store and publishes a generation
+    without its documents. A folder whose first ingest failed before publishing (an empty
+    ledger, perhaps an orphaned segment) is still new.
+    """
+    root = Path(path)
+    return os.path.lexists(root / CURRENT) or _has_store_files(root)
+
+
+def _has_store_files(root: Path) -> bool:
+    """A manifest, a ledger that records documents (or is not one), or segments without a ledger."""
+    gens = root / "generations"
+    if gens.is_dir() and any(p.stem.isdigit() for p in gens.glob("*.json")):
+        return True
+    if (root / LEDGER_FILE).exists():
+        return _ledger_records_documents(root)
+    segments = root / "segments"
+    return segments.is_dir() and any(not p.name.startswith(".") for p in segments.iterdir())
+
+
+def _ledger_records_documents(root: Path) -> bool:
+    """True unless the ledger is a readable SQLite file that records no document (a failed first ingest)."""
+    import sqlite3
+
+    from ragtrust.ingest.sqlite_ro import connect_read_only
+
+    if ledger_damage(root) is not None:
+        return True
+    try:
+        conn = connect_read_only(root / LEDGER_FILE)
+        try:
+            return conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
+        finally:
+            conn.close()
+    except (sqlite3.Error, StoreReadOnlyError):
+        return True
+
+
+def current_generation(root: Path) -> str | None:
+    """The live generation that ``CURRENT`` names; ``None`` for a new store (nothing published yet).
+
+    Raises:
+        StoreDamagedError: the folder holds a store (:func:`store_exists`) but ``CURRENT`` is
+            missing, empty or unreadable: the store never reads as empty, so an ingest cannot
+            replace its documents with only the new ones and a query cannot answer from nothing.
+    """
+    file = root / CURRENT
+    try:
+        name = file.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        if not store_exists(root):
+            return None
+        raise _current_damaged(root, "missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _current_damaged(root, f"unreadable ({_why(exc)})") from exc
+    if not name:
+        raise _current_damaged(root, "empty")
+    return name
+
+
+def _current_damaged(root: Path, detail: str) -> StoreDamagedError:
+    return StoreDamagedError(
+        CURRENT,
+        f"{detail} (it names the live generation: without it the store refuses to read or ingest)",
+        f"{current_fix(root)}, or run `ragtrust store check` on the store ({store_name(root)})",
+    )
+
+
+def current_fix(root: Path) -> str:
+    """How to restore a lost ``CURRENT``: name the newest manifest, the likely live generation."""
+    gens = root / "generations"
+    numbers = [int(p.stem) for p in gens.glob("*.json") if p.stem.isdigit()] if gens.is_dir() else []
+    if not numbers:
+        return "no manifest is left under generations/: re-ingest the documents into a new store"
+    return f"write the newest generation's name ({max(numbers):06d}) into {CURRENT} to restore the store"
 
 
 def store_name(root: str | Path) -> str:
@@ -333,6 +408,8 @@ __all__ = [
     "check_ledger_file",
     "check_store_embedder",
     "collect_garbage",
+    "current_fix",
+    "current_generation",
     "damaged",
     "empty_manifest",
     "ledger_damage",

@@ -1,7 +1,8 @@
 """The decision: what the stages found (:class:`Outcome`) fused into a :class:`~ragtrust.documents.Verdict`.
 
 ``Verdict.trusted`` needs ``T >= tau`` *and* no failed condition: no internal failure, an
-answer, every sentence of it grounded (``trust.unsupported = "refuse"``; under ``"drop"``
+answer with a sentence that can be checked against the evidence (not "...", "[1]" or "?"),
+every sentence of it grounded (``trust.unsupported = "refuse"``; under ``"drop"``
 :func:`drop_unsupported` removes the others first and some sentence must remain), no
 suspicious document in the context, no text in the context that screening could not read
 (a script the injection classifier's vocabulary lacks), evidence about the question and an
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 from ragtrust.config import Settings
 from ragtrust.documents import AnswerSentence, Conflict, Passage, RetrievedDoc, Verdict
 from ragtrust.pipeline.gating import Gated
-from ragtrust.pipeline.rules import conflict_use, score_reason, suspicious_use, unsupported_use
+from ragtrust.pipeline.rules import conflict_use, score_reason, suspicious_use, unchecked_answer, unsupported_use
 from ragtrust.pipeline.stopwatch import Stopwatch
 from ragtrust.trust import TrustResult, compute_trust
 
@@ -121,6 +122,12 @@ def failed_conditions(out: Outcome, settings: Settings) -> tuple[list[str], list
         )
         reasons.extend(unsupported_reasons)
         warnings.extend(unsupported_warnings)
+        # "...", "[1]", "?": no sentence to check, so F is 0.5 "inconclusive" and nothing is
+        # unsupported. A refusal (blocked, nothing kept, nothing written) already says why.
+        if out.refusal is None:
+            unchecked_reasons, unchecked_warnings = unchecked_answer(out.sentences, out.dropped)
+            reasons.extend(unchecked_reasons)
+            warnings.extend(unchecked_warnings)
     # The RAG triad's other two legs: evidence about the question, an answer that addresses
     # it. T measures neither (a grounded answer to another question scores as well).
     if out.relevance is not None:

@@ -26,7 +26,7 @@ from ragtrust.pipeline.checks import checked_factuality, checked_relevance, merg
 from ragtrust.pipeline.components import default_extractor, default_generator, model_ids
 from ragtrust.pipeline.decision import Outcome, decide, drop_unsupported, empty_verdict
 from ragtrust.pipeline.gating import Gated, gate_documents
-from ragtrust.pipeline.inputs import DocsIn, as_retrieved_docs
+from ragtrust.pipeline.inputs import DocsIn, answer_text, as_retrieved_docs, optional_query, question_text
 from ragtrust.pipeline.parts import Aligns, Extracts, GateStore, Grounds, JudgesRelevance, Screens, Verifies
 from ragtrust.pipeline.stopwatch import Stopwatch
 from ragtrust.pipeline.telemetry import traced
@@ -238,7 +238,7 @@ class TrustGate:
     @traced("ask")
     def ask(self, question: str) -> Verdict:
         """Answer ``question`` from the store with a full trust verdict."""
-        query = Query(question)
+        query = Query(question_text(question))
         self.warm_up()
         watch = Stopwatch()
         with watch.stage("retrieve"):
@@ -248,7 +248,7 @@ class TrustGate:
     @traced("answer_from")
     def answer_from(self, question: str, docs: Sequence[DocsIn] | DocsIn) -> Verdict:
         """The full pipeline on already-retrieved documents (no retrieval step)."""
-        query = Query(question)
+        query = Query(question_text(question))
         self.warm_up()
         return self._answer(query.text, self._check_docs(docs, allow_empty=True), Stopwatch(), [])
 
@@ -257,7 +257,9 @@ class TrustGate:
         """Stage 1 alone: a pre-generation verdict on ``docs`` (F = 0.5, nothing to verify).
 
         ``docs``: str (text, id ``doc-<n>``), dict ``{id, text, url?, similarity?}``, Document or RetrievedDoc.
+        ``query``: ``None`` or a ``str``; one with nothing visible in it counts as no query.
         """
+        query = optional_query(query)
         docs = self._check_docs(docs)
         self.warm_up()
         watch = Stopwatch()
@@ -278,12 +280,17 @@ class TrustGate:
         """Stage 2 on a given answer: NLI factuality vs ``docs``, fused with Stage 1's C and P.
 
         With a ``query``, the answer's relevance to it is checked too (there are no passages
-        here, so context relevance is not measured).
+        here, so context relevance is not measured). An answer with no sentence that can be
+        checked against the documents ("...", "[1]", a question) is not trusted.
+
+        Raises:
+            InputError: ``answer`` is not a ``str`` or shows nothing (whitespace, format
+                characters), ``query`` is neither ``None`` nor a ``str``, or bad ``docs``.
         """
         from ragtrust.generation.postprocess import says_not_stated
 
-        if not isinstance(answer, str) or not answer.strip():
-            raise InputError("the answer to verify is empty")
+        answer = answer_text(answer)
+        query = optional_query(query)
         docs = self._check_docs(docs)
         self.warm_up()
         watch = Stopwatch()
@@ -315,7 +322,7 @@ class TrustGate:
             for s in fact.sentences
         )
         drop_unsupported(out, self.settings)
-        if query and query.strip():
+        if query is not None:
             # no passages here: the answer's relevance to the question is measured, and the
             # question's names are looked for in the documents the gate kept
             with watch.stage("relevance"):
@@ -327,7 +334,7 @@ class TrustGate:
         """EvidenT alignment of ``passages`` against ``docs`` (keep / truncate / re-attribute / drop)."""
         docs = self._check_docs(docs)
         self._build_components()
-        return _built(self.aligner, "aligner").align(list(passages), docs)
+        return _built(self.aligner, "aligner").align(passages, docs)
 
     # ------------------------------------------------------------------ internals
     @staticmethod

@@ -10,6 +10,11 @@ Each item may be
 A single item is taken as a list of one. Ranks follow the order given (a ``RetrievedDoc``
 keeps its own). Anything else is one :class:`~ragtrust.errors.InputError` naming the item.
 
+The texts are checked here too: a question or an answer to verify must be a ``str`` with
+something visible in it (:func:`~ragtrust.documents.is_blank`: whitespace and format
+characters such as U+200B or U+202E do not count); the optional ``query`` of screen / verify
+is ``None`` or a ``str``, and one with nothing visible is no query.
+
 Example:
     >>> docs = as_retrieved_docs(["Use bcrypt.", {"id": "kb-2", "text": "Salt hashes.", "similarity": 0.8}])
     >>> [(d.id, d.similarity, d.rank) for d in docs]
@@ -21,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
-from ragtrust.documents import Document, RetrievedDoc
+from ragtrust.documents import Document, RetrievedDoc, is_blank
 from ragtrust.errors import InputError
 from ragtrust.io import parse_document_row
 
@@ -55,6 +60,54 @@ def as_retrieved_docs(docs: Any, *, allow_empty: bool = False) -> list[Retrieved
     return out
 
 
+def question_text(question: Any) -> str:
+    r"""``question`` when it is a ``str`` with something visible in it.
+
+    Raises:
+        InputError: not a ``str``, or only whitespace and invisible format characters.
+
+    Example:
+        >>> question_text("\u200b\u202e")
+        Traceback (most recent call last):
+        ragtrust.errors.InputError: the question is empty: pass a non-empty question text
+    """
+    if not isinstance(question, str):
+        raise InputError(f"the question must be a str; got {type(question).__name__}")
+    if is_blank(question):
+        raise InputError("the question is empty: pass a non-empty question text")
+    return question
+
+
+def answer_text(answer: Any) -> str:
+    """``answer`` (to verify) when it is a ``str`` with something visible in it.
+
+    Raises:
+        InputError: not a ``str``, or only whitespace and invisible format characters.
+    """
+    if not isinstance(answer, str):
+        raise InputError(f"the answer to verify must be a str; got {type(answer).__name__}")
+    if is_blank(answer):
+        raise InputError("the answer to verify is empty: pass a non-empty answer text")
+    return answer
+
+
+def optional_query(query: Any) -> str | None:
+    r"""The ``query`` of screen / verify: ``None``, or a ``str`` (``None`` when nothing in it is visible).
+
+    Raises:
+        InputError: anything else (bytes, a list, a number), naming the argument.
+
+    Example:
+        >>> optional_query(" \u200b"), optional_query("SQL injection?")
+        (None, 'SQL injection?')
+    """
+    if query is None:
+        return None
+    if not isinstance(query, str):
+        raise InputError(f"query must be a str or None; got {type(query).__name__}")
+    return None if is_blank(query) else query
+
+
 def _one(item: Any, i: int) -> RetrievedDoc:
     if isinstance(item, RetrievedDoc):
         return item
@@ -70,4 +123,4 @@ def _one(item: Any, i: int) -> RetrievedDoc:
     raise InputError(f"documents[{i}]: expected {ACCEPTED}; got {type(item).__name__}")
 
 
-__all__ = ["ACCEPTED", "DocsIn", "as_retrieved_docs"]
+__all__ = ["ACCEPTED", "DocsIn", "answer_text", "as_retrieved_docs", "optional_query", "question_text"]

@@ -2,7 +2,8 @@
 
 A suspicious document kept in the context (policy ``flag``) or a claim that another source
 contradicts fails the decision when the answer used it; so does an answer sentence that the
-evidence does not support, unless ``trust.unsupported = "drop"`` removed it.
+evidence does not support, unless ``trust.unsupported = "drop"`` removed it, and an answer
+with no sentence that can be checked at all.
 
 Each rule returns the decision reasons (conditions that failed, in words) and the warnings
 for a person; :mod:`ragtrust.pipeline.decision` adds them to the verdict.
@@ -131,6 +132,29 @@ def unsupported_use(
     return reasons, warnings
 
 
+def unchecked_answer(
+    sentences: Sequence[AnswerSentence], dropped: Sequence[AnswerSentence]
+) -> tuple[list[str], list[str]]:
+    """Decision reason and warning for an answer with no sentence that can be checked ("...", "[1]", "?").
+
+    Such an answer asserts nothing the evidence could support: the verifier gives SPEC's
+    F = 0.5 "inconclusive" and no sentence is unsupported, so T could clear tau on C and P
+    alone. Nothing checked is nothing trusted (fail closed).
+
+    Example:
+        >>> unchecked_answer([], [])[0]
+        ['the answer has no sentence that can be checked against the evidence']
+        >>> unchecked_answer([AnswerSentence("Use Argon2id.", supported=True)], [])
+        ([], [])
+    """
+    if sentences or dropped:
+        return [], []
+    return ["the answer has no sentence that can be checked against the evidence"], [
+        "The answer has no sentence that could be checked against the documents (no claim to verify): "
+        "it is not trusted."
+    ]
+
+
 def score_reason(trust_score: float, tau: float) -> str:
     """The decision reason of a score below tau."""
     return f"T = {trust_score:.3f} < tau {tau:g}"
@@ -151,4 +175,4 @@ def _short(text: str, limit: int = 100) -> str:
     return repr(text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026")
 
 
-__all__ = ["conflict_use", "score_reason", "suspicious_use", "touches", "unsupported_use"]
+__all__ = ["conflict_use", "score_reason", "suspicious_use", "touches", "unchecked_answer", "unsupported_use"]

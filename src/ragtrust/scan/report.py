@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ragtrust.documents import Conflict, SignalResult, Span, _JsonMixin
-from ragtrust.io import write_jsonl
+from ragtrust.errors import InputError
+from ragtrust.io import check_output_file, same_file, write_jsonl
 from ragtrust.screening.witness import Witness
 
 #: progress callback: (stage, done, total); stages: "signals", "embed", "witnesses"
@@ -136,4 +137,55 @@ class ScanReport:
         write_jsonl(path, (r.to_dict() for r in self.rows))
 
 
-__all__ = ["ScanProgress", "ScanReport", "ScanRow"]
+def check_report_path(
+    report: str | Path | None, inputs: Sequence[str | Path] = (), store: str | Path | None = None
+) -> None:
+    """Refuse, before a scan runs, a report file that would overwrite what is scanned or cannot be written.
+
+    Args:
+        report: the JSONL file :meth:`ScanReport.write_jsonl` will write (``None``: no report, nothing to check).
+        inputs: the files and folders scanned.
+        store: the store folder scanned (or quarantined into).
+
+    Raises:
+        InputError: ``report`` is a folder or cannot be written; lies inside the store folder
+            (it could replace the ledger or a segment file); or is one of the scanned files
+            (named, or read from a named folder).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> kb = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (kb / "a.md").write_text("Use TLS.")
+        >>> check_report_path(kb / "scan.jsonl", [kb])
+        >>> check_report_path(kb / "a.md", [kb])
+        Traceback (most recent call last):
+        ...
+        ragtrust.errors.InputError: --report ... is one of the files scanned (read from ...): name a file ...
+    """
+    if report is None:
+        return
+    file = Path(report)
+    what = f"--report {file}"
+    check_output_file(file, what)
+    if store is not None and _inside(file, Path(store)):
+        raise InputError(
+            f"{what} is inside the store folder {store}: it could overwrite the store's files (its ledger); "
+            "write the report outside the store"
+        )
+    for given in map(Path, inputs):
+        if same_file(file, given) or (given.is_dir() and file.is_file() and _read_from(file, given)):
+            raise InputError(f"{what} is one of the files scanned (read from {given}): name a file that is not scanned")
+
+
+def _inside(file: Path, folder: Path) -> bool:
+    return file.resolve().is_relative_to(folder.resolve())
+
+
+def _read_from(file: Path, folder: Path) -> bool:
+    """Whether a scan of ``folder`` reads ``file`` (hidden files and folders are not read)."""
+    if not _inside(file, folder):
+        return False
+    return not any(part.startswith(".") for part in file.resolve().relative_to(folder.resolve()).parts)
+
+
+__all__ = ["ScanProgress", "ScanReport", "ScanRow", "check_report_path"]

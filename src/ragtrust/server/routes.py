@@ -21,7 +21,7 @@ from fastapi.responses import FileResponse, PlainTextResponse
 from prometheus_client import generate_latest
 
 from ragtrust import __version__
-from ragtrust.documents import Document
+from ragtrust.documents import Document, is_blank
 from ragtrust.errors import InputError
 from ragtrust.ingest.documents_office import with_pages
 from ragtrust.server import schemas as S
@@ -80,7 +80,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
     async def ask(body: S.AskRequest, request: Request) -> S.VerdictOut:
         """Retrieve from the store, screen, ground, answer, verify: one Verdict."""
         rt = runtime_of(request)
-        if not body.question.strip():
+        if is_blank(body.question):  # zero-width / bidi characters alone are empty too
             raise ApiError(422, "invalid_input", "the question is empty: send a non-empty 'question'")
         store = rt.require_store()
         gate = rt.require_gate()

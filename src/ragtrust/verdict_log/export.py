@@ -1,5 +1,9 @@
 """Export of the verdict log: JSONL, CSV and (with pyarrow) Parquet, oldest entry first.
 
+The export is written to a temporary file beside ``out`` that replaces it only once every
+entry is written, and an ``out`` that is the log itself (or its ``-wal`` / ``-shm``) is
+refused before anything is opened: an export never costs the audit history it reads.
+
 Example:
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtrust.errors import InputError, MissingDependencyError
+from ragtrust.io import atomic_open, check_output_file, same_file
 from ragtrust.verdict_log.log import LogEntry, VerdictLog
 
 #: the formats of :func:`export_log`; parquet needs pyarrow
@@ -54,13 +59,15 @@ def export_log(
     ``pandas.read_csv`` / ``pandas.read_parquet`` read as they are.
 
     Raises:
-        InputError: an unknown format or filter.
+        InputError: an unknown format or filter; ``out`` is the log being read, a folder,
+            or cannot be written (nothing is written then).
         MissingDependencyError: ``parquet`` without pyarrow.
     """
     if fmt not in EXPORT_FORMATS:
         raise InputError(f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")
-    entries = log.iter_entries(level=level, operation=operation, since=since)
     path = Path(out)
+    check_export_path(path, log.path)
+    entries = log.iter_entries(level=level, operation=operation, since=since)
     n = 0
     if fmt == "parquet":
         try:
@@ -72,9 +79,10 @@ def export_log(
         names = [*_FLAT, "trusted", "reasons", "models", "timings_s", "verdict"]
         types = {"id": pa.int64(), "trust_score": pa.float64(), "trusted": pa.bool_()}
         schema = pa.schema([(name, types.get(name, pa.string())) for name in names])
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+        with atomic_open(path, "wb") as raw:
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema), raw)
         return len(rows)
-    with path.open("w", encoding="utf-8", newline="") as handle:
+    with atomic_open(path, newline="") as handle:
         if fmt == "jsonl":
             for entry in entries:
                 handle.write(json.dumps(entry.to_dict(), ensure_ascii=False) + "\n")
@@ -88,4 +96,19 @@ def export_log(
     return n
 
 
-__all__ = ["EXPORT_FORMATS", "export_log"]
+def check_export_path(out: Path, log_path: Path) -> None:
+    """Refuse an export file that is the log being read (or its ``-wal`` / ``-shm``), or cannot be written.
+
+    Raises:
+        InputError: naming ``out`` and what to do.
+    """
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if same_file(out, log_path.with_name(log_path.name + suffix)):
+            raise InputError(
+                f"--out {out} is the verdict log being exported ({log_path.name}{suffix}): writing it would "
+                "destroy the log; name another file"
+            )
+    check_output_file(out, f"--out {out}")
+
+
+__all__ = ["EXPORT_FORMATS", "check_export_path", "export_log"]

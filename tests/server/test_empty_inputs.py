@@ -1,0 +1,48 @@
+"""Answers with nothing to check and invisible questions over HTTP (the gate's rules, through the API)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ragtrust.server.app import create_app
+
+from .conftest import InstrumentedGate
+
+pytestmark = pytest.mark.anyio
+
+DOCS = [
+    {"id": "a", "text": "Use parameterised queries for every database call.", "score": 0.9},
+    {"id": "b", "text": "Store passwords with Argon2id and a unique salt.", "score": 0.6},
+]
+
+
+@pytest.mark.parametrize("answer", ["...", "[1]", "?"])
+async def test_verify_does_not_trust_an_answer_with_no_checkable_sentence(
+    gate: InstrumentedGate, make_client: Any, answer: str
+) -> None:
+    async with make_client(create_app(gate=gate)) as client:
+        r = await client.post("/v1/verify", json={"answer": answer, "documents": DOCS, "query": "database"})
+    assert r.status_code == 200, r.text
+    v = r.json()
+    assert v["sentences"] == [] and v["trusted"] is False and v["decision"] == "flagged"
+    assert "the answer has no sentence that can be checked against the evidence" in v["decision_reasons"]
+    assert v["trust_level"] in {"LOW", "VERY LOW"}
+
+
+@pytest.mark.parametrize(
+    ("route", "body"),
+    [
+        ("/v1/ask", {"question": "\u200b\u202e"}),
+        ("/v1/verify", {"answer": "\u200b\u202e", "documents": DOCS}),
+    ],
+)
+async def test_invisible_text_is_an_empty_input(
+    gate: InstrumentedGate, make_client: Any, route: str, body: dict[str, Any]
+) -> None:
+    async with make_client(create_app(gate=gate)) as client:
+        r = await client.post(route, json=body)
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert error["type"] == "invalid_input" and "empty" in error["message"]
