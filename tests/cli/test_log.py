@@ -229,6 +229,22 @@ def test_list_filters_by_level_operation_since_and_limit(tmp_path: Path) -> None
     assert human.exit_code == 0 and "how to hash passwords" in human.stdout and "VERY LOW" in human.stdout
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("list", "--since", "99999999999d"), "reaches before the year 1"),
+        (("show", "99999999999999999999999"), "is not a log entry id"),
+        (("show", "0"), "is not a log entry id"),
+    ],
+)
+def test_numbers_out_of_range_are_one_clear_line(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    path = tmp_path / "v.sqlite"
+    filled(path).close()
+    result = invoke("log", *args, "--log", str(path))
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "internal error" not in result.output
+
+
 def test_the_api_principal_is_kept(tmp_path: Path) -> None:
     log = filled(tmp_path / "v.sqlite")
     assert [(e.operation, e.principal, e.source) for e in log.entries()] == [

@@ -127,6 +127,8 @@ def show_command(
     config: Path | None = ConfigOption,
 ) -> None:
     """Show one logged verdict in full."""
+    if not 1 <= entry_id < 2**63:  # SQLite's INTEGER range; ids start at 1
+        raise InputError(f"entry id {entry_id} is not a log entry id (see `ragtrust log list`)")
     with open_log(log, store, config) as db:
         entry = db.get(entry_id)
         path = db.path

@@ -404,7 +404,10 @@ def parse_since(text: str, now: datetime | None = None) -> str:
     value = text.strip()
     ago = _AGO.match(value.lower())
     if ago:
-        at = (now or datetime.now(UTC)) - timedelta(seconds=int(ago.group(1)) * _UNIT_S[ago.group(2)])
+        try:
+            at = (now or datetime.now(UTC)) - timedelta(seconds=int(ago.group(1)) * _UNIT_S[ago.group(2)])
+        except OverflowError:
+            raise InputError(f"--since {text!r} reaches before the year 1: give a smaller age or a date") from None
     else:
         try:
             at = datetime.fromisoformat(value)
