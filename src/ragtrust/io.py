@@ -72,6 +72,19 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return Path(a).resolve() == Path(b).resolve()
 
 
+def nearest_existing_folder(path: str | Path) -> Path:
+    """The nearest existing parent of ``path``: where a file there would be created (or a file in the way).
+
+    Example:
+        >>> nearest_existing_folder("/no/such/folder/out.json")
+        PosixPath('/')
+    """
+    folder = Path(path).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
 def check_output_file(path: str | Path, what: str) -> None:
     """Refuse, before any work is done, an output file that cannot be written.
 
@@ -93,9 +106,7 @@ def check_output_file(path: str | Path, what: str) -> None:
     file = Path(path)
     if file.is_dir():
         raise InputError(f"{what} is a folder: name the file to write")
-    folder = file.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    folder = nearest_existing_folder(file)
     if not folder.is_dir():
         raise InputError(f"{what} cannot be written: {folder} is a file, not a folder; choose another path")
     # the write goes to a temporary file in the folder, renamed over the file: the folder must be writable
@@ -271,6 +282,7 @@ def read_question_rows(path: str | Path | None, packaged: str) -> list[tuple[str
 
 
 __all__ = [
+    "nearest_existing_folder",
     "format_bytes",
     "atomic_open",
     "atomic_write_bytes",

@@ -29,6 +29,7 @@ from typing import Any
 from ragtrust.config import Settings
 from ragtrust.documents import Verdict
 from ragtrust.errors import InputError
+from ragtrust.io import nearest_existing_folder
 
 logger = logging.getLogger("ragtrust.verdict_log")
 
@@ -132,9 +133,7 @@ def _check_writable(path: Path) -> None:
     """
     if path.exists() and not os.access(path, os.W_OK):
         raise PermissionError(f"{path} is not writable")
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    folder = nearest_existing_folder(path)
     if not folder.is_dir():
         raise NotADirectoryError(f"{folder} is not a folder")
     if not os.access(folder, os.W_OK):
