@@ -258,3 +258,20 @@ def test_passage_fields_are_strings() -> None:
 def test_is_blank_counts_format_characters_as_nothing() -> None:
     assert is_blank("") and is_blank(" \n\t") and is_blank("\u200b\u200d\ufeff\u202e")
     assert not is_blank("x") and not is_blank("\u200b x") and not is_blank("\u00a0.")
+
+
+def test_is_blank_counts_control_characters_as_nothing() -> None:
+    assert is_blank("\x00") and is_blank("\x00\x01\x7f") and is_blank("\u200b\x00 \x85\x9f")
+    assert not is_blank("\x00x") and not is_blank("a\x00b")
+
+
+def test_document_metadata_nested_too_deeply_is_an_input_error() -> None:
+    deep: list[object] = []
+    for _ in range(900):
+        deep = [deep]
+    with pytest.raises(InputError, match="nested more than 32 levels deep"):
+        Document(id="d", text="Use TLS.", metadata={"x": deep})
+    with pytest.raises(InputError, match="nested more than 32 levels deep"):
+        Document.from_dict({"id": "d", "text": "Use TLS.", "metadata": {"x": deep}})
+    shallow: dict[str, object] = {"x": [[{"y": [1]}]]}
+    assert Document.from_dict(Document(id="d", text="t", metadata=shallow).to_dict()).metadata == shallow

@@ -42,24 +42,29 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
 
 
+_INVISIBLE = frozenset({"Cc", "Cf"})
+"""Unicode categories that show nothing: controls (Cc) and format characters (Cf)."""
+
+
 def is_blank(text: str) -> bool:
-    r"""Tell whether ``text`` holds nothing but whitespace and invisible format characters.
+    r"""Tell whether ``text`` holds nothing but whitespace, control and invisible format characters.
 
     Format characters (Unicode category Cf: zero-width spaces and joiners, bidi controls,
-    the byte-order mark, tag characters) show nothing, so a text of them alone is as empty
-    as one of spaces. The readers of documents people give (the dict / JSONL / HTTP forms,
+    the byte-order mark, tag characters) and control characters (category Cc: NUL, the C0
+    and C1 controls) show nothing, so a text of them alone is as empty as one of spaces.
+    The readers of documents and questions people give (the dict / JSONL / HTTP forms,
     ``--docs``) refuse such a text with this one test.
 
     Example:
-        >>> is_blank(" \u200b\ufeff\n"), is_blank("\u200bUse TLS.")
-        (True, False)
+        >>> is_blank(" \u200b\ufeff\n"), is_blank("\x00\x01\x7f"), is_blank("\u200bUse TLS.")
+        (True, True, False)
     """
     stripped = text.strip()
     if not stripped:
         return True
-    if unicodedata.category(stripped[0]) != "Cf":  # the common case: a visible first character
+    if unicodedata.category(stripped[0]) not in _INVISIBLE:  # the common case: a visible first character
         return False
-    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in stripped)
+    return all(c.isspace() or unicodedata.category(c) in _INVISIBLE for c in stripped)
 
 
 def check_rank(value: Any, what: str = "RetrievedDoc.rank") -> int:
@@ -111,6 +116,44 @@ def check_url(value: Any, what: str = "url") -> str | None:
     if value is not None and not isinstance(value, str):
         raise InputError(f"{what} must be a string or null, got {type(value).__name__} {_shown(value)}")
     return value
+
+
+#: deepest nesting of objects and arrays a document's metadata may have; the same bound as
+#: ``ingest.max_depth`` for folders. Serialising recurses, so an unbounded depth (a
+#: 900-deep JSON list) raised RecursionError where it should refuse the input.
+MAX_METADATA_DEPTH = 32
+
+
+def check_metadata_depth(metadata: Any, what: str = "metadata") -> None:
+    """Refuse ``metadata`` nested more than :data:`MAX_METADATA_DEPTH` objects / arrays deep.
+
+    Walks with an explicit stack, so any depth is measured without recursion.
+
+    Raises:
+        InputError: ``"{what} is nested more than 32 levels deep; ..."``.
+
+    Example:
+        >>> check_metadata_depth({"a": [{"b": 1}]})
+        >>> deep: list[object] = []
+        >>> for _ in range(40):
+        ...     deep = [deep]
+        >>> check_metadata_depth({"x": deep}, "m")
+        Traceback (most recent call last):
+        ...
+        ragtrust.errors.InputError: m is nested more than 32 levels deep; flatten it
+    """
+    stack: list[tuple[Any, int]] = [(metadata, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, Mapping):
+            children: Any = value.values()
+        elif isinstance(value, (list, tuple)):
+            children = value
+        else:
+            continue
+        if depth > MAX_METADATA_DEPTH:
+            raise InputError(f"{what} is nested more than {MAX_METADATA_DEPTH} levels deep; flatten it")
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (Mapping, list, tuple)))
 
 
 def _shown(value: Any, limit: int = 60) -> str:
@@ -237,6 +280,7 @@ class Document(_JsonMixin):
         check_url(self.url, f"Document {self.id!r}: url")
         if not isinstance(self.metadata, Mapping):
             raise InputError(f"Document {self.id!r}: metadata must be a mapping, got {type(self.metadata).__name__}")
+        check_metadata_depth(self.metadata, f"Document {self.id!r}: metadata")
         if not self.content_hash:
             object.__setattr__(self, "content_hash", content_hash(self.text))
 
@@ -548,6 +592,7 @@ __all__ = [
     "Span",
     "TrustLevel",
     "Verdict",
+    "check_metadata_depth",
     "check_rank",
     "check_similarity",
     "check_url",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -10,11 +11,13 @@ import pytest
 pytest.importorskip("langchain_core")
 
 from langchain_core.documents import Document as LCDocument
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import ValidationError
 
 from ragtrust.config import load_settings
+from ragtrust.errors import InputError
 from ragtrust.integrations import ContextBlockedError
 from ragtrust.integrations.langchain import RagTrustEmbeddings, TrustRetriever, to_retrieved, verify_answer
 from ragtrust.pipeline import TrustGate
@@ -130,3 +133,61 @@ def test_embeddings_are_ragtrusts_embedder() -> None:
     vectors = RagTrustEmbeddings(embedder).embed_documents(CLEAN)
     assert len(vectors) == 2 and len(vectors[0]) == embedder.dim
     assert RagTrustEmbeddings(embedder).embed_query(CLEAN[0]) == pytest.approx(vectors[0])
+
+
+class _Fixed(BaseRetriever):
+    docs: list[Any]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
+        return self.docs
+
+
+@pytest.mark.parametrize("policy", ["drop-suspicious", "flag", "block"])
+def test_a_failed_screening_blocks_the_set_under_every_policy(
+    policy: str, crashed_stage1: Callable[[TrustGate], TrustGate]
+) -> None:
+    gate = crashed_stage1(_gate(policy))
+    evil = _Fixed(docs=[LCDocument(page_content=POISON, id="evil"), LCDocument(page_content=CLEAN[0], id="c")])
+    with pytest.raises(ContextBlockedError, match="screening failed.*injection model crashed") as caught:
+        TrustRetriever(retriever=evil, gate=gate).invoke(QUESTION)
+    assert caught.value.verdict.errors and not caught.value.verdict.trusted
+    assert TrustRetriever(retriever=evil, gate=gate, on_block="empty").invoke(QUESTION) == []
+
+
+@pytest.mark.parametrize("blank", ["", "  \n", "\u200b\u202e"])
+def test_a_document_with_no_visible_text_is_left_out(blank: str, caplog: pytest.LogCaptureFixture) -> None:
+    found = [LCDocument(page_content=CLEAN[0], id="kb-1"), LCDocument(page_content=blank, id="blank")]
+    docs = TrustRetriever(retriever=_Fixed(docs=found), gate=_gate("flag")).invoke(QUESTION)
+    assert [d.id for d in docs] == ["kb-1"]
+    assert "shows no text" in caplog.text
+    only_blank = TrustRetriever(retriever=_Fixed(docs=[LCDocument(page_content=blank)]), gate=_gate())
+    assert only_blank.invoke(QUESTION) == []
+
+
+def test_a_retriever_returning_strings_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="must return LangChain Documents, got str at position 1"):
+        TrustRetriever(retriever=_Fixed(docs=["plain string doc"]), gate=_gate()).invoke(QUESTION)
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ("hello", r"expects a dict with 'answer'.*got str"),
+        ({"question": QUESTION, "context": None, "answer": "x"}, r"'context' must be a list .*got NoneType"),
+        ({"question": QUESTION, "context": CLEAN[0], "answer": CLEAN[0]}, r"'context' must be a list .*got str"),
+        (
+            {"question": QUESTION, "context": [{"page_content": CLEAN[0]}], "answer": CLEAN[0]},
+            r"'context' item 1 must be a LangChain Document or a string, got dict",
+        ),
+        ({"question": QUESTION, "context": [None], "answer": "None"}, r"item 1 .*got NoneType"),
+    ],
+)
+def test_verify_answer_refuses_a_malformed_input(values: Any, expected: str) -> None:
+    with pytest.raises(InputError, match=expected):
+        verify_answer(_gate()).invoke(values)
+
+
+def test_verify_answer_leaves_blank_context_out() -> None:
+    out = verify_answer(_gate()).invoke({"question": QUESTION, "context": ["", "\u200b"], "answer": CLEAN[0]})
+    assert out["verdict"].trusted is False
+    assert any("nothing was retrieved" in reason for reason in out["verdict"].decision_reasons)

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
 pytest.importorskip("llama_index.core")
 
 from llama_index.core import VectorStoreIndex
+from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.base.response.schema import Response
 from llama_index.core.llms import MockLLM
+from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers.context_only import ContextOnly
-from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from pydantic import ValidationError
 
 from ragtrust.config import load_settings
@@ -151,3 +155,48 @@ def test_the_embedding_model_is_ragtrusts_embedder() -> None:
     vectors = model.get_text_embedding_batch(CLEAN)
     assert len(vectors) == 2 and len(vectors[0]) == embedder.dim
     assert model.get_query_embedding(CLEAN[0]) == pytest.approx(vectors[0])
+
+
+@pytest.mark.parametrize("policy", ["drop-suspicious", "flag", "block"])
+def test_a_failed_screening_blocks_the_nodes_under_every_policy(
+    policy: str, crashed_stage1: Callable[[TrustGate], TrustGate]
+) -> None:
+    gate = crashed_stage1(_gate(policy))
+    with pytest.raises(ContextBlockedError, match="screening failed.*injection model crashed") as caught:
+        TrustNodePostprocessor(gate=gate).postprocess_nodes(_nodes(), query_str=QUESTION)
+    assert caught.value.verdict.errors and not caught.value.verdict.trusted
+    assert TrustNodePostprocessor(gate=gate, on_block="empty").postprocess_nodes(_nodes(), query_str=QUESTION) == []
+
+
+@pytest.mark.parametrize("blank", ["", "  \n", "\u200b\u202e"])
+def test_a_node_with_no_visible_text_is_left_out(blank: str, caplog: pytest.LogCaptureFixture) -> None:
+    nodes = [NodeWithScore(node=TextNode(text=CLEAN[0], id_="kb-1")), NodeWithScore(node=TextNode(text=blank, id_="b"))]
+    kept = TrustNodePostprocessor(gate=_gate("flag")).postprocess_nodes(nodes, query_str=QUESTION)
+    assert [n.node.node_id for n in kept] == ["kb-1"]
+    assert "shows no text" in caplog.text
+    assert TrustNodePostprocessor(gate=_gate()).postprocess_nodes(nodes[1:], query_str=QUESTION) == []
+
+
+class _NoAnswerEngine(BaseQueryEngine):
+    """An engine that returns its source nodes but no answer (``Response(response=None)``)."""
+
+    def __init__(self) -> None:
+        super().__init__(callback_manager=None)
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        return {}
+
+    def _query(self, query_bundle: QueryBundle) -> Response:
+        node = NodeWithScore(node=TextNode(text=CLEAN[0], id_="kb-1"), score=0.8)
+        return Response(response=None, source_nodes=[node])
+
+    async def _aquery(self, query_bundle: QueryBundle) -> Response:
+        return self._query(query_bundle)
+
+
+def test_a_response_without_an_answer_is_not_trusted() -> None:
+    response = TrustQueryEngine(_NoAnswerEngine(), gate=_gate()).query(QUESTION)
+    verdict = response.metadata[VERDICT_KEY]
+    assert verdict.trusted is False and verdict.trust_level in ("LOW", "VERY LOW")
+    assert verdict.decision_reasons[0] == "the engine returned no answer"
+    assert [d.doc_id for d in verdict.documents] == ["kb-1"]  # the screening is still reported

@@ -32,17 +32,23 @@ async def test_verify_does_not_trust_an_answer_with_no_checkable_sentence(
 
 
 @pytest.mark.parametrize(
-    ("route", "body"),
+    ("route", "body", "says_empty", "gate_calls"),
     [
-        ("/v1/ask", {"question": "\u200b\u202e"}),
-        ("/v1/verify", {"answer": "\u200b\u202e", "documents": DOCS}),
+        ("/v1/ask", {"question": "\u200b\u202e"}, True, 0),
+        # the gate refuses the answer itself, before any model runs
+        ("/v1/verify", {"answer": "\u200b\u202e", "documents": DOCS}, True, 1),
+        ("/v1/ask", {"question": "\u0000\u0001"}, True, 0),
+        ("/v1/screen", {"documents": [{"id": "a", "text": "\u0000"}]}, False, 0),
+        ("/v1/verify", {"answer": "Use bcrypt.", "documents": [{"id": "a", "text": "\u0000\u007f"}]}, False, 0),
     ],
 )
-async def test_invisible_text_is_an_empty_input(
-    gate: InstrumentedGate, make_client: Any, route: str, body: dict[str, Any]
+async def test_invisible_or_control_text_alone_is_an_empty_input(
+    gate: InstrumentedGate, make_client: Any, route: str, body: dict[str, Any], says_empty: bool, gate_calls: int
 ) -> None:
     async with make_client(create_app(gate=gate)) as client:
         r = await client.post(route, json=body)
     assert r.status_code == 422, r.text
     error = r.json()["error"]
-    assert error["type"] == "invalid_input" and "empty" in error["message"]
+    assert error["type"] == "invalid_input"
+    assert "empty" in error["message"] or not says_empty
+    assert gate.calls == gate_calls

@@ -147,3 +147,13 @@ async def test_an_app_that_builds_its_gate_logs_beside_its_store_unless_disabled
     assert create_app(moved, store_path=tmp_path, build_gate=factory).state.verdict_log.path == (
         tmp_path / "elsewhere.sqlite"
     )
+
+
+@pytest.mark.parametrize("entry_id", ["9223372036854775808", "99999999999999999999999999", "0", "-1"])
+async def test_an_id_outside_sqlites_range_is_not_found(tmp_path: Path, make_client: Any, entry_id: str) -> None:
+    log = VerdictLog(tmp_path / LOG_FILE)
+    app = create_app(gate=InstrumentedGate(store=memory_store()), verdict_log=log)
+    async with make_client(app) as client:
+        await three_verdicts(client)
+        one_line_error(await client.get(f"/v1/log/{entry_id}"), 404, "not_found")
+    assert log.get(2**63) is None and log.get(-(2**63) - 1) is None and log.get(0) is None

@@ -7,7 +7,9 @@
   leaves the suspicious ones out, ``flag`` keeps them marked, ``block`` raises
   :class:`~ragtrust.integrations.ContextBlockedError` or returns no documents). Every
   document that comes back carries ``metadata["ragtrust"]``: its P_i, ``suspicious``, the
-  gate's ``action``, each signal's score and the reasons of the signals that fired.
+  gate's ``action``, each signal's score and the reasons of the signals that fired. If
+  Stage 1 itself fails, the set is blocked under every policy (fail closed); a document with
+  no visible text is left out with a logged warning.
 * :func:`verify_answer` is a runnable for the end of a chain: it takes the chain's dict
   (``question``, ``context``, ``answer``), verifies the answer against the context (Stage 2)
   and returns the same dict with the full :class:`~ragtrust.documents.Verdict` under
@@ -47,6 +49,7 @@ from ragtrust.integrations._gate import (
     retrieved,
     screen_and_gate,
     unique_ids,
+    without_blank,
 )
 
 try:
@@ -98,6 +101,8 @@ class TrustRetriever(BaseRetriever):
         return await asyncio.to_thread(self._gate_documents, found, query)
 
     def _gate_documents(self, found: Sequence[LCDocument], query: str) -> list[LCDocument]:
+        checked = _lc_documents(found)
+        found = without_blank(checked, [d.page_content for d in checked], "document")
         if not found:
             return []
         docs = to_retrieved(found)
@@ -112,6 +117,18 @@ class TrustRetriever(BaseRetriever):
                 metadata = {**doc.metadata, METADATA_KEY: {"id": rd.id, **note}}
                 out.append(LCDocument(page_content=doc.page_content, metadata=metadata, id=doc.id))
         return out
+
+
+def _lc_documents(found: Any) -> list[LCDocument]:
+    """The wrapped retriever's output, checked: a list of LangChain ``Document`` s, else InputError."""
+    if isinstance(found, (str, bytes)) or not isinstance(found, Sequence):
+        raise InputError(f"the wrapped retriever must return a list of LangChain Documents, got {type(found).__name__}")
+    for i, doc in enumerate(found, start=1):
+        if not isinstance(doc, LCDocument):
+            raise InputError(
+                f"the wrapped retriever must return LangChain Documents, got {type(doc).__name__} at position {i}"
+            )
+    return list(found)
 
 
 def to_retrieved(documents: Sequence[LCDocument]) -> list[RetrievedDoc]:
@@ -146,12 +163,15 @@ def verify_answer(
     (LangChain documents, e.g. from :class:`TrustRetriever`, or strings) and optionally
     ``question``; its output is the same dict with the :class:`~ragtrust.documents.Verdict`
     of :meth:`TrustGate.verify <ragtrust.pipeline.TrustGate.verify>` under ``verdict``.
-    An empty context (everything withheld) gives the not-trusted "nothing was retrieved"
-    verdict.
+    An empty context (everything withheld, or only documents with no visible text) gives the
+    not-trusted "nothing was retrieved" verdict. Anything else (not a dict, a context that is
+    not a list, an item that is neither a Document nor a string) is an
+    :class:`~ragtrust.errors.InputError`.
     """
 
     def run(values: dict[str, Any]) -> dict[str, Any]:
-        return {**values, output_key: _verify(gate, values, answer_key, context_key, question_key)}
+        verdict = _verify(gate, values, answer_key, context_key, question_key)
+        return {**values, output_key: verdict}
 
     async def arun(values: dict[str, Any]) -> dict[str, Any]:
         verdict = await asyncio.to_thread(_verify, gate, values, answer_key, context_key, question_key)
@@ -162,14 +182,17 @@ def verify_answer(
 
 def _verify(gate: TrustGate, values: dict[str, Any], answer_key: str, context_key: str, question_key: str) -> Verdict:
     if not isinstance(values, dict) or answer_key not in values:
-        raise InputError(f"verify_answer expects a dict with {answer_key!r} (and {context_key!r}, {question_key!r})")
+        got = f"a dict without {answer_key!r}" if isinstance(values, dict) else type(values).__name__
+        raise InputError(
+            f"verify_answer expects a dict with {answer_key!r} (and {context_key!r}, {question_key!r}), got {got}"
+        )
     answer = values[answer_key]
     text = answer.content if hasattr(answer, "content") else answer
     if not isinstance(text, str):
         raise InputError(f"the answer must be a string or a chat message, got {type(answer).__name__}")
     question = values.get(question_key)
     question = question if isinstance(question, str) and question.strip() else None
-    context = [d if isinstance(d, LCDocument) else LCDocument(page_content=str(d)) for d in values.get(context_key, [])]
+    context = _context(values.get(context_key, []), context_key)
     if not context:
         if question is None:
             raise InputError(f"no documents under {context_key!r} and no question: nothing to verify against")
@@ -200,6 +223,25 @@ class RagTrustEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         """The vector of one query."""
         return self.embed_documents([text])[0]
+
+
+def _context(value: Any, context_key: str) -> list[LCDocument]:
+    """The chain's context as LangChain documents, the blank ones left out; anything else is an InputError."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise InputError(
+            f"{context_key!r} must be a list of LangChain Documents or strings, got {type(value).__name__}"
+        )
+    docs = []
+    for i, item in enumerate(value, start=1):
+        if isinstance(item, LCDocument):
+            docs.append(item)
+        elif isinstance(item, str):
+            docs.append(LCDocument(page_content=item))
+        else:
+            raise InputError(
+                f"{context_key!r} item {i} must be a LangChain Document or a string, got {type(item).__name__}"
+            )
+    return without_blank(docs, [d.page_content for d in docs], "document")
 
 
 def _str_or_none(value: Any) -> str | None:

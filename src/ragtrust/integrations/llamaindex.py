@@ -8,7 +8,8 @@
   :class:`~ragtrust.integrations.ContextBlockedError` or returns no nodes). Every node that
   comes back carries ``metadata["ragtrust"]`` (P_i, ``suspicious``, the gate's ``action``,
   each signal's score, the reasons of the signals that fired), kept out of the LLM's and
-  the embedder's view of the node.
+  the embedder's view of the node. If Stage 1 itself fails, the nodes are blocked under
+  every policy (fail closed); a node with no visible text is left out with a logged warning.
 * :class:`TrustQueryEngine` wraps any query engine: the response comes back with the
   :class:`~ragtrust.documents.Verdict` of its answer verified against its source nodes
   (Stage 2) under ``response.metadata["ragtrust_verdict"]``.
@@ -29,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,6 +45,7 @@ from ragtrust.integrations._gate import (
     retrieved,
     screen_and_gate,
     unique_ids,
+    without_blank,
 )
 
 try:
@@ -98,6 +101,7 @@ class TrustNodePostprocessor(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
+        nodes = _visible(nodes)
         if not nodes:
             return []
         docs = to_retrieved(nodes)
@@ -123,6 +127,11 @@ def _annotated(scored: NodeWithScore, note: dict[str, Any]) -> NodeWithScore:
     return NodeWithScore(node=node, score=scored.score)
 
 
+def _visible(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
+    """``nodes`` less those whose text shows nothing (logged: nothing to screen or answer from)."""
+    return without_blank(nodes, [n.node.get_content(metadata_mode=MetadataMode.NONE) for n in nodes], "node")
+
+
 def to_retrieved(nodes: Sequence[NodeWithScore]) -> list[RetrievedDoc]:
     """LlamaIndex nodes as ragtrust's :class:`RetrievedDoc` (id = node id, URL = ``source`` / ``url``).
 
@@ -143,8 +152,9 @@ class TrustQueryEngine(BaseQueryEngine):
     The response is returned with ``metadata["ragtrust_verdict"]``, the
     :class:`~ragtrust.documents.Verdict` of :meth:`TrustGate.verify
     <ragtrust.pipeline.TrustGate.verify>` (answer vs source nodes, with the question); with
-    no answer text, the Stage 1 verdict of the source nodes; with no source nodes, the
-    not-trusted "nothing was retrieved" verdict. A streaming response is read to the end
+    no answer text, the Stage 1 verdict of the source nodes made not trusted (level at most
+    LOW, reason "the engine returned no answer"); with no source nodes (or only nodes with
+    no visible text), the not-trusted "nothing was retrieved" verdict. A streaming response is read to the end
     first (the answer must be complete to be verified). Put a :class:`TrustNodePostprocessor`
     in the engine's ``node_postprocessors`` to gate the context before the LLM sees it.
 
@@ -186,12 +196,32 @@ class TrustQueryEngine(BaseQueryEngine):
     def verdict(self, answer: str, nodes: Sequence[NodeWithScore], question: str | None) -> Verdict:
         """The verdict of ``answer`` against ``nodes`` (see the class docstring for the edge cases)."""
         question = question if question and question.strip() else None
+        nodes = _visible(nodes)
         if not nodes:
             return self.gate.answer_from(question or "(no question)", [])
         docs = to_retrieved(nodes)
         if not answer.strip():
-            return self.gate.screen(docs, question)
+            return _no_answer(self.gate.screen(docs, question))
         return self.gate.verify(answer, docs, question)
+
+
+#: why a response without an answer text is never trusted
+NO_ANSWER_REASON = "the engine returned no answer"
+
+
+def _no_answer(screened: Verdict) -> Verdict:
+    """The Stage 1 verdict of the source nodes, not trusted: there is no answer to trust.
+
+    Its level is capped at LOW, as for every not-trusted verdict (see :mod:`ragtrust.trust`).
+    """
+    level = "LOW" if screened.trust_level in ("HIGH", "MEDIUM") else screened.trust_level
+    return dataclasses.replace(
+        screened,
+        trusted=False,
+        trust_level=level,
+        decision_reasons=(NO_ANSWER_REASON, *screened.decision_reasons),
+        warnings=(*screened.warnings, f"Not trusted: {NO_ANSWER_REASON}."),
+    )
 
 
 class RagTrustEmbedding(BaseEmbedding):

@@ -11,8 +11,8 @@ A single item is taken as a list of one. Ranks follow the order given (a ``Retri
 keeps its own). Anything else is one :class:`~ragtrust.errors.InputError` naming the item.
 
 The texts are checked here too: a question or an answer to verify must be a ``str`` with
-something visible in it (:func:`~ragtrust.documents.is_blank`: whitespace and format
-characters such as U+200B or U+202E do not count); the optional ``query`` of screen / verify
+something visible in it (:func:`~ragtrust.documents.is_blank`: whitespace, control characters
+and format characters such as U+200B or U+202E do not count); the optional ``query`` of screen / verify
 is ``None`` or a ``str``, and one with nothing visible is no query.
 
 Example:
@@ -64,7 +64,7 @@ def question_text(question: Any) -> str:
     r"""``question`` when it is a ``str`` with something visible in it.
 
     Raises:
-        InputError: not a ``str``, or only whitespace and invisible format characters.
+        InputError: not a ``str``, or only whitespace, control and invisible format characters.
 
     Example:
         >>> question_text("\u200b\u202e")
@@ -82,7 +82,7 @@ def answer_text(answer: Any) -> str:
     """``answer`` (to verify) when it is a ``str`` with something visible in it.
 
     Raises:
-        InputError: not a ``str``, or only whitespace and invisible format characters.
+        InputError: not a ``str``, or only whitespace, control and invisible format characters.
     """
     if not isinstance(answer, str):
         raise InputError(f"the answer to verify must be a str; got {type(answer).__name__}")

@@ -192,6 +192,10 @@ class Runtime:
         full; 503 ``timeout`` when the budget runs out waiting or working. Past the budget,
         or when ``request``'s client disconnects, the work is cancelled: the pipeline stops
         at its next stage, and the worker stays counted until it has.
+
+        A ``write`` checks the deadline once, holding the store's write lock, just before
+        ``fn`` starts; from then on it runs to the end and its outcome is the answer (a 503
+        for a write that then commits would tell the client it failed when it did not).
         """
         ln = self.lanes[lane]
         if ln.full(budget_s=self.request_timeout_s):
@@ -217,9 +221,16 @@ class Runtime:
             ln.slots.release()
             raise self._client_gone()
 
+        commit = _WriteStart() if write else None
+
         def run() -> T:
-            with deadline.bound(budget), self.lock.write() if write else self.lock.read():
-                return fn()
+            if commit is None:
+                with deadline.bound(budget), self.lock.read():
+                    return fn()
+            with self.lock.write():
+                budget.check("writing to the store")
+                commit.begin()
+                return fn()  # no deadline bound: a write that began is seen through
 
         started = loop.time()
         try:
@@ -236,7 +247,7 @@ class Runtime:
 
         future.add_done_callback(finished)
         try:
-            return await self._outcome(future, budget, request)
+            return await self._outcome(future, budget, request, commit)
         except asyncio.CancelledError:
             budget.cancel("the request was cancelled")
             raise
@@ -248,15 +259,28 @@ class Runtime:
         except Exception as exc:
             raise map_exception(exc) from None
 
-    async def _outcome(self, future: asyncio.Future[T], budget: Deadline, request: Request | None) -> T:
-        """Wait for ``future`` until the deadline, checking whether the client is still there."""
+    async def _outcome(
+        self, future: asyncio.Future[T], budget: Deadline, request: Request | None, commit: _WriteStart | None
+    ) -> T:
+        """Wait for ``future`` until the deadline, checking whether the client is still there.
+
+        A write that began (``commit``) is waited for to the end, past the deadline too.
+        """
         while True:
-            done, _ = await asyncio.wait({future}, timeout=min(DISCONNECT_POLL_S, budget.remaining()))
+            writing = commit is not None and commit.started
+            timeout = DISCONNECT_POLL_S if writing else min(DISCONNECT_POLL_S, budget.remaining())
+            done, _ = await asyncio.wait({future}, timeout=timeout)
             if done:
                 return future.result()
+            if writing:
+                continue
             if budget.remaining() <= 0:
+                if commit is not None and not commit.abandon():
+                    continue  # the write began just now: see it through
                 raise TimeoutError
             if request is not None and await request.is_disconnected():
+                if commit is not None and not commit.abandon():
+                    continue
                 budget.cancel("the client disconnected")
                 self.metrics.cancelled.inc()
                 raise self._client_gone()
@@ -285,6 +309,35 @@ class Runtime:
         self.metrics.verdicts.labels(stage=verdict.stage, level=verdict.trust_level, decision=verdict.decision).inc()
         self.metrics.trust_score.labels(stage=verdict.stage).observe(verdict.trust_score)
         return S.VerdictOut.model_validate({**verdict.to_dict(), "decision": verdict.decision})
+
+
+class _WriteStart:
+    """Whether a store write began (then it is waited for) or was given up before it could.
+
+    The worker calls :meth:`begin` holding the write lock; the event loop calls
+    :meth:`abandon` when the budget runs out or the client leaves. One lock orders the two,
+    so a write never begins after its request was answered with a timeout, and a request
+    is never answered with a timeout after its write began.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.started = False
+        self._abandoned = False
+
+    def begin(self) -> None:
+        """Mark the write begun, or raise :class:`DeadlineExceeded` when it was abandoned."""
+        with self._lock:
+            if self._abandoned:
+                raise DeadlineExceeded("stopped before writing to the store: the request was given up")
+            self.started = True
+
+    def abandon(self) -> bool:
+        """Give the write up unless it began; ``True`` when it is given up (it will never begin)."""
+        with self._lock:
+            if not self.started:
+                self._abandoned = True
+            return self._abandoned
 
 
 def runtime_of(request: Request) -> Runtime:

@@ -335,7 +335,13 @@ class VerdictLog:
             last = rows[-1][0]
 
     def get(self, entry_id: int) -> LogEntry | None:
-        """One entry with its full verdict, or ``None`` when there is no such id (or it was pruned)."""
+        """One entry with its full verdict, or ``None`` when there is no such id (or it was pruned).
+
+        Ids start at 1 and are SQLite INTEGERs; any other number (``0``, a negative one, or
+        one past 2**63 - 1, which SQLite cannot bind) names no entry.
+        """
+        if isinstance(entry_id, bool) or not isinstance(entry_id, int) or not 1 <= entry_id <= _MAX_ROWID:
+            return None
         with self._lock:
             row = self._db().execute(f"SELECT {_COLUMNS}, verdict FROM verdicts WHERE id = ?", (entry_id,)).fetchone()
         return None if row is None else _entry(row[:-1], row[-1])
@@ -343,6 +349,10 @@ class VerdictLog:
     def __len__(self) -> int:
         with self._lock:
             return int(self._db().execute("SELECT count(*) FROM verdicts").fetchone()[0])
+
+
+#: largest SQLite INTEGER (a signed 64-bit value); a bigger Python int raises OverflowError on bind
+_MAX_ROWID = 2**63 - 1
 
 
 def _entry(row: tuple[Any, ...], blob: bytes | None = None) -> LogEntry:
