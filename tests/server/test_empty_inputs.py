@@ -52,3 +52,19 @@ async def test_invisible_or_control_text_alone_is_an_empty_input(
     assert error["type"] == "invalid_input"
     assert "empty" in error["message"] or not says_empty
     assert gate.calls == gate_calls
+
+
+@pytest.mark.parametrize("value", [True, "0.5", [0.5]])
+async def test_a_similarity_must_be_a_json_number(gate: InstrumentedGate, make_client: Any, value: object) -> None:
+    body = {"documents": [{"id": "a", "text": "Use bcrypt.", "similarity": value}]}
+    async with make_client(create_app(gate=gate)) as client:
+        r = await client.post("/v1/screen", json=body)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["type"] == "validation_error" and gate.calls == 0
+
+
+async def test_an_integer_similarity_is_still_a_number(gate: InstrumentedGate, make_client: Any) -> None:
+    body = {"documents": [{"id": "a", "text": "Use bcrypt to hash passwords.", "similarity": 1}]}
+    async with make_client(create_app(gate=gate)) as client:
+        r = await client.post("/v1/screen", json=body)
+    assert r.status_code == 200, r.text

@@ -11,9 +11,9 @@ from __future__ import annotations
 import collections
 import unicodedata
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from ragtrust.documents import Document, Passage, RetrievedDoc, is_blank
 from ragtrust.errors import InputError
@@ -43,10 +43,13 @@ class DocumentIn(_Request):
     id: str = Field(min_length=1, max_length=512, description="stable document id")
     text: str = Field(min_length=1, description="full document text; spans index into it")
     url: str | None = Field(None, description="citation target (defaults to the id)")
-    similarity: float | None = Field(
+    # a JSON number only: true or "0.5" is a mistake, not a similarity (the --docs reader agrees)
+    similarity: Annotated[float, Strict()] | None = Field(
         None, ge=0.0, le=1.0, description="retrieval similarity in [0, 1] (the verdict's documents[].similarity)"
     )
-    score: float | None = Field(None, ge=0.0, le=1.0, description="older name of similarity (still read)")
+    score: Annotated[float, Strict()] | None = Field(
+        None, ge=0.0, le=1.0, description="older name of similarity (still read)"
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
