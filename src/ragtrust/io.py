@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from ragtrust.documents import Document, RetrievedDoc, check_rank, check_url, is_blank
+from ragtrust.documents import Document, RetrievedDoc, check_rank, check_similarity, check_url, is_blank
 from ragtrust.errors import InputError
 
 
@@ -156,9 +156,7 @@ def parse_document_row(row: Any, where: str) -> RetrievedDoc:
     key = "similarity" if row.get("similarity") is not None else "score"
     score = row.get(key)
     if score is not None:
-        if not isinstance(score, (int, float)) or isinstance(score, bool) or not 0.0 <= float(score) <= 1.0:
-            raise InputError(f"{where}: {key!r} must be a number in [0, 1], got {score!r}")
-        score = float(score)
+        score = check_similarity(score, f"{where}: {key!r}")
         if row.get("score") is not None and row["score"] != score:
             raise InputError(f"{where}: 'similarity' and 'score' differ; give one of them (the same value)")
     metadata = row.get("metadata") or {}
