@@ -133,7 +133,11 @@ def test_length_batching_gives_the_same_vectors() -> None:
 
 def test_folded_weights_give_the_same_embeddings_up_to_float_noise() -> None:
     """Folding dequantises the int8 weights once at load; the arithmetic stays float."""
-    folded = OnnxEmbedder(threads=1, fold_weights=True).embed(MIXED)
-    per_call = OnnxEmbedder(threads=1, fold_weights=False).embed(MIXED)
+    folding, per_call_model = OnnxEmbedder(threads=1, fold_weights=True), OnnxEmbedder(threads=1, fold_weights=False)
+    folded, per_call = folding.embed(MIXED), per_call_model.embed(MIXED)
     assert ((folded * per_call).sum(axis=1) > 0.999).all()
+    key = "session.disable_quant_qdq"  # lets constant folding remove the DequantizeLinear nodes
+    assert folding._session.get_session_options().get_session_config_entry(key) == "1"
+    with pytest.raises(RuntimeError, match="disable_quant_qdq"):  # never set on the per-call session
+        per_call_model._session.get_session_options().get_session_config_entry(key)
     assert OnnxEmbedder(fold_weights=True).model_id == OnnxEmbedder(fold_weights=False).model_id

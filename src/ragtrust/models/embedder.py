@@ -7,7 +7,8 @@
   normalisation as in sentence-transformers. The int8 weights are folded to float once when
   the session loads, and the windows are batched by length with the least padding
   (:func:`length_batches`): docs/benchmarks.md, "The embedder's batches and weights". No
-  torch. Any other ONNX export of a BERT-style encoder with a ``last_hidden_state`` output loads with ``model_path``.
+  torch. Any other ONNX export of a BERT-style encoder with a ``last_hidden_state`` output
+  loads with ``model_path``.
 * :class:`TransformersEmbedder`: any Hugging Face encoder by id or local path (mean pooling);
   needs the ``[train]`` extra (torch, transformers).
 
