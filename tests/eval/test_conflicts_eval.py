@@ -109,6 +109,39 @@ def test_the_markdown_says_when_the_nli_check_was_off() -> None:
     assert "NLI contradiction check off" in text and "NLI ramp" not in text
 
 
+@pytest.mark.parametrize("value", ["x", "-1", "2.5"])
+def test_a_bad_nli_budget_is_one_clear_error(tmp_path: Path, value: str) -> None:
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(app, ["eval", "conflicts", "--out", str(out), "--max-nli-pairs", value])
+    assert result.exit_code == 2 and "--max-nli-pairs must be a whole number >= 0 or 'all'" in result.output
+    assert not out.exists()
+
+
+def test_the_markdown_says_how_many_pairs_nli_read_first() -> None:
+    report = _report(0.95, 0.0)
+    assert "nearest the question" not in ec.render_markdown(report)  # a report from before the budget
+    report["signal"]["max_nli_pairs"] = 10
+    assert "NLI on the 10 nearest the question first" in ec.render_markdown(report)
+    report["signal"]["max_nli_pairs"] = None
+    assert "NLI on every aligned pair" in ec.render_markdown(report)
+
+
+def test_the_evaluation_passes_the_question_to_the_signal() -> None:
+    seen: list[str | None] = []
+
+    class Recording(ClaimConflictSignal):
+        def score_batch(self, docs, query=None, witnesses=()):  # type: ignore[no-untyped-def]
+            seen.append(query)
+            return super().score_batch(docs, query, witnesses)
+
+    signal = Recording(nli=LexicalNLI(), embedder=HashingEmbedder(), min_cosine=0.3)
+    ec.evaluate_dataset(
+        "secure_coding", signal, HashingEmbedder(), data_dir=None, n=3, k=3, witnesses=1, seed=1,
+        strategies=("entity_swap",), placements=("witness",),
+    )  # fmt: skip
+    assert seen and all(isinstance(q, str) and q.strip() for q in seen)
+
+
 def test_the_report_is_written_as_json_and_markdown(tmp_path: Path) -> None:
     ec.write_report(_report(0.95, 0.0), tmp_path / "c.json")
     assert json.loads((tmp_path / "c.json").read_text())["k"] == 5

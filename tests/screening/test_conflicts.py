@@ -8,7 +8,7 @@ shipped NLI model and embedder (its ``claim_conflict`` ramp calibrated in the ma
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -400,6 +400,110 @@ def test_many_near_duplicate_claims_are_bounded() -> None:
     assert nli.pairs_seen <= 2 * signal.max_pairs
     assert any("the 12 most similar were checked" in note for note in details["notes"])
     assert all(0.0 <= r.score <= 1.0 for r in results)
+
+
+@dataclass
+class RecordingNLI:
+    """A neutral NLI model that records the pairs it reads: the budget's choices, seen from outside."""
+
+    model_id: str = "recording-nli"
+    read: list[tuple[str, str]] = field(default_factory=list)
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
+        self.read.extend(pairs)
+        return np.tile(np.array([0.1, 0.8, 0.1], dtype=np.float32), (len(pairs), 1))
+
+
+BEES = ["A queen bee lives for years inside the hive.", "Inside the hive a queen bee lives for years."]
+HASHES = [
+    "Argon2id is the recommended password hashing algorithm today.",
+    "The recommended password hashing algorithm today is Argon2id.",
+]
+
+
+def test_the_nli_budget_reads_the_pairs_nearest_the_question() -> None:
+    nli = RecordingNLI()
+    signal = fake_signal(nli=nli, max_nli_pairs=1)
+    results = signal.score_batch(
+        retrieved([BEES[0], HASHES[0], BEES[1], HASHES[1]]), "Which password hashing is recommended?"
+    )
+    assert results[0].details["aligned_pairs"] == 2
+    assert results[0].details["nli_pairs"] == 2 == len(nli.read)  # one pair, read both ways
+    assert {frozenset(p) for p in nli.read} == {frozenset(HASHES)}
+    assert any("NLI read 1 of 2 aligned claim pairs" in note for note in results[0].details["notes"])
+    bees = RecordingNLI()
+    fake_signal(nli=bees, max_nli_pairs=1).score_batch(
+        retrieved([BEES[0], HASHES[0], BEES[1], HASHES[1]]), "How long does a queen bee live?"
+    )
+    assert {frozenset(p) for p in bees.read} == {frozenset(BEES)}
+
+
+def test_without_a_question_the_budget_reads_the_most_similar_pairs() -> None:
+    nli = RecordingNLI()
+    results = fake_signal(nli=nli, max_nli_pairs=1).score_batch(retrieved([BEES[0], HASHES[0], BEES[1], HASHES[1]]))
+    assert results[0].details["nli_pairs"] == 2 and len({frozenset(p) for p in nli.read}) == 1
+
+
+def test_a_budget_that_holds_every_pair_reads_no_witness_pair_until_a_conflict() -> None:
+    nli = RecordingNLI()
+    texts = [ARGON, HASHES[1]]
+    witness = [doc("w", HASHES[0])]
+    results = fake_signal(nli=nli, max_nli_pairs=10).score_batch(retrieved(texts), "hashing?", witnesses=witness)
+    assert conflicts(results) == []
+    unbudgeted = RecordingNLI()
+    fake_signal(nli=unbudgeted).score_batch(retrieved(texts), "hashing?", witnesses=witness)
+    assert len(nli.read) <= len(unbudgeted.read)
+    assert results[0].details["nli_pairs"] == len(nli.read)
+
+
+@pytest.mark.parametrize("nli_factory", [LexicalNLI, ContradictingNLI])
+@pytest.mark.parametrize(
+    "question", [None, "How long does a queen bee live?", "Which password hashing is recommended?"]
+)
+def test_a_conflict_found_first_reads_the_rest_as_without_a_budget(nli_factory: Any, question: str | None) -> None:
+    """Once the diff or the first reads find a conflict, the set is judged exactly as without the budget."""
+    texts = [LONG, HASHES[0], LONG_REWORDED, HASHES[1], SHORT, ARGON]
+    budgeted = fake_signal(nli=nli_factory(), max_nli_pairs=1).score_batch(retrieved(texts), question)
+    full = fake_signal(nli=nli_factory()).score_batch(retrieved(texts), question)
+    assert conflicts(full)  # the set holds a conflict: the budget must not change its judgement
+    assert [c.to_dict() for c in conflicts(budgeted)] == [c.to_dict() for c in conflicts(full)]
+    assert [r.score for r in budgeted] == [r.score for r in full]
+    assert budgeted[0].details["consistency"] == full[0].details["consistency"]
+
+
+@dataclass
+class ArgonContradictingNLI:
+    """Calls a pair a contradiction only when both sides name Argon2id."""
+
+    model_id: str = "argon-nli"
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
+        rows = [[0.0, 0.0, 1.0] if "Argon2id" in a and "Argon2id" in b else [0.1, 0.8, 0.1] for a, b in pairs]
+        return np.asarray(rows, dtype=np.float32).reshape(len(pairs), 3)
+
+
+def test_a_contradiction_past_the_budget_goes_unread_when_nothing_else_conflicts() -> None:
+    """The trade the budget makes: NLI reads the pairs nearest the question, not the others."""
+    texts = [BEES[0], HASHES[0], BEES[1], HASHES[1]]
+    bees, hashes = "How long does a queen bee live?", "Which password hashing is recommended?"
+    assert [
+        c.kind for c in conflicts(fake_signal(nli=ArgonContradictingNLI()).score_batch(retrieved(texts), bees))
+    ] == ["nli"]
+    budgeted = fake_signal(nli=ArgonContradictingNLI(), max_nli_pairs=1)
+    assert conflicts(budgeted.score_batch(retrieved(texts), bees)) == []
+    assert [c.kind for c in conflicts(budgeted.score_batch(retrieved(texts), hashes))] == ["nli"]
+
+
+def test_a_question_vector_of_the_wrong_size_is_a_model_error() -> None:
+    @dataclass
+    class ShortQuestion(HashingEmbedder):
+        def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+            out = super().embed(texts)
+            return out[:, :8] if len(texts) == 1 and texts[0].endswith("?") else out
+
+    signal = fake_signal(embedder=ShortQuestion(), max_nli_pairs=1)
+    with pytest.raises(ModelError, match="question vector"):
+        signal.score_batch(retrieved([BEES[0], HASHES[0], BEES[1], HASHES[1]]), "Which hashing?")
 
 
 def test_a_document_with_thousands_of_sentences_is_capped() -> None:

@@ -42,6 +42,12 @@ def conflicts(
         "--nli-check/--no-nli-check",
         help="Run the NLI contradiction check on aligned pairs (the signal's nli_contradiction).",
     ),
+    max_nli_pairs: str | None = typer.Option(
+        None,
+        "--max-nli-pairs",
+        help="Aligned pairs the NLI check reads up front, nearest the question ('all': no budget; "
+        "default: the signal's).",
+    ),
     config: Path | None = typer.Option(None, "--config", help="Settings TOML (models)."),
     as_json: bool = typer.Option(False, "--json", help="Print the headline numbers as JSON."),
 ) -> None:
@@ -65,7 +71,7 @@ def conflicts(
         witnesses=witnesses,
         seed=seed,
         owasp_sets=owasp_sets,
-        signal_params={"nli_contradiction": nli_check},
+        signal_params={"nli_contradiction": nli_check, **_budget(max_nli_pairs)},
         calibrate_fpr=calibrate,
         progress=lambda message: console.print(message, highlight=False),
     )
@@ -133,3 +139,18 @@ def register(app: typer.Typer) -> None:
 
 
 __all__ = ["conflicts", "register"]
+
+
+def _budget(value: str | None) -> dict[str, int | None]:
+    """``--max-nli-pairs`` as signal parameters: nothing (the default), ``None`` for 'all', or N >= 0."""
+    if value is None:
+        return {}
+    if value.strip().lower() == "all":
+        return {"max_nli_pairs": None}
+    try:
+        n = int(value)
+    except ValueError:
+        raise InputError(f"--max-nli-pairs must be a whole number >= 0 or 'all', got {value!r}") from None
+    if n < 0:
+        raise InputError(f"--max-nli-pairs must be a whole number >= 0 or 'all', got {value!r}")
+    return {"max_nli_pairs": n}

@@ -193,16 +193,17 @@ def evaluate_dataset(
     tops = {q.doc_id: index.retrieve(q.text, k) for q in queries}
     ledger_signal = _with_ledger(signal, None)
 
-    def score(docs: list[RetrievedDoc], exclude: set[str], ledger: Any = None) -> list[SignalResult]:
+    def score(docs: list[RetrievedDoc], exclude: set[str], query: str, ledger: Any = None) -> list[SignalResult]:
         near = [
             w for w in index.neighbours([d.document for d in docs], witnesses + len(exclude)) if w.id not in exclude
         ]
         sig = ledger_signal if ledger is None else _with_ledger(signal, ledger)
-        return list(sig.score_batch(docs, None, witnesses=near[:witnesses]))
+        # the question, as the pipeline passes it (the NLI budget reads the pairs nearest it)
+        return list(sig.score_batch(docs, query, witnesses=near[:witnesses]))
 
     clean = _Scored()
     for q in queries:
-        results = score(tops[q.doc_id], set())
+        results = score(tops[q.doc_id], set(), q.text)
         clean.sets += 1
         clean.y += [0] * len(results)
         clean.s += [r.score for r in results]
@@ -226,7 +227,7 @@ def evaluate_dataset(
                 if placement == "vetted_history":
                     ledger = _MemoryLedger({source.id: source.text}, {source.id})
                 # in place: the corpus holds the poisoned version, so the original is no witness
-                results = score(docs, {source.id} if placement != "witness" else set(), ledger)
+                results = score(docs, {source.id} if placement != "witness" else set(), q.text, ledger)
                 cell.sets += 1
                 cell.nli_pairs.append(int(results[0].details.get("nli_pairs", 0)) if results else 0)
                 for d, r in zip(docs, results, strict=True):
@@ -414,6 +415,7 @@ def run(
         "min_cosine": signal.min_cosine,
         "min_overlap": signal.min_overlap,
         "max_pairs": signal.max_pairs,
+        "max_nli_pairs": signal.max_nli_pairs,
         "nli_ramp": [low, high],
         "nli_ramp_source": source,
         "diff_strength": dict(signal.diff_strength),

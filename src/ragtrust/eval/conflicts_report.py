@@ -46,7 +46,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             else "Signal: NLI contradiction check off (NLI only hears agreement), "
         )
         + f"alignment cosine >= {report['signal']['min_cosine']}, overlap >= {report['signal']['min_overlap']}, "
-        f"at most {report['signal']['max_pairs']} aligned pairs; diff strengths {report['signal']['diff_strength']}.",
+        f"at most {report['signal']['max_pairs']} aligned pairs{_budget_words(report['signal'])}; "
+        f"diff strengths {report['signal']['diff_strength']}.",
         "",
     ]
     cal = report.get("calibration")
@@ -140,3 +141,13 @@ def write_report(report: Mapping[str, Any], path: str | Path) -> None:
 
 
 __all__ = ["CLEAN_TARGET", "TARGETS", "render_markdown", "write_report"]
+
+
+def _budget_words(signal: dict[str, Any]) -> str:
+    """How many aligned pairs the NLI check read up front (reports written before the budget say nothing)."""
+    if "max_nli_pairs" not in signal or not signal.get("nli_contradiction", True):
+        return ""
+    budget = signal["max_nli_pairs"]
+    if budget is None:
+        return ", NLI on every aligned pair"
+    return f", NLI on the {budget} nearest the question first (the rest when a conflict was found)"

@@ -22,7 +22,12 @@ A poisoned fact can only be caught by something that knows better. This signal c
    ``clip((c - low) / (high - low))`` whose ``low`` is calibrated per model on aligned pairs of
    clean text (``signal_calibration["claim_conflict"]`` in the model manifest; ``ragtrust eval
    conflicts --calibrate``), :data:`DEFAULT_RAMP` otherwise. A pair is a conflict when either
-   check fires; its strength is the larger. ``nli_contradiction = False`` turns the NLI
+   check fires; its strength is the larger. With ``max_nli_pairs`` set, NLI first reads only
+   that many pairs, the nearest the question (the larger cosine of the pair's claims to it;
+   the most similar without a question), and the witnesses' own pairs not at all; when the
+   diff or those readings find a conflict, the rest are read too, so such a set is judged as
+   without the budget (docs/benchmarks.md, "Claim-conflict NLI on the pairs nearest the
+   question"). ``nli_contradiction = False`` turns the NLI
    check off: the model is then asked only whether two claims *agree* (step 5), and only
    when the diff found a conflict to attribute, so most retrieved sets cost no NLI pair.
    Measured with the shipped model (docs/benchmarks.md, "Claim conflicts without the NLI
@@ -145,6 +150,10 @@ class ClaimConflictSignal(Signal):
         ledger: the store's provenance ledger (vetted versions and tiers); optional.
         min_cosine / min_overlap: alignment thresholds.
         max_pairs: aligned pairs checked per batch (cost bound).
+        max_nli_pairs: of those, how many the NLI contradiction check reads up front: the
+            pairs nearest the question (the larger cosine of the two claims to the question's
+            embedding), the most similar without a question; the rest are read only when a
+            conflict was found (the diff, or NLI on the first ones). ``None``: all of them.
         max_claims_per_doc / max_claims: claim caps.
         low / high: the NLI contradiction ramp (``None`` = the model's calibration).
         nli_contradiction: run the NLI contradiction check on every aligned pair; off, NLI
@@ -165,6 +174,7 @@ class ClaimConflictSignal(Signal):
     min_cosine: float = 0.6
     min_overlap: float = 0.3
     max_pairs: int = 48
+    max_nli_pairs: int | None = 10
     max_claims_per_doc: int = 40
     max_claims: int = 400
     low: float | None = None
@@ -290,12 +300,15 @@ class ClaimConflictSignal(Signal):
         checked: list[tuple[int, int, float]] = []
         identical: list[tuple[int, int, float]] = []
         testimony: list[tuple[int, int, float]] = []
+        kept_rows: dict[int, int] = {}
+        vectors = None
         if len(claims) >= 2:
             # only claims that share enough words with a claim they may be checked against can
             # be aligned: the others are not embedded (about a quarter of them on OWASP chunks)
             keep = [k for k, ok in enumerate(alignable(claims, min_overlap=self.min_overlap, anchors=retrieved)) if ok]
             kept = [claims[k] for k in keep]
             vectors = self._embed([c.bare for c in kept]) if len(kept) >= 2 else None
+            kept_rows = {k: row for row, k in enumerate(keep)}
             candidates = (
                 []
                 if vectors is None
@@ -331,12 +344,51 @@ class ClaimConflictSignal(Signal):
             testimony = [p for p, eq in zip(between, witness_same, strict=True) if not eq]
             testimony = testimony[: max(0, self.max_pairs - len(checked))]
         witness_only = {(i, j) for i, j, _ in testimony}
-        conflicts, agreeing, nli_pairs = self._check(pool, claims, checked + testimony, witness_only)
+        first = self._first_read(checked, claims, kept_rows, vectors, query)
+        if first is not None and len(first) < len(checked):
+            notes.append(
+                f"NLI read {len(first)} of {len(checked)} aligned claim pairs (the nearest the question); "
+                "the rest only if a conflict was found"
+            )
+        conflicts, agreeing, nli_pairs = self._check(pool, claims, checked + testimony, witness_only, first)
         conflicts = [c for c in conflicts if (c.i, c.j) not in witness_only]
         agreements = identical + agreeing
         stances = Stances.build(claims, conflicts, agreements)
         resolved = [attribute(pool, claims, c, stances, self.near_duplicate) for c in conflicts]
         return self._results(docs, pool, claims, resolved, len(checked), nli_pairs, notes)
+
+    def _first_read(
+        self,
+        checked: Sequence[tuple[int, int, float]],
+        claims: Sequence[Claim],
+        rows: Mapping[int, int],
+        vectors: npt.NDArray[np.float32] | None,
+        query: str | None,
+    ) -> list[int] | None:
+        """Indices of ``checked`` whose NLI contradiction is read up front (``None``: every pair, witnesses' too).
+
+        At most ``max_nli_pairs``: the pairs nearest the question (a pair's relevance is the
+        larger cosine of its two claims to the question), ties and no question in ``checked``'s
+        order (most similar first). The witnesses' pairs (testimony) are never read up front:
+        they only matter to a conflict.
+        """
+        budget = self.max_nli_pairs
+        if budget is None or not self.nli_contradiction:
+            return None
+        if len(checked) <= budget:
+            return list(range(len(checked)))
+        order = list(range(len(checked)))
+        if query and query.strip() and vectors is not None:
+            q = np.asarray(self.embedder.embed([query]), dtype=np.float32).reshape(-1)
+            if q.shape[0] != vectors.shape[1]:
+                raise ModelError(
+                    f"embedder returned a question vector of size {q.shape[0]}, expected {vectors.shape[1]}"
+                )
+            q = q / max(float(np.linalg.norm(q)), 1e-12)
+            near = vectors @ q
+            relevance = [max(float(near[rows[i]]), float(near[rows[j]])) for i, j, _ in checked]
+            order.sort(key=lambda m: -relevance[m])  # stable: equal relevance keeps the similarity order
+        return sorted(order[: max(0, budget)])
 
     def _check(
         self,
@@ -344,6 +396,7 @@ class ClaimConflictSignal(Signal):
         claims: Sequence[Claim],
         pairs: Sequence[tuple[int, int, float]],
         witness_only: set[tuple[int, int]],
+        first: Sequence[int] | None = None,
     ) -> tuple[list[Found], list[tuple[int, int, float]], int]:
         """The conflicting pairs among ``pairs`` (diff, and NLI when on), the agreeing ones, and the NLI pairs scored.
 
@@ -352,6 +405,9 @@ class ClaimConflictSignal(Signal):
         merely the same topic. With ``nli_contradiction`` off, agreement is only heard when a
         conflict outside ``witness_only`` needs attributing, and only for pairs that can agree
         (cosine >= ``agree_cosine``): most retrieved sets then cost no NLI pair at all.
+        ``first`` (indices of ``pairs``): with the NLI check on, only these are read at first;
+        the others are read too when a conflict outside ``witness_only`` was found, so such a
+        set is judged exactly as without ``first``.
         """
         if not pairs:
             return [], [], 0
@@ -364,9 +420,17 @@ class ClaimConflictSignal(Signal):
             if finding is not None and not same_subject(pool, claims[i], claims[j], finding):
                 finding = None
             findings.append(finding)
+
+        def conflict_to_attribute(found: Sequence[Found] | None = None) -> bool:
+            if found is None:
+                return any(
+                    f is not None and (p[0], p[1]) not in witness_only for p, f in zip(pairs, findings, strict=True)
+                )
+            return any((f.i, f.j) not in witness_only for f in found)
+
         if self.nli_contradiction:
-            scored = list(range(len(pairs)))
-        elif any(f is not None and (p[0], p[1]) not in witness_only for p, f in zip(pairs, findings, strict=True)):
+            scored = list(range(len(pairs))) if first is None else sorted(set(first))
+        elif conflict_to_attribute():
             scored = [
                 m
                 for m, (p, f) in enumerate(zip(pairs, findings, strict=True))
@@ -374,18 +438,37 @@ class ClaimConflictSignal(Signal):
             ]
         else:
             scored = []
-        nli_input = [q for m in scored for q in (texts[m], texts[m][::-1])]
-        probs = np.asarray(self.nli.predict(nli_input), dtype=np.float64) if nli_input else np.zeros((0, 3))
+        probs = self._read(texts, scored)
+        found, agree = self._judge(pairs, findings, probs)
+        if self.nli_contradiction and len(probs) < len(pairs) and conflict_to_attribute(found):
+            probs.update(self._read(texts, [m for m in range(len(pairs)) if m not in probs]))
+            found, agree = self._judge(pairs, findings, probs)
+        return found, agree, 2 * len(probs)
+
+    def _read(self, texts: Sequence[tuple[str, str]], which: Sequence[int]) -> dict[int, npt.NDArray[np.float64]]:
+        """NLI probabilities of the pairs ``which``, both directions: ``{index: 2 x 3 array}``."""
+        nli_input = [q for m in which for q in (texts[m], texts[m][::-1])]
+        if not nli_input:
+            return {}
+        probs = np.asarray(self.nli.predict(nli_input), dtype=np.float64)
         if probs.shape != (len(nli_input), 3):
             raise ModelError(f"NLI model returned shape {probs.shape}, expected ({len(nli_input)}, 3)")
-        row = {m: 2 * r for r, m in enumerate(scored)}
+        return {m: probs[2 * r : 2 * r + 2] for r, m in enumerate(which)}
+
+    def _judge(
+        self,
+        pairs: Sequence[tuple[int, int, float]],
+        findings: Sequence[Any],
+        probs: Mapping[int, npt.NDArray[np.float64]],
+    ) -> tuple[list[Found], list[tuple[int, int, float]]]:
+        """Conflicts and agreements from the diff findings and the NLI readings in ``probs``."""
         low, high, _ = resolve_ramp(self.nli, CLAIM_CONFLICT, self.low, self.high)
         found: list[Found] = []
         agree: list[tuple[int, int, float]] = []
         for m, ((i, j, cos), finding) in enumerate(zip(pairs, findings, strict=True)):
-            r = row.get(m)
+            read = probs.get(m)
             # a pair the NLI model never read has no contradiction figure (None, not 0.0)
-            c = float(max(probs[r, CONTRADICTION], probs[r + 1, CONTRADICTION])) if r is not None else None
+            c = float(read[:, CONTRADICTION].max()) if read is not None else None
             nli_strength = (
                 round(contradiction_ramp(c, low, high), 6) if self.nli_contradiction and c is not None else 0.0
             )
@@ -395,13 +478,13 @@ class ClaimConflictSignal(Signal):
             elif nli_strength > 0:
                 found.append(Found(i, j, "nli", nli_strength, "", "", c))
             elif (
-                r is not None
+                read is not None
                 and finding is None
                 and cos >= self.agree_cosine
-                and max(probs[r, ENTAILMENT], probs[r + 1, ENTAILMENT]) >= self.agree_entailment
+                and float(read[:, ENTAILMENT].max()) >= self.agree_entailment
             ):
                 agree.append((i, j, cos))
-        return found, agree, len(nli_input)
+        return found, agree
 
     def _results(
         self,
