@@ -109,6 +109,16 @@ def test_the_markdown_says_when_the_nli_check_was_off() -> None:
     assert "NLI contradiction check off" in text and "NLI ramp" not in text
 
 
+def test_the_nli_budget_option_reaches_the_signal() -> None:
+    from ragtrust.cli.conflicts import _budget
+
+    assert _budget(None) == {}
+    assert _budget("all") == {"max_nli_pairs": None} == _budget(" ALL ")
+    assert _budget("5") == {"max_nli_pairs": 5}
+    signal = ClaimConflictSignal(nli=LexicalNLI(), embedder=HashingEmbedder(), **_budget("all"))
+    assert signal.max_nli_pairs is None
+
+
 @pytest.mark.parametrize("value", ["x", "-1", "2.5"])
 def test_a_bad_nli_budget_is_one_clear_error(tmp_path: Path, value: str) -> None:
     out = tmp_path / "r.json"

@@ -444,16 +444,31 @@ def test_without_a_question_the_budget_reads_the_most_similar_pairs() -> None:
     assert results[0].details["nli_pairs"] == 2 and len({frozenset(p) for p in nli.read}) == 1
 
 
-def test_a_budget_that_holds_every_pair_reads_no_witness_pair_until_a_conflict() -> None:
+def test_witness_pairs_are_read_only_when_a_conflict_needs_them() -> None:
+    question = "How long does a queen bee live?"
+    witnesses = [doc("w1", LONG), doc("w2", LONG_REWORDED)]
+    # clean: the retrieved claim agrees with both witnesses; their own pair is not read
     nli = RecordingNLI()
-    texts = [ARGON, HASHES[1]]
-    witness = [doc("w", HASHES[0])]
-    results = fake_signal(nli=nli, max_nli_pairs=10).score_batch(retrieved(texts), "hashing?", witnesses=witness)
-    assert conflicts(results) == []
+    quiet = fake_signal(nli=nli, max_nli_pairs=10).score_batch([doc("a", LONG)], question, witnesses=witnesses)
+    assert conflicts(quiet) == []
+    assert quiet[0].details["nli_pairs"] == 2 * quiet[0].details["aligned_pairs"] == len(nli.read)
     unbudgeted = RecordingNLI()
-    fake_signal(nli=unbudgeted).score_batch(retrieved(texts), "hashing?", witnesses=witness)
-    assert len(nli.read) <= len(unbudgeted.read)
-    assert results[0].details["nli_pairs"] == len(nli.read)
+    fake_signal(nli=unbudgeted, max_nli_pairs=None).score_batch([doc("a", LONG)], question, witnesses=witnesses)
+    assert len(unbudgeted.read) > len(nli.read)  # without the budget the witnesses' own pair is read too
+    # poisoned: the witnesses' agreement is read and settles the blame, as without a budget
+    for budget in (10, 1, None):
+        results = fake_signal(max_nli_pairs=budget).score_batch([doc("p", SHORT)], question, witnesses=witnesses)
+        assert {(c.blamed, c.resolution) for c in conflicts(results)} == {("p", "2 independent sources against 1")}
+
+
+def test_a_conflict_only_nli_sees_first_reads_the_rest() -> None:
+    texts = [BEES[0], HASHES[0], BEES[1], HASHES[1]]
+    results = fake_signal(nli=ArgonContradictingNLI(), max_nli_pairs=1).score_batch(
+        retrieved(texts), "Which password hashing is recommended?"
+    )
+    assert results[0].details["aligned_pairs"] == 2
+    assert results[0].details["nli_pairs"] == 4  # both pairs, both ways: the first found a conflict
+    assert not any(note.startswith("NLI read") for note in results[0].details["notes"])
 
 
 @pytest.mark.parametrize("nli_factory", [LexicalNLI, ContradictingNLI])
@@ -464,7 +479,7 @@ def test_a_conflict_found_first_reads_the_rest_as_without_a_budget(nli_factory: 
     """Once the diff or the first reads find a conflict, the set is judged exactly as without the budget."""
     texts = [LONG, HASHES[0], LONG_REWORDED, HASHES[1], SHORT, ARGON]
     budgeted = fake_signal(nli=nli_factory(), max_nli_pairs=1).score_batch(retrieved(texts), question)
-    full = fake_signal(nli=nli_factory()).score_batch(retrieved(texts), question)
+    full = fake_signal(nli=nli_factory(), max_nli_pairs=None).score_batch(retrieved(texts), question)
     assert conflicts(full)  # the set holds a conflict: the budget must not change its judgement
     assert [c.to_dict() for c in conflicts(budgeted)] == [c.to_dict() for c in conflicts(full)]
     assert [r.score for r in budgeted] == [r.score for r in full]
@@ -486,9 +501,8 @@ def test_a_contradiction_past_the_budget_goes_unread_when_nothing_else_conflicts
     """The trade the budget makes: NLI reads the pairs nearest the question, not the others."""
     texts = [BEES[0], HASHES[0], BEES[1], HASHES[1]]
     bees, hashes = "How long does a queen bee live?", "Which password hashing is recommended?"
-    assert [
-        c.kind for c in conflicts(fake_signal(nli=ArgonContradictingNLI()).score_batch(retrieved(texts), bees))
-    ] == ["nli"]
+    unbudgeted = fake_signal(nli=ArgonContradictingNLI(), max_nli_pairs=None)
+    assert [c.kind for c in conflicts(unbudgeted.score_batch(retrieved(texts), bees))] == ["nli"]
     budgeted = fake_signal(nli=ArgonContradictingNLI(), max_nli_pairs=1)
     assert conflicts(budgeted.score_batch(retrieved(texts), bees)) == []
     assert [c.kind for c in conflicts(budgeted.score_batch(retrieved(texts), hashes))] == ["nli"]
