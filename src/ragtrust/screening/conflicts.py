@@ -29,8 +29,9 @@ A poisoned fact can only be caught by something that knows better. This signal c
    conflict outside the witnesses' own pairs, the rest are read too, so such a set is judged
    as without the budget, up to the floating-point noise of a different NLI batch
    (docs/benchmarks.md, "Claim-conflict NLI on the pairs nearest the question").
-   ``nli_contradiction = False`` turns the NLI check off: the model is then asked only whether two claims *agree* (step 5), and only
-   when the diff found a conflict to attribute, so most retrieved sets cost no NLI pair.
+   ``nli_contradiction = False`` turns the NLI check off: the model is then asked only
+   whether two claims *agree* (step 5), and only when the diff found a conflict to
+   attribute, so most retrieved sets cost no NLI pair.
    Measured with the shipped model (docs/benchmarks.md, "Claim conflicts without the NLI
    check"): clean held-out FEVER sets with a conflict 9% -> 2% and FEVER's clean decision
    false-positive rate 6% -> 0%, for one FEVER poisoned query of 15 (53% -> 47%) and 7-9
