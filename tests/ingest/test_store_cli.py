@@ -223,3 +223,44 @@ def test_a_report_is_written_atomically_beside_the_scanned_files(tmp_path: Path)
         "sql.md#0",
     ]
     assert sorted(p.name for p in report.parent.iterdir()) == ["scan.jsonl"]
+
+
+def test_a_store_scan_rescans_only_what_changed_since_its_last_scan(tmp_path: Path) -> None:
+    import shutil
+
+    from ragtrust.scan.state import SCAN_STATE_FILE
+
+    kb, store = _kb(tmp_path), tmp_path / "store"
+    (kb / "keys-2.md").write_text("# Keys\n\nRSA keys must be at least 2048 bits long in every service.\n", "utf-8")
+    (kb / "cookies.md").write_text("# Cookies\n\nSession cookies must carry the Secure flag.\n", encoding="utf-8")
+    assert runner.invoke(app, ["ingest", str(kb), "--store", str(store)]).exit_code == 0
+
+    def scan(*args: str, at: Path = store) -> dict:
+        result = runner.invoke(app, ["scan", "--store", str(at), "--json", *args])
+        assert result.exit_code in (0, 3), result.output
+        return json.loads(result.stdout)
+
+    first = scan()
+    assert first["reused"] == 0 and (store / SCAN_STATE_FILE).is_file()
+    again = scan()
+    assert again["reused"] == again["documents"] == 4 and again["rows"] == first["rows"]
+    assert scan("--full")["reused"] == 0
+    text = runner.invoke(app, ["scan", "--store", str(store)]).output
+    assert "4 of them unchanged since the store's last scan" in text and "--full" in text
+
+    # an edit: the edited file and the file that reads it as a witness are scanned again
+    (kb / "keys.md").write_text("# Keys\n\nRSA keys must be at least 512 bits long.\n", encoding="utf-8")
+    assert runner.invoke(app, ["ingest", str(kb), "--store", str(store)]).exit_code == 0
+    shutil.copytree(store, tmp_path / "copy")
+    edited = scan()
+    rescanned = {r["id"] for r in edited["rows"]} - {r["id"] for r in again["rows"] if r in edited["rows"]}
+    assert edited["reused"] == 2 and rescanned == {"kb/keys.md#0", "kb/keys-2.md#0"}
+    assert edited["rows"] == scan("--full", at=tmp_path / "copy")["rows"]
+    assert any(r["conflicts"] for r in edited["rows"] if r["id"] == "kb/keys-2.md#0")
+
+    # a quarantine changes the ledger: that document's row is computed again
+    assert runner.invoke(app, ["quarantine", "kb/sql.md", "--store", str(store)]).exit_code == 0
+    after = scan()
+    assert after["reused"] == 3
+    sql = next(r for r in after["rows"] if r["id"] == "kb/sql.md#0")
+    assert next(s for s in sql["signals"] if s["name"] == "provenance")["details"]["tier"] == "quarantined"

@@ -166,15 +166,24 @@ def scan(
     ),
     limit: int = typer.Option(20, "--limit", min=1, help="rows in the summary table"),
     json_out: bool = typer.Option(False, "--json", help="print the scan report as JSON"),
+    full: bool = typer.Option(
+        False, "--full", help="scan every document of the store again, not only what changed since its last scan"
+    ),
     config: Path | None = ConfigOption,
 ) -> None:
-    """Run Stage 1's document-level signals and claim conflicts with corpus witnesses over a whole corpus."""
+    """Run Stage 1's document-level signals and claim conflicts with corpus witnesses over a whole corpus.
+
+    A store keeps its last scan: documents whose text, ledger record, witnesses and
+    configuration have not changed keep their rows, and only the others are scanned
+    (``--full`` scans them all).
+    """
     from ragtrust.ingest.chunker import chunk_documents
     from ragtrust.ingest.loaders import load_paths
     from ragtrust.ingest.store import Store
     from ragtrust.models.nli_engine import NLI_CACHE_FILE, NLIEngine
     from ragtrust.scan import scan_corpus
     from ragtrust.scan.report import check_report_path
+    from ragtrust.scan.state import SCAN_STATE_FILE, ScanState, config_key
     from ragtrust.screening.aggregate import build_screener
     from ragtrust.screening.base import SCREEN_CACHE_FILE, persist_caches
 
@@ -217,6 +226,9 @@ def scan(
             if isinstance(nli, NLIEngine) and nli.cache_path is None:
                 nli.cache_path = str(Path(opened.root) / NLI_CACHE_FILE)
             persist_caches(signals, Path(opened.root) / SCREEN_CACHE_FILE)
+    # the last scan's rows: a row whose document, witnesses and configuration are unchanged is kept
+    state = None if opened is None else ScanState(Path(opened.root) / SCAN_STATE_FILE, opened.read_only, reuse=not full)
+    models = {"nli": nli, "embedder": embedder, **{f"signal.{s.name}": getattr(s, "model", None) for s in signals}}
     with _progress(not json_out) as progress:
         result = scan_corpus(
             documents,
@@ -230,16 +242,12 @@ def scan(
             threshold=settings.screening.suspicious_threshold,
             ledger=ledger,
             vectors=vectors,
+            state=state,
+            config=config_key(settings, models) if state is not None else "",
         )
-    quarantined: list[str] = []
-    if quarantine_above is not None and ledger is not None:
-        for row in result.suspicious(quarantine_above):
-            parent = row.parent_id or row.id
-            if parent in quarantined or ledger.get(parent) is None:
-                continue
-            reason = f"scan: P={row.poison_probability:.2f} on {row.id}"
-            ledger.set_tier(parent, "quarantined", reason, actor=cli_actor(None))
-            quarantined.append(parent)
+    if state is not None:
+        state.close()
+    quarantined = _quarantine(result, ledger, quarantine_above)
     if report is not None:
         result.write_jsonl(report)
     flagged = result.suspicious()
@@ -353,12 +361,32 @@ def register(app: typer.Typer) -> None:
     app.add_typer(store_app, name="store")
 
 
+def _quarantine(result: Any, ledger: Any, above: float | None) -> list[str]:
+    """Quarantine the parents of the scan's rows with P above ``above`` in ``ledger``; their ids."""
+    quarantined: list[str] = []
+    if above is None or ledger is None:
+        return quarantined
+    for row in result.suspicious(above):
+        parent = row.parent_id or row.id
+        if parent in quarantined or ledger.get(parent) is None:
+            continue
+        reason = f"scan: P={row.poison_probability:.2f} on {row.id}"
+        ledger.set_tier(parent, "quarantined", reason, actor=cli_actor(None))
+        quarantined.append(parent)
+    return quarantined
+
+
 def _render_scan(result: Any, limit: int, quarantined: list[str], report: Path | None) -> None:
     flagged = result.suspicious()
     console.print(
         f"scanned {len(result.rows)} documents with {', '.join(result.signals) or 'no signals'} "
         f"({result.engine} engine, {result.seconds:.1f} s): {len(flagged)} suspicious (P > {result.threshold:.2f})"
     )
+    if result.reused:
+        console.print(
+            f"[dim]{result.reused} of them unchanged since the store's last scan: their rows were kept "
+            "(--full scans every document again)[/]"
+        )
     if result.left_out:
         console.print(f"[dim]batch-level signals not used in a corpus scan: {', '.join(result.left_out)}[/]")
     if flagged:

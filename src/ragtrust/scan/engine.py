@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,6 +16,7 @@ from ragtrust.models.base import Embedder, NLIModel
 from ragtrust.scan.batch import _local_stage_one, score_with_witnesses
 from ragtrust.scan.ray_engine import _ray_stage_one
 from ragtrust.scan.report import ScanProgress, ScanReport, ScanRow
+from ragtrust.scan.state import ScanState, row_keys
 from ragtrust.screening.aggregate import DEFAULT_SIGNAL_WEIGHTS, fuse
 from ragtrust.screening.base import Signal
 from ragtrust.screening.conflicts import ClaimConflictSignal, conflicts_from
@@ -58,6 +60,18 @@ def _row(
     )
 
 
+def _consistent(row: ScanRow, threshold: float, weights: Mapping[str, float]) -> bool:
+    """Whether a stored row agrees with itself: its P is the fusion of its signals, flagged as P says."""
+    p = row.poison_probability
+    if not isinstance(p, float) or not math.isfinite(p) or not 0.0 <= p <= 1.0 or not isinstance(row.suspicious, bool):
+        return False
+    try:
+        fused = float(fuse(row.signals, weights))
+    except (TypeError, ValueError):
+        return False
+    return abs(fused - p) <= 1e-9 and row.suspicious == (p > threshold)
+
+
 def scan_corpus(
     documents: Sequence[Document],
     *,
@@ -74,6 +88,8 @@ def scan_corpus(
     workers: int | None = None,
     ledger: Any = None,
     vectors: npt.NDArray[np.float32] | None = None,
+    state: ScanState | None = None,
+    config: str = "",
 ) -> ScanReport:
     """Scan a corpus with document-level signals and claim conflicts with corpus witnesses.
 
@@ -97,6 +113,12 @@ def scan_corpus(
         vectors: the documents' embeddings by ``embedder``, row ``i`` for ``documents[i]``
             (a store's, :meth:`~ragtrust.ingest.store.Store.snapshot`): the neighbours are
             found from them instead of embedding every document again.
+        state: the store's last scan (:class:`~ragtrust.scan.state.ScanState`), with
+            ``vectors``: a document whose row key (:func:`~ragtrust.scan.state.row_keys`:
+            its text, ledger record, witnesses and ``config``) is the stored one keeps its
+            stored row; the others are scanned, and the state is updated.
+        config: names everything outside the documents a row depends on
+            (:func:`~ragtrust.scan.state.config_key`); needed with ``state``.
 
     Raises:
         InputError: no documents or duplicate ids.
@@ -123,35 +145,74 @@ def scan_corpus(
         if not getattr(s, "document_level", True) and id(s) not in judging
     ]
     fuse_weights = {**DEFAULT_SIGNAL_WEIGHTS, **(weights or {})}
+    groups = [str(d.metadata.get("parent_id") or d.id) for d in docs]
+    kept: list[ScanRow | None] = [None] * len(docs)
+    keys: list[str | None] = []
+    near_all: list[list[tuple[int, float]]] | None = None
+    if state is not None and vectors is not None:
+        if not config:
+            raise InputError("scan: a scan state needs the scan's config key")
+        near_all = (
+            neighbours(np.asarray(vectors, dtype=np.float32), groups, witnesses, min_similarity)
+            if judges
+            else [[] for _ in docs]
+        )
+        keys = row_keys(
+            docs,
+            near_all,
+            config=config,
+            ledger=ledger,
+            scan={
+                "threshold": threshold,
+                "weights": fuse_weights,
+                "witnesses": witnesses if judges else 0,
+                "min_similarity": min_similarity,
+                "signals": [str(getattr(s, "name", type(s).__name__)) for s in (*run, *judges)],
+            },
+        )
+        kept = [
+            row if row is not None and _consistent(row, threshold, fuse_weights) else None
+            for row in state.load(docs, keys)
+        ]
+    todo = [i for i, row in enumerate(kept) if row is None]
+    part = [docs[i] for i in todo]
     embed = embedder if judges and vectors is None else None
-    if engine == "ray":
-        results, found = _ray_stage_one(docs, run, embed, batch_size, workers, progress)
+    if not part:
+        results: list[list[SignalResult]] = []
+        found = None
+    elif engine == "ray":
+        results, found = _ray_stage_one(part, run, embed, batch_size, workers, progress)
     else:
-        results, found = _local_stage_one(docs, run, embed, batch_size, progress)
+        results, found = _local_stage_one(part, run, embed, batch_size, progress)
     vectors = found if vectors is None else np.asarray(vectors, dtype=np.float32)
-    witness_rows: list[tuple[Witness, ...]] = [() for _ in docs]
-    if judges and vectors is not None:
+    witness_rows: list[tuple[Witness, ...]] = [() for _ in part]
+    if judges and vectors is not None and part:
         # on the driver for both engines: one signal instance, so its claim-embedding cache
         # serves every document (a claim is embedded once, not once per neighbour)
         for signal in judges:
             signal.warm_up()
-        groups = [str(d.metadata.get("parent_id") or d.id) for d in docs]
-        near = neighbours(vectors, groups, witnesses, min_similarity)
-        for i, doc in enumerate(docs):
-            results[i].extend(score_with_witnesses(judges, doc, witness_docs(docs, near[i])))
-            witness_rows[i] = tuple(Witness(ids[j], round(sim, 6)) for j, sim in near[i])
+        near = near_all if near_all is not None else neighbours(vectors, groups, witnesses, min_similarity)
+        for n, (i, doc) in enumerate(zip(todo, part, strict=True)):
+            results[n].extend(score_with_witnesses(judges, doc, witness_docs(docs, near[i])))
+            witness_rows[n] = tuple(Witness(ids[j], round(sim, 6)) for j, sim in near[i])
             if progress is not None:
-                progress("witnesses", i + 1, len(docs))
-    rows = [_row(d, results[i], witness_rows[i], threshold, fuse_weights) for i, d in enumerate(docs)]
+                progress("witnesses", n + 1, len(part))
+    fresh = [_row(d, results[n], witness_rows[n], threshold, fuse_weights) for n, d in enumerate(part)]
+    rows = list(kept)
+    for i, row in zip(todo, fresh, strict=True):
+        rows[i] = row
+    if state is not None and keys:
+        state.save(fresh, [keys[i] for i in todo], keep=[d.id for d, row in zip(docs, kept, strict=True) if row])
     names = [str(getattr(s, "name", type(s).__name__)) for s in (*run, *judges)]
     return ScanReport(
-        rows=rows,
+        rows=[r for r in rows if r is not None],
         threshold=threshold,
         engine=engine,
         signals=names,
         left_out=left_out,
         witnesses=witnesses if judges else 0,
         seconds=time.perf_counter() - started,
+        reused=len(docs) - len(todo),
     )
 
 

@@ -49,6 +49,8 @@ class ScanReport:
         signals: names of the signals that ran; ``left_out``: batch-level ones not run.
         witnesses: corpus neighbours per document (0: the witness step did not run).
         seconds: wall time.
+        reused: rows kept from the store's last scan (:class:`~ragtrust.scan.state.ScanState`):
+            documents whose text, ledger record, witnesses and configuration had not changed.
     """
 
     rows: list[ScanRow]
@@ -58,6 +60,7 @@ class ScanReport:
     left_out: list[str] = field(default_factory=list)
     witnesses: int = 0
     seconds: float = 0.0
+    reused: int = 0
 
     def suspicious(self, threshold: float | None = None) -> list[ScanRow]:
         """Rows with P above the threshold, most suspicious first."""
@@ -126,6 +129,7 @@ class ScanReport:
             "witnesses": self.witnesses,
             "seconds": self.seconds,
             "documents": len(self.rows),
+            "reused": self.reused,
             "suspicious": [r.id for r in self.suspicious()],
             "top": self.top(),
             "conflicts": [c.to_dict() for c in self.conflicts()],

@@ -1,0 +1,265 @@
+"""A store's last scan, kept so the next scan reads again only what changed (issue 20).
+
+After an ingest adds or edits a few files, a scan of the whole store would run every signal
+on every chunk again. :class:`ScanState` keeps each row of the last scan in the store
+(:data:`SCAN_STATE_FILE`) under a *key*: a hash of everything the row was computed from
+(:func:`row_keys`):
+
+- the scan's configuration (:func:`config_key`: the settings, the models' identities and
+  the manifests that hold their calibrated thresholds, and the source code of the
+  ``ragtrust`` package itself), the suspicious threshold, the fusion weights and the
+  witness parameters;
+- the document: id, text, url, source and metadata, and what the provenance ledger records
+  for its parent (tier, content and vetted hashes, versions, when they changed);
+- its witnesses: which corpus neighbours, at what cosine, with their full documents and
+  ledger records.
+
+A document whose key is the one stored keeps its row; every other document is scanned:
+new and edited documents, and the documents that gain, lose or read an edited witness
+(their neighbours). A change anywhere outside the documents (a setting, a model file, a
+recalibrated threshold, an upgrade of ragtrust) changes every key, so the whole store is
+scanned again. Like the model caches, the file is best effort: one that cannot be read,
+or a row that no longer parses, is scanned again, never trusted; a ledger that cannot be
+read gives no key, so nothing is reused.
+
+Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from ragtrust.documents import Document
+    >>> from ragtrust.scan.report import ScanRow
+    >>> docs = [Document(id="a", text="Use TLS.")]
+    >>> keys = row_keys(docs, [[]], config="cfg", ledger=None, scan={"threshold": 0.7})
+    >>> state = ScanState(Path(tempfile.mkdtemp()) / SCAN_STATE_FILE)
+    >>> state.save([ScanRow(id="a", url=None, source=None, poison_probability=0.0, suspicious=False)], keys)
+    True
+    >>> state.load(docs, keys)[0].poison_probability
+    0.0
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragtrust.documents import Document
+from ragtrust.errors import InputError
+from ragtrust.models.cache import open_cache_db
+from ragtrust.scan.report import ScanRow
+
+#: the file in a store that keeps the last scan's rows
+SCAN_STATE_FILE = "scan_state.sqlite"
+#: the rows' format; a new one makes every stored row miss
+STATE_VERSION = 1
+_TABLE = "scan_rows"
+
+
+def _digest(payload: Any) -> str:
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=repr)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def source_digest() -> str:
+    """A hash of the installed ``ragtrust`` package's Python source and model manifests.
+
+    A scan row depends on the code that computed it (the sentence splitter, the signals, the
+    fusion); an upgrade, or an edit of a development checkout, makes every stored row miss.
+    """
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for path in sorted([*root.rglob("*.py"), *root.glob("models/assets/*.json")]):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(b"\x00")
+        h.update(path.read_bytes())
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def model_identity(model: Any) -> dict[str, Any]:
+    """What names a model object: its class, id, fingerprint, calibration and threshold (when it has them).
+
+    A wrapper (the NLI engine) is named with the model inside it.
+    """
+    if model is None:
+        return {}
+    out: dict[str, Any] = {"type": f"{type(model).__module__}.{type(model).__qualname__}"}
+    for attr in ("model_id", "fingerprint", "calibration", "threshold", "temperature", "dim", "max_length"):
+        value = getattr(model, attr, None)
+        if value is not None and not callable(value):
+            out[attr] = value
+    inner = getattr(model, "model", None)
+    if inner is not None and not isinstance(inner, str | Path):
+        out["model"] = model_identity(inner)
+    return out
+
+
+def config_key(settings: Any, models: Mapping[str, Any]) -> str:
+    """The scan's configuration as one hash: the settings, the models and the package's code.
+
+    Args:
+        settings: the :class:`~ragtrust.config.Settings` the scan was built from (or any
+            object with ``model_dump``; ``None`` for none).
+        models: the model objects by role (``nli``, ``embedder``, ``injection``, ...).
+    """
+    dumped = settings.model_dump(mode="json") if hasattr(settings, "model_dump") else settings
+    return _digest(
+        {
+            "state": STATE_VERSION,
+            "settings": dumped,
+            "models": {name: model_identity(m) for name, m in sorted(models.items())},
+            "code": source_digest(),
+        }
+    )
+
+
+def _document_part(doc: Document) -> str:
+    return _digest(doc.to_dict())
+
+
+def row_keys(
+    docs: Sequence[Document],
+    near: Sequence[Sequence[tuple[int, float]]],
+    *,
+    config: str,
+    ledger: Any,
+    scan: Mapping[str, Any],
+) -> list[str | None]:
+    """Per document, the hash of everything its scan row is computed from (``None``: never reuse).
+
+    Args:
+        docs: the corpus scanned.
+        near: per document, its witnesses as ``(row, cosine)`` (:func:`~ragtrust.screening.witness.neighbours`).
+        config: :func:`config_key` (or any string naming the scan's configuration).
+        ledger: the store's provenance ledger (``None``: no ledger).
+        scan: the scan's own parameters (threshold, weights, witnesses, min_similarity).
+    """
+    records: dict[str, Any] = {}
+    failed = False
+
+    def record(doc: Document) -> Any:
+        nonlocal failed
+        parent = doc.metadata.get("parent_id")
+        key = parent if isinstance(parent, str) and parent else doc.id
+        if ledger is None:
+            return None
+        if key not in records:
+            try:
+                found = ledger.get(key)
+                records[key] = None if found is None else found.to_dict()
+            except Exception:  # noqa: BLE001 - an unreadable ledger: nothing is reused
+                failed = True
+                records[key] = None
+        return records[key]
+
+    parts = [_document_part(d) for d in docs]
+    base = _digest({"state": STATE_VERSION, "config": config, "scan": dict(scan)})
+    keys: list[str | None] = []
+    for i, doc in enumerate(docs):
+        payload = {
+            "base": base,
+            "doc": parts[i],
+            "ledger": record(doc),
+            "witnesses": [(docs[j].id, repr(float(sim)), parts[j], record(docs[j])) for j, sim in near[i]],
+        }
+        keys.append(_digest(payload))
+    return [None] * len(docs) if failed else keys
+
+
+class ScanState:
+    """The rows of a store's last scan, by document id, each with its key (:func:`row_keys`).
+
+    Best effort, like the model caches: a file that cannot be opened or read reuses nothing;
+    a store folder this process cannot write (a read-only store), or ``read_only``, is read
+    and never written. ``reuse=False`` loads nothing (every document is scanned again) and
+    still saves what the scan found.
+    """
+
+    def __init__(self, path: str | Path, read_only: bool = False, *, reuse: bool = True) -> None:
+        self.path = Path(path)
+        self.reuse = reuse
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None
+        self._db, self.writable = open_cache_db(self.path, _TABLE, read_only)
+
+    def load(self, docs: Sequence[Document], keys: Sequence[str | None]) -> list[ScanRow | None]:
+        """Per document, its stored row when the stored key is ``keys[i]``, else ``None``."""
+        if len(keys) != len(docs):
+            raise InputError(f"scan state: {len(keys)} keys for {len(docs)} documents")
+        wanted = {d.id: k for d, k in zip(docs, keys, strict=True) if k is not None and self.reuse}
+        stored: dict[str, bytes] = {}
+        with self._lock:
+            if self._db is not None and wanted:
+                try:
+                    ids = list(wanted)
+                    for start in range(0, len(ids), 500):
+                        part = ids[start : start + 500]
+                        marks = ",".join("?" * len(part))
+                        query = f"SELECT key, probs FROM {_TABLE} WHERE key IN ({marks})"  # noqa: S608 - fixed table
+                        stored.update(self._db.execute(query, part).fetchall())
+                except sqlite3.Error:
+                    stored = {}
+        out: list[ScanRow | None] = []
+        for doc in docs:
+            out.append(_row(stored.get(doc.id), wanted.get(doc.id), doc.id))
+        return out
+
+    def save(self, rows: Sequence[ScanRow], keys: Sequence[str | None], keep: Iterable[str] | None = None) -> bool:
+        """Keep ``rows`` (those with a key) and forget every other document's row; whether it was written.
+
+        ``keep``: ids whose stored rows stay as they are (the rows reused by this scan);
+        ``None``: only ``rows``' ids stay.
+        """
+        if len(keys) != len(rows):
+            raise InputError(f"scan state: {len(keys)} keys for {len(rows)} rows")
+        items = [
+            (r.id, json.dumps({"key": k, "row": r.to_dict()}, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+            for r, k in zip(rows, keys, strict=True)
+            if k is not None
+        ]
+        stay = {r.id for r in rows} | set(keep or ())
+        with self._lock:
+            if self._db is None or not self.writable:
+                return False
+            try:
+                present = [k for (k,) in self._db.execute(f"SELECT key FROM {_TABLE}").fetchall()]  # noqa: S608
+                gone = [(k,) for k in present if k not in stay]
+                unkeyed = [(r.id,) for r, k in zip(rows, keys, strict=True) if k is None]
+                self._db.executemany(f"DELETE FROM {_TABLE} WHERE key = ?", [*gone, *unkeyed])  # noqa: S608
+                self._db.executemany(f"INSERT OR REPLACE INTO {_TABLE} (key, probs) VALUES (?, ?)", items)  # noqa: S608
+                self._db.commit()
+            except sqlite3.Error:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.rollback()
+                self.writable = False
+                return False
+        return True
+
+    def close(self) -> None:
+        """Close the file (later loads reuse nothing, saves write nothing)."""
+        with self._lock:
+            if self._db is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.close()
+            self._db, self.writable = None, False
+
+
+def _row(blob: bytes | None, key: str | None, doc_id: str) -> ScanRow | None:
+    """The stored row when it parses, carries ``key`` and is ``doc_id``'s; else ``None`` (scan again)."""
+    if blob is None or key is None:
+        return None
+    try:
+        data = json.loads(bytes(blob).decode("utf-8", "surrogatepass"))
+        if not isinstance(data, dict) or data.get("key") != key:
+            return None
+        row = ScanRow.from_dict(data["row"])
+    except (ValueError, KeyError, TypeError, InputError):
+        return None
+    return row if row.id == doc_id else None
+
+
+__all__ = ["SCAN_STATE_FILE", "STATE_VERSION", "ScanState", "config_key", "model_identity", "row_keys", "source_digest"]
