@@ -15,9 +15,9 @@ from ragtrust.errors import InputError
 from ragtrust.ingest.ledger import Ledger
 from ragtrust.scan import scan_corpus
 from ragtrust.scan.report import ScanReport
-from ragtrust.scan.state import SCAN_STATE_FILE, ScanState, config_key, model_identity
+from ragtrust.scan.state import SCAN_STATE_FILE, ScanState, config_key, model_identity, row_keys
 from ragtrust.screening.base import Signal
-from ragtrust.screening.conflicts import ClaimConflictSignal
+from ragtrust.screening.conflicts import LEDGER_FAILED, ClaimConflictSignal
 from ragtrust.screening.provenance import ProvenanceSignal
 from ragtrust.testing import HashingEmbedder, LexicalNLI
 
@@ -202,7 +202,148 @@ def test_the_config_key_names_settings_models_and_code() -> None:
         model_id = "m"
         calibration = {"intra": [0.8, 0.9]}
 
-    assert model_identity(Wrapped(Calibrated()))["model"]["calibration"] == {"intra": [0.8, 0.9]}
+    assert model_identity(Wrapped(Calibrated()))["inner.model"]["calibration"] == {"intra": [0.8, 0.9]}
     other = Calibrated()
     other.calibration = {"intra": [0.7, 0.9]}
     assert config_key(settings, {"nli": Wrapped(other)}) != config_key(settings, {"nli": Wrapped(Calibrated())})
+
+
+def test_the_code_and_a_model_file_changed_in_place_change_the_config_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ragtrust.scan.state as state_module
+
+    settings = Settings()
+    manifest = tmp_path / "model" / "manifest.json"
+    manifest.parent.mkdir()
+    manifest.write_text('{"threshold": 0.42}', encoding="utf-8")
+
+    class FromFolder:
+        model_id = "mine"
+
+        def __init__(self) -> None:
+            self.manifest_path = str(manifest)
+
+    base = config_key(settings, {"injection": FromFolder()})
+    manifest.write_text('{"threshold": 0.01}', encoding="utf-8")  # recalibrated in place, same path
+    assert config_key(settings, {"injection": FromFolder()}) != base
+    again = config_key(settings, {"injection": FromFolder()})
+    monkeypatch.setattr(state_module, "source_digest", lambda: "another version of ragtrust")
+    assert config_key(settings, {"injection": FromFolder()}) != again
+
+
+def test_witnesses_at_another_cosine_are_another_key(tmp_path: Path) -> None:
+    state = ScanState(tmp_path / SCAN_STATE_FILE)
+    docs = _docs()
+    vectors = HashingEmbedder().embed([d.text for d in docs])
+    signal = ClaimConflictSignal(nli=LexicalNLI(), embedder=HashingEmbedder(), min_cosine=0.3)
+    kw = {"signals": [signal], "embedder": HashingEmbedder(), "nli": None, "witnesses": 2, "min_similarity": 0.3}
+    first = scan_corpus(docs, vectors=vectors, state=state, config="cfg", **kw)
+    assert scan_corpus(docs, vectors=vectors, state=state, config="cfg", **kw).reused == len(docs)
+    moved = vectors.copy()
+    moved[:, 0] += 0.05  # the same texts and neighbours, other cosines
+    report = scan_corpus(docs, vectors=moved, state=state, config="cfg", **kw)
+    assert [[w.id for w in r.witnesses] for r in report.rows] == [[w.id for w in r.witnesses] for r in first.rows]
+    assert report.reused == sum(1 for r in first.rows if not r.witnesses)
+
+
+def test_a_ledger_that_cannot_be_read_keeps_nothing_and_reuses_nothing(tmp_path: Path) -> None:
+    class Broken:
+        def get(self, doc_id: str):
+            raise sqlite3.OperationalError("database is locked")
+
+    assert row_keys(_docs(), [[] for _ in TEXTS], config="cfg", ledger=Broken(), scan={}) == [None] * len(TEXTS)
+
+    state = ScanState(tmp_path / SCAN_STATE_FILE)
+    assert _scan(_docs(), state, ledger=Broken())[1] == set(TEXTS)
+    assert _scan(_docs(), state, ledger=Broken())[1] == set(TEXTS)
+
+
+def test_a_row_with_a_failure_in_it_is_not_kept(tmp_path: Path) -> None:
+    class FailsOnce(Signal):
+        name = "flaky"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def score_batch(self, docs, query=None):
+            self.calls += 1
+            if self.calls == 1:
+                raise RuntimeError("inference failed")
+            return [SignalResult(self.name, 0.0) for _ in docs]
+
+    flaky = FailsOnce()
+    state = ScanState(tmp_path / SCAN_STATE_FILE)
+    docs = _docs()
+    kw = {"embedder": None, "nli": None, "witnesses": 0, "vectors": HashingEmbedder().embed([d.text for d in docs])}
+    first = scan_corpus(docs, signals=[flaky], state=state, config="cfg", **kw)
+    assert all(r.signals[0].skip_reason.startswith("error:") for r in first.rows)
+    assert scan_corpus(docs, signals=[flaky], state=state, config="cfg", **kw).reused == 0
+    assert scan_corpus(docs, signals=[flaky], state=state, config="cfg", **kw).reused == len(docs)
+
+
+def test_a_chunk_without_parent_metadata_is_keyed_on_its_parent_record(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.record(Document(id="kb", text="Use a 64-bit nonce."), "kb.md", tier="vetted")
+    docs = [Document(id="kb#0", text="Use a 64-bit nonce."), Document(id="other", text="Honey keeps for years.")]
+    state = ScanState(tmp_path / SCAN_STATE_FILE)
+    _scan(docs, state, ledger=ledger)
+    ledger.set_tier("kb", "quarantined", "test")
+    report, seen = _scan(docs, state, ledger=ledger)
+    assert "kb#0" in seen and report.rows[0].suspicious  # the provenance signal reads kb's record
+
+
+def test_a_ledger_change_during_the_scan_keeps_nothing_for_that_document(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "ledger.sqlite", clock=lambda: "2026-12-05T00:00:00+00:00")
+    docs = _docs()
+    for d in docs:
+        ledger.record(d, f"{d.id}.md")
+        ledger.set_tier(d.id, "vetted")
+    before = ledger.get("sql")
+
+    class Changes(Signal):
+        """Changes a tier while the scan runs (as `ragtrust quarantine` beside it could)."""
+
+        name = "changes"
+        active = True
+
+        def score_batch(self, docs, query=None):
+            if self.active:
+                ledger.set_tier("sql", "quarantined", "during the scan")
+            return [SignalResult(self.name, 0.0) for _ in docs]
+
+    changes = Changes()
+    state = ScanState(tmp_path / SCAN_STATE_FILE)
+    kw = {"embedder": None, "nli": None, "witnesses": 0, "ledger": ledger, "config": "cfg", "state": state}
+    vectors = HashingEmbedder().embed([d.text for d in docs])
+    signals = [changes, ProvenanceSignal(ledger=ledger)]
+    first = scan_corpus(docs, signals=signals, vectors=vectors, **kw)
+    assert {r.id: r for r in first.rows}["sql"].suspicious  # read while quarantined
+    changes.active = False
+    ledger.set_tier("sql", "vetted")
+    assert ledger.get("sql") == before  # the very record the first scan's keys were computed from
+    again = {r.id: r for r in scan_corpus(docs, signals=signals, vectors=vectors, **kw).rows}
+    assert not again["sql"].suspicious  # scanned again, not the row read while quarantined
+
+
+def test_a_vetted_version_that_cannot_be_read_is_said_and_the_row_not_kept(tmp_path: Path) -> None:
+    class NoVersions(Ledger):
+        def version_text(self, doc_id: str, content_hash: str) -> str | None:
+            raise sqlite3.OperationalError("disk I/O error")
+
+    ledger = NoVersions(tmp_path / "ledger.sqlite")
+    ledger.record(Document(id="kb", text="Use a 64-bit nonce."), "kb.md", tier="vetted")
+    ledger.record(Document(id="kb", text="Use a 32-bit nonce."), "kb.md")
+    docs = [
+        Document(id="kb#0", text="Use a 32-bit nonce.", metadata={"parent_id": "kb"}),
+        Document(id="other", text="Honey keeps for years in a sealed jar at room temperature."),
+    ]
+    state = ScanState(tmp_path / SCAN_STATE_FILE)
+    kw = {"signals": [], "embedder": HashingEmbedder(), "nli": LexicalNLI(), "ledger": ledger, "witnesses": 3}
+    vectors = HashingEmbedder().embed([d.text for d in docs])
+    first = scan_corpus(docs, vectors=vectors, state=state, config="cfg", **kw)
+    (conflicts,) = first.rows[0].signals
+    assert any(n.startswith(LEDGER_FAILED) and "disk I/O error" in n for n in conflicts.details["notes"])
+    assert not first.rows[0].conflicts  # the vetted version could not testify, and the row says why
+    again = scan_corpus(docs, vectors=vectors, state=state, config="cfg", **kw)
+    assert again.reused == 1 and again.rows[1].to_dict() == first.rows[1].to_dict()

@@ -10,7 +10,7 @@ registered here, in the order ``ragtrust --help`` lists them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -183,7 +183,7 @@ def scan(
     from ragtrust.models.nli_engine import NLI_CACHE_FILE, NLIEngine
     from ragtrust.scan import scan_corpus
     from ragtrust.scan.report import check_report_path
-    from ragtrust.scan.state import SCAN_STATE_FILE, ScanState, config_key
+    from ragtrust.scan.state import SCAN_STATE_FILE, ScanState
     from ragtrust.screening.aggregate import build_screener
     from ragtrust.screening.base import SCREEN_CACHE_FILE, persist_caches
 
@@ -228,25 +228,30 @@ def scan(
             persist_caches(signals, Path(opened.root) / SCREEN_CACHE_FILE)
     # the last scan's rows: a row whose document, witnesses and configuration are unchanged is kept
     state = None if opened is None else ScanState(Path(opened.root) / SCAN_STATE_FILE, opened.read_only, reuse=not full)
-    models = {"nli": nli, "embedder": embedder, **{f"signal.{s.name}": getattr(s, "model", None) for s in signals}}
-    with _progress(not json_out) as progress:
-        result = scan_corpus(
-            documents,
-            signals=signals,
-            embedder=embedder,
-            nli=nli,
-            # as many witnesses as query-time screening reads, so the two agree
-            witnesses=settings.screening.witnesses if witnesses is None else witnesses,
-            engine=engine,
-            progress=progress,
-            threshold=settings.screening.suspicious_threshold,
-            ledger=ledger,
-            vectors=vectors,
-            state=state,
-            config=config_key(settings, models) if state is not None else "",
-        )
-    if state is not None:
-        state.close()
+    try:
+        key = ""
+        if state is not None:
+            with spinner("loading the screening models", enabled=not json_out):
+                key = _scan_key(settings, nli, embedder, signals)
+        with _progress(not json_out) as progress:
+            result = scan_corpus(
+                documents,
+                signals=signals,
+                embedder=embedder,
+                nli=nli,
+                # as many witnesses as query-time screening reads, so the two agree
+                witnesses=settings.screening.witnesses if witnesses is None else witnesses,
+                engine=engine,
+                progress=progress,
+                threshold=settings.screening.suspicious_threshold,
+                ledger=ledger,
+                vectors=vectors,
+                state=state,
+                config=key,
+            )
+    finally:
+        if state is not None:
+            state.close()
     quarantined = _quarantine(result, ledger, quarantine_above)
     if report is not None:
         result.write_jsonl(report)
@@ -361,6 +366,16 @@ def register(app: typer.Typer) -> None:
     app.add_typer(store_app, name="store")
 
 
+def _scan_key(settings: Settings, nli: Any, embedder: Any, signals: Sequence[Any]) -> str:
+    """The scan's configuration key; the models are loaded first, so their fingerprints and thresholds are known."""
+    from ragtrust.scan.state import config_key
+
+    for model in (nli, embedder, *signals):
+        if callable(getattr(model, "warm_up", None)):
+            model.warm_up()
+    return config_key(settings, {"nli": nli, "embedder": embedder, **{f"signal.{s.name}": s for s in signals}})
+
+
 def _quarantine(result: Any, ledger: Any, above: float | None) -> list[str]:
     """Quarantine the parents of the scan's rows with P above ``above`` in ``ledger``; their ids."""
     quarantined: list[str] = []
@@ -368,7 +383,8 @@ def _quarantine(result: Any, ledger: Any, above: float | None) -> list[str]:
         return quarantined
     for row in result.suspicious(above):
         parent = row.parent_id or row.id
-        if parent in quarantined or ledger.get(parent) is None:
+        record = None if parent in quarantined else ledger.get(parent)
+        if record is None or record.tier == "quarantined":  # already quarantined: its tier stays as it was set
             continue
         reason = f"scan: P={row.poison_probability:.2f} on {row.id}"
         ledger.set_tier(parent, "quarantined", reason, actor=cli_actor(None))

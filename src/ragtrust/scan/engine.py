@@ -16,7 +16,7 @@ from ragtrust.models.base import Embedder, NLIModel
 from ragtrust.scan.batch import _local_stage_one, score_with_witnesses
 from ragtrust.scan.ray_engine import _ray_stage_one
 from ragtrust.scan.report import ScanProgress, ScanReport, ScanRow
-from ragtrust.scan.state import ScanState, row_keys
+from ragtrust.scan.state import ScanState, row_keys, saveable
 from ragtrust.screening.aggregate import DEFAULT_SIGNAL_WEIGHTS, fuse
 from ragtrust.screening.base import Signal
 from ragtrust.screening.conflicts import ClaimConflictSignal, conflicts_from
@@ -157,19 +157,17 @@ def scan_corpus(
             if judges
             else [[] for _ in docs]
         )
-        keys = row_keys(
-            docs,
-            near_all,
-            config=config,
-            ledger=ledger,
-            scan={
-                "threshold": threshold,
-                "weights": fuse_weights,
-                "witnesses": witnesses if judges else 0,
-                "min_similarity": min_similarity,
-                "signals": [str(getattr(s, "name", type(s).__name__)) for s in (*run, *judges)],
-            },
-        )
+        scan_params = {
+            "threshold": threshold,
+            "weights": fuse_weights,
+            "witnesses": witnesses if judges else 0,
+            "min_similarity": min_similarity,
+            "signals": [str(getattr(s, "name", type(s).__name__)) for s in (*run, *judges)],
+            # int8 models score a pair a little differently in another batch
+            "engine": engine,
+            "batch_size": batch_size,
+        }
+        keys = row_keys(docs, near_all, config=config, ledger=ledger, scan=scan_params)
         kept = [
             row if row is not None and _consistent(row, threshold, fuse_weights) else None
             for row in state.load(docs, keys)
@@ -202,7 +200,14 @@ def scan_corpus(
     for i, row in zip(todo, fresh, strict=True):
         rows[i] = row
     if state is not None and keys:
-        state.save(fresh, [keys[i] for i in todo], keep=[d.id for d, row in zip(docs, kept, strict=True) if row])
+        # a row is kept under the key of what it read: the ledger read again after the scan
+        # must give the same key (nothing changed meanwhile), and no failure may be in the row
+        assert near_all is not None
+        after = row_keys(docs, near_all, config=config, ledger=ledger, scan=scan_params)
+        save_keys = [
+            keys[i] if after[i] == keys[i] and saveable(row) else None for i, row in zip(todo, fresh, strict=True)
+        ]
+        state.save(fresh, save_keys, keep=[d.id for d, row in zip(docs, kept, strict=True) if row])
     names = [str(getattr(s, "name", type(s).__name__)) for s in (*run, *judges)]
     return ScanReport(
         rows=[r for r in rows if r is not None],

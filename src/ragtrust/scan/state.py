@@ -39,11 +39,16 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
+import inspect
 import json
 import sqlite3
+import sys
 import threading
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +56,7 @@ from ragtrust.documents import Document
 from ragtrust.errors import InputError
 from ragtrust.models.cache import open_cache_db
 from ragtrust.scan.report import ScanRow
+from ragtrust.screening.conflicts import LEDGER_FAILED
 
 #: the file in a store that keeps the last scan's rows
 SCAN_STATE_FILE = "scan_state.sqlite"
@@ -65,46 +71,123 @@ def _digest(payload: Any) -> str:
 
 
 def source_digest() -> str:
-    """A hash of the installed ``ragtrust`` package's Python source and model manifests.
+    """A hash of the code a scan row depends on: the ``ragtrust`` package's source and model manifests.
 
-    A scan row depends on the code that computed it (the sentence splitter, the signals, the
-    fusion); an upgrade, or an edit of a development checkout, makes every stored row miss.
+    With the Python version, its Unicode tables and the versions of the libraries that read
+    text and run the models. An upgrade, or an edit of a development checkout, makes every
+    stored row miss. An install without sources hashes the compiled files instead.
     """
     root = Path(__file__).resolve().parent.parent
+    files = sorted(root.rglob("*.py")) or sorted(root.rglob("*.pyc"))
     h = hashlib.sha256()
-    for path in sorted([*root.rglob("*.py"), *root.glob("models/assets/*.json")]):
+    for path in [*files, *sorted(root.glob("models/assets/*.json"))]:
         h.update(str(path.relative_to(root)).encode())
         h.update(b"\x00")
         h.update(path.read_bytes())
         h.update(b"\x00")
+    h.update(_digest({"python": sys.version, "unicode": unicodedata.unidata_version, "packages": _versions()}).encode())
     return h.hexdigest()
 
 
-def model_identity(model: Any) -> dict[str, Any]:
-    """What names a model object: its class, id, fingerprint, calibration and threshold (when it has them).
+def _versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in _LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
 
-    A wrapper (the NLI engine) is named with the model inside it.
+
+#: libraries whose version can change a row (text handling, models, the neighbour search)
+_LIBRARIES = ("numpy", "onnxruntime", "tokenizers", "faiss-cpu", "torch", "transformers", "markdown-it-py", "regex")
+#: attributes that name a model or its calibration (values), and that hold its files (paths)
+_NAMES = ("model_id", "model_name", "fingerprint", "calibration", "threshold", "temperature", "dim", "max_length")
+_CALLS = ("signal_calibration", "resolved_threshold")
+_PATHS = ("manifest_path", "model", "model_name", "model_path", "path")
+_INNER = ("model", "nli", "embedder", "injection")
+#: a model file larger than this is named by its size and modification time, not its bytes
+_HASH_LIMIT = 1 << 20
+
+
+def _plain(value: Any) -> bool:
+    if value is None or isinstance(value, bool | int | float | str):
+        return True
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
+def _files(path: Path) -> list[Any]:
+    """A local model file or folder, named by its files: small ones by content, large ones by size and time."""
+    found = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    out: list[Any] = []
+    for file in found[:1000]:
+        stat = file.stat()
+        named = hashlib.sha256(file.read_bytes()).hexdigest() if stat.st_size <= _HASH_LIMIT else stat.st_mtime_ns
+        out.append((str(file.relative_to(path)) if file != path else file.name, stat.st_size, named))
+    return out
+
+
+def _code(obj: Any) -> str | None:
+    """The hash of the module that defines ``obj``'s class, when it lies outside ragtrust (a plugin)."""
+    try:
+        source = inspect.getsourcefile(type(obj))
+    except (TypeError, OSError):
+        return None
+    if not source or Path(source).resolve().is_relative_to(Path(__file__).resolve().parent.parent):
+        return None
+    try:
+        return hashlib.sha256(Path(source).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def model_identity(model: Any, depth: int = 0) -> dict[str, Any]:
+    """What names a model or signal object, loaded: class, ids, fingerprint, calibration, thresholds and files.
+
+    Simple dataclass parameters (numbers, strings, flags) are included; a model read from a
+    local file or folder is named by its files (small files by content); a class defined
+    outside ragtrust (a plugin) by its module's source; the models inside (``model``,
+    ``nli``, ``embedder``) in turn.
     """
-    if model is None:
+    if model is None or depth > 3:
         return {}
-    out: dict[str, Any] = {"type": f"{type(model).__module__}.{type(model).__qualname__}"}
-    for attr in ("model_id", "fingerprint", "calibration", "threshold", "temperature", "dim", "max_length"):
+    out: dict[str, Any] = {"type": f"{type(model).__module__}.{type(model).__qualname__}", "code": _code(model)}
+    if dataclasses.is_dataclass(model):
+        for f in dataclasses.fields(model):
+            value = getattr(model, f.name, None)
+            if f.init and not f.name.startswith("_") and _plain(value):
+                out[f"field.{f.name}"] = value
+    for attr in _NAMES:
         value = getattr(model, attr, None)
-        if value is not None and not callable(value):
+        if _plain(value) and value is not None:
             out[attr] = value
-    inner = getattr(model, "model", None)
-    if inner is not None and not isinstance(inner, str | Path):
-        out["model"] = model_identity(inner)
+    for attr in _CALLS:
+        method = getattr(model, attr, None)
+        if callable(method):
+            out[attr] = method()
+    for attr in _PATHS:
+        value = getattr(model, attr, None)
+        if isinstance(value, str | Path) and str(value) and Path(value).exists():
+            out[f"files.{attr}"] = _files(Path(value))
+    for attr in _INNER:
+        inner = getattr(model, attr, None)
+        if inner is not None and not isinstance(inner, str | Path) and inner is not model:
+            out[f"inner.{attr}"] = model_identity(inner, depth + 1)
     return out
 
 
 def config_key(settings: Any, models: Mapping[str, Any]) -> str:
-    """The scan's configuration as one hash: the settings, the models and the package's code.
+    """The scan's configuration as one hash: the settings, the models and signals, and the code.
 
     Args:
         settings: the :class:`~ragtrust.config.Settings` the scan was built from (or any
             object with ``model_dump``; ``None`` for none).
-        models: the model objects by role (``nli``, ``embedder``, ``injection``, ...).
+        models: the model and signal objects by role (``nli``, ``embedder``, ``signal.<name>``),
+            loaded (``warm_up``), so their fingerprints and calibrations are known.
     """
     dumped = settings.model_dump(mode="json") if hasattr(settings, "model_dump") else settings
     return _digest(
@@ -119,6 +202,19 @@ def config_key(settings: Any, models: Mapping[str, Any]) -> str:
 
 def _document_part(doc: Document) -> str:
     return _digest(doc.to_dict())
+
+
+def ledger_ids(doc: Document) -> list[str]:
+    """The ids the signals may read ``doc``'s ledger record by: its ``parent_id``, its id less ``#<n>``, its id."""
+    ids = []
+    parent = doc.metadata.get("parent_id")
+    if isinstance(parent, str) and parent:
+        ids.append(parent)
+    head, sep, tail = doc.id.rpartition("#")
+    if sep and tail.isdigit():
+        ids.append(head)
+    ids.append(doc.id)
+    return list(dict.fromkeys(ids))
 
 
 def row_keys(
@@ -141,12 +237,8 @@ def row_keys(
     records: dict[str, Any] = {}
     failed = False
 
-    def record(doc: Document) -> Any:
+    def lookup(key: str) -> Any:
         nonlocal failed
-        parent = doc.metadata.get("parent_id")
-        key = parent if isinstance(parent, str) and parent else doc.id
-        if ledger is None:
-            return None
         if key not in records:
             try:
                 found = ledger.get(key)
@@ -155,6 +247,12 @@ def row_keys(
                 failed = True
                 records[key] = None
         return records[key]
+
+    def record(doc: Document) -> Any:
+        """The ledger's records of every id a signal may look the document up by."""
+        if ledger is None:
+            return None
+        return {key: lookup(key) for key in ledger_ids(doc)}
 
     parts = [_document_part(d) for d in docs]
     base = _digest({"state": STATE_VERSION, "config": config, "scan": dict(scan)})
@@ -168,6 +266,22 @@ def row_keys(
         }
         keys.append(_digest(payload))
     return [None] * len(docs) if failed else keys
+
+
+def saveable(row: ScanRow) -> bool:
+    """Whether a row may be kept for the next scan: no signal failed on it and the ledger could be read.
+
+    A failure (a signal that raised, a ledger lookup that failed) is recorded in the row as a
+    skipped signal or a note; kept, it would outlive its cause. Such a row is scanned again.
+    """
+    for result in row.signals:
+        reason = result.skip_reason or ""
+        if result.skipped and (reason.startswith("error:") or "lookup failed" in reason):
+            return False
+        notes = result.details.get("notes") if isinstance(result.details, Mapping) else None
+        if isinstance(notes, list) and any(isinstance(n, str) and n.startswith(LEDGER_FAILED) for n in notes):
+            return False
+    return True
 
 
 class ScanState:
@@ -262,4 +376,14 @@ def _row(blob: bytes | None, key: str | None, doc_id: str) -> ScanRow | None:
     return row if row.id == doc_id else None
 
 
-__all__ = ["SCAN_STATE_FILE", "STATE_VERSION", "ScanState", "config_key", "model_identity", "row_keys", "source_digest"]
+__all__ = [
+    "SCAN_STATE_FILE",
+    "STATE_VERSION",
+    "ScanState",
+    "config_key",
+    "ledger_ids",
+    "model_identity",
+    "row_keys",
+    "saveable",
+    "source_digest",
+]

@@ -129,6 +129,10 @@ DEFAULT_DIFF_STRENGTH: Mapping[str, float] = {
 }
 
 
+#: the start of the note of a set whose tiers or vetted versions could not be read
+LEDGER_FAILED = "the provenance ledger could not be read"
+
+
 def _normal(text: str) -> str:
     return " ".join(text.lower().split())
 
@@ -202,29 +206,33 @@ class ClaimConflictSignal(Signal):
         warm_up(self.nli, self.embedder)
 
     # ------------------------------------------------------------------ pool and claims
-    def _pool(self, docs: Sequence[RetrievedDoc], witnesses: Sequence[RetrievedDoc]) -> list[PoolDoc]:
-        pool = [PoolDoc(d.document, RETRIEVED, _parent(d.document), self._tier(d.document)) for d in docs]
+    def _pool(
+        self, docs: Sequence[RetrievedDoc], witnesses: Sequence[RetrievedDoc], errors: list[str]
+    ) -> list[PoolDoc]:
+        """The retrieved documents, the witnesses and the vetted versions; ledger failures go to ``errors``."""
+        pool = [PoolDoc(d.document, RETRIEVED, _parent(d.document), self._tier(d.document, errors)) for d in docs]
         seen = {d.id for d in docs}
         for w in witnesses:
             if w.id not in seen:
                 seen.add(w.id)
-                pool.append(PoolDoc(w.document, STORE, _parent(w.document), self._tier(w.document)))
+                pool.append(PoolDoc(w.document, STORE, _parent(w.document), self._tier(w.document, errors)))
         for d in docs:
-            vetted = self._vetted_version(d.document)
+            vetted = self._vetted_version(d.document, errors)
             if vetted is not None:
                 pool.append(PoolDoc(vetted, VETTED, _parent(d.document), VETTED))
         return pool
 
-    def _tier(self, doc: Document) -> str | None:
+    def _tier(self, doc: Document, errors: list[str]) -> str | None:
         if self.ledger is None:
             return None
         try:
             record = self.ledger.get(_parent(doc))
-        except Exception:  # noqa: BLE001 - no tier known: attribution falls back to witnesses
+        except Exception as exc:  # noqa: BLE001 - no tier known: attribution falls back to witnesses
+            errors.append(f"{type(exc).__name__}: {exc}")
             return None
         return None if record is None else record.tier
 
-    def _vetted_version(self, doc: Document) -> Document | None:
+    def _vetted_version(self, doc: Document, errors: list[str]) -> Document | None:
         """The last vetted text of ``doc``'s parent when the served text is not in it."""
         if self.ledger is None:
             return None
@@ -233,7 +241,8 @@ class ClaimConflictSignal(Signal):
             if record is None or record.vetted_hash is None or not record.changed_since_vetted:
                 return None
             text = self.ledger.version_text(record.doc_id, record.vetted_hash)
-        except Exception:  # noqa: BLE001 - the provenance signal reports ledger failures
+        except Exception as exc:  # noqa: BLE001 - the provenance signal reports ledger failures
+            errors.append(f"{type(exc).__name__}: {exc}")
             return None
         if not text or " ".join(doc.text.split()) in " ".join(text.split()):
             return None
@@ -285,8 +294,14 @@ class ClaimConflictSignal(Signal):
         """Score the retrieved documents; conflicts go into each result's details."""
         if not docs:
             return []
-        pool = self._pool(docs, witnesses)
+        ledger_errors: list[str] = []
+        pool = self._pool(docs, witnesses, ledger_errors)
         notes: list[str] = []
+        if ledger_errors:
+            notes.append(
+                f"{LEDGER_FAILED} ({len(ledger_errors)} lookup(s), first: {ledger_errors[0]}): "
+                "tiers and vetted versions were not used"
+            )
         claims: list[Claim] = []
         for i, p in enumerate(pool):
             room = self.max_claims - len(claims)
@@ -586,4 +601,4 @@ def conflicts_from(results: Sequence[SignalResult]) -> list[Conflict]:
     return sorted(seen.values(), key=lambda c: -c.strength)
 
 
-__all__ = ["CLAIM_CONFLICT", "DEFAULT_DIFF_STRENGTH", "ClaimConflictSignal", "conflicts_from"]
+__all__ = ["CLAIM_CONFLICT", "DEFAULT_DIFF_STRENGTH", "LEDGER_FAILED", "ClaimConflictSignal", "conflicts_from"]
