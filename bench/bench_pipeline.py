@@ -20,7 +20,8 @@ numbers then do not measure a neural NLI model. ``--fake`` uses the fakes for bo
 
 Passes, each with a fresh gate per K:
 
-* ``cold`` — the NLI pair cache and the gate's embedding cache are disabled, and (knowledge
+* ``cold`` — the NLI pair cache, the gate's embedding cache and the signals' kept
+  per-document results are disabled, and (knowledge
   base) the index is built by a separate embedder instance: every query pays for every NLI
   pair and document embedding (documents never seen before);
 * ``fresh`` — a new question on documents never seen, as a user's first question meets a
@@ -30,7 +31,8 @@ Passes, each with a fresh gate per K:
   by the relevance check, an NLI pair asked twice);
 * ``scanned`` (store only) — a new question, each asked once by a fresh gate with empty
   in-memory caches, over a store that ``ragtrust scan --store`` went over: the gate reads the
-  store's persisted caches (claim embeddings, injection windows, NLI pairs) and never writes
+  store's persisted caches (claim embeddings, injection windows, NLI pairs, the
+  question-independent signals' per-document results) and never writes
   them, so the query pays only for what depends on the question and on the retrieved
   combination (the answer's Stage 2 pairs, claim pairs across documents the scan never put
   side by side). The other passes never read those files;
@@ -95,6 +97,7 @@ from ragtrust.errors import MissingDependencyError, ModelError
 from ragtrust.models.nli_engine import NLIEngine, WindowedPrediction
 from ragtrust.pipeline import TrustGate
 from ragtrust.record import versions
+from ragtrust.screening.base import limit_kept_results
 
 KB_CORPUS = "ragtrust secure-coding knowledge base (40 rules, in-memory dense index)"
 GENERATION_STAGES = ("extract", "align", "generate", "postprocess")
@@ -204,9 +207,12 @@ def _gate(
         retriever = DenseRetriever(index=index, default_top_k=settings.retrieval.top_k)
         gate = TrustGate.from_settings(settings, retriever=retriever, nli=nli, embedder=embedder)
     gate.warm_up()
-    if not scanned:
-        for signal in gate.screener.signals:  # type: ignore[union-attr]
+    for signal in gate.screener.signals:  # type: ignore[union-attr]
+        if not scanned:
             signal.disk = None
+            object.__setattr__(signal, "results_disk", None)
+        if not cache:  # kept per-document results are a cache too
+            limit_kept_results(signal, 0, 0)
     return gate, nli, fallback
 
 

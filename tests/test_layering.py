@@ -6,7 +6,8 @@ The layers (STYLE.md section 1), lowest first; a name is the part after ``ragtru
 0. ``errors``, ``deadline``, ``documents``, ``config``, ``text``, ``io``, ``http``, ``record``,
    ``registry``, ``prompts``, ``data`` - the vocabulary every layer speaks (``data`` is the
    packaged knowledge base, ``prompts`` the prompt texts, ``http`` the bearer HTTP client,
-   ``record`` a run's provenance block, ``deadline`` a request's time budget);
+   ``record`` a run's provenance block, ``deadline`` a request's time budget, ``identity``
+   the hashes that name a kept result's inputs);
 1. ``models``, ``retrieval``, ``screening``, ``evidence``, ``verification``, ``generation``,
    ``ingest`` - the components, one stage each - ``testing``, the shipped fakes of their
    protocols, and ``verdict_log``, the SQLite log of verdicts the CLI and the server append to;
@@ -40,7 +41,20 @@ ROOT = Path(ragtrust.__file__).parent
 PACKAGE = "ragtrust"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "deadline", "documents", "config", "text", "io", "http", "record", "registry", "prompts", "data"),
+    (
+        "errors",
+        "deadline",
+        "documents",
+        "config",
+        "text",
+        "io",
+        "http",
+        "record",
+        "registry",
+        "prompts",
+        "data",
+        "identity",
+    ),
     ("models", "retrieval", "screening", "evidence", "verification", "generation", "ingest", "testing", "verdict_log"),
     ("trust",),
     ("pipeline", "scan", "__init__"),

@@ -115,7 +115,7 @@ class KeywordInjectionModel:
     """
 
     model_id: str = "keyword-injection"
-    calls: list[int] = field(default_factory=list)
+    calls: list[int] = field(default_factory=list, compare=False)
 
     def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One probability per text; records the batch size in ``calls``."""

@@ -99,9 +99,13 @@ def test_injection_windows_persist_and_other_models_miss(tmp_path: Path) -> None
     assert renamed.calls  # keyed by the model: another model computes its own
 
 
-def test_signals_without_a_model_cache_are_left_alone(tmp_path: Path) -> None:
+def test_signals_without_a_model_cache_keep_only_their_results(tmp_path: Path) -> None:
     intra = IntraConsistencySignal(nli=LexicalNLI())  # its NLI pairs persist through the engine
-    assert persist_caches([intra], tmp_path / SCREEN_CACHE_FILE) == [] and intra.disk is None
+    assert persist_caches([intra], tmp_path / SCREEN_CACHE_FILE) == ["intra_consistency"]
+    assert intra.disk is None and intra.results_disk is not None
+    conflicts = ClaimConflictSignal(nli=LexicalNLI(), embedder=HashingEmbedder())  # reads the question
+    persist_caches([conflicts], tmp_path / SCREEN_CACHE_FILE)
+    assert conflicts.results_disk is None
 
 
 def test_gate_over_a_store_keeps_screening_results_in_it(tmp_path: Path) -> None:

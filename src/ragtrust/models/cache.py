@@ -172,20 +172,21 @@ def open_cache_db(path: Path, table: str, read_only: bool = False) -> tuple[sqli
     return None, False
 
 
-class DiskCache:
-    """float32 arrays by key in one SQLite table: the persisted half of a model cache.
+class BlobCache:
+    """Bytes by key in one SQLite table: the persisted half of a cache.
 
     Best effort, like every cache here: a file that cannot be opened, read or written turns
     the cache into a no-op (misses, nothing kept), never failing a query. Picklable (a copy
-    reopens the file; Ray and multiprocessing workers). Callers put the model's fingerprint
-    in their keys, so two models never share an entry.
+    reopens the file; Ray and multiprocessing workers). Callers put everything a value was
+    computed from (the model's fingerprint, the parameters) in their keys, so two models
+    never share an entry.
 
     Example:
         >>> import tempfile
         >>> path = Path(tempfile.mkdtemp()) / "cache.sqlite"
-        >>> DiskCache(path, "claims").put_many([("a", np.ones(3, dtype=np.float32))])
-        >>> [None if v is None else v.tolist() for v in DiskCache(path, "claims").get_many(["a", "b"])]
-        [[1.0, 1.0, 1.0], None]
+        >>> BlobCache(path, "results").put_many([("a", b"kept")])
+        >>> BlobCache(path, "results").get_many(["a", "b"])
+        [b'kept', None]
     """
 
     def __init__(self, path: Path, table: str, read_only: bool = False) -> None:
@@ -201,9 +202,9 @@ class DiskCache:
         """Reopen the file in the copy."""
         self.__init__(Path(state["path"]), state["table"], bool(state["read_only"]))  # type: ignore[misc]
 
-    def get_many(self, keys: Sequence[str]) -> list[np.ndarray | None]:
-        """The stored array per key, or ``None``."""
-        found: dict[str, np.ndarray] = {}
+    def get_blobs(self, keys: Sequence[str]) -> list[bytes | None]:
+        """The stored bytes per key, or ``None``."""
+        found: dict[str, bytes] = {}
         with self._lock:
             if self._db is not None and keys:
                 try:
@@ -214,14 +215,14 @@ class DiskCache:
                         rows = self._db.execute(
                             f"SELECT key, probs FROM {self.table} WHERE key IN ({marks})", part
                         ).fetchall()
-                        found.update((k, np.frombuffer(v, dtype=np.float32).copy()) for k, v in rows)
+                        found.update((k, bytes(v)) for k, v in rows)
                 except sqlite3.Error:
                     found = {}
         return [found.get(k) for k in keys]
 
-    def put_many(self, items: Iterable[tuple[str, Any]]) -> None:
-        """Store the arrays (float32); a failing write turns persistence off for this process."""
-        rows = [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items]
+    def put_blobs(self, items: Iterable[tuple[str, bytes]]) -> None:
+        """Store the bytes; a failing write turns persistence off for this process."""
+        rows = list(items)
         with self._lock:
             if self._db is None or not self.persists or not rows:
                 return
@@ -233,6 +234,34 @@ class DiskCache:
                 with contextlib.suppress(sqlite3.Error):
                     self._db.rollback()
 
+    def replace_all(self, items: Iterable[tuple[str, bytes]], keep: Iterable[str] = ()) -> bool:
+        """Store ``items`` and forget every other key but ``keep``, in one transaction; whether it was written."""
+        rows = list(items)
+        stay = {k for k, _ in rows} | set(keep)
+        with self._lock:
+            if self._db is None or not self.persists:
+                return False
+            try:
+                present = [k for (k,) in self._db.execute(f"SELECT key FROM {self.table}").fetchall()]
+                gone = [(k,) for k in present if k not in stay]
+                self._db.executemany(f"DELETE FROM {self.table} WHERE key = ?", gone)
+                self._db.executemany(f"INSERT OR REPLACE INTO {self.table} (key, probs) VALUES (?, ?)", rows)
+                self._db.commit()
+            except sqlite3.Error:
+                self.persists = False
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.rollback()
+                return False
+        return True
+
+    def get_many(self, keys: Sequence[str]) -> list[Any]:
+        """:meth:`get_blobs` (subclasses decode)."""
+        return self.get_blobs(keys)
+
+    def put_many(self, items: Iterable[tuple[str, Any]]) -> None:
+        """:meth:`put_blobs` (subclasses encode)."""
+        self.put_blobs(items)
+
     def close(self) -> None:
         """Close the connection (later calls miss and keep nothing)."""
         with self._lock:
@@ -242,4 +271,24 @@ class DiskCache:
             self._db, self.persists = None, False
 
 
-__all__ = ["ByteLRU", "DiskCache", "MiB", "open_cache_db", "sizeof"]
+class DiskCache(BlobCache):
+    """float32 arrays by key: the persisted half of a model cache (a :class:`BlobCache` of arrays).
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "cache.sqlite"
+        >>> DiskCache(path, "claims").put_many([("a", np.ones(3, dtype=np.float32))])
+        >>> [None if v is None else v.tolist() for v in DiskCache(path, "claims").get_many(["a", "b"])]
+        [[1.0, 1.0, 1.0], None]
+    """
+
+    def get_many(self, keys: Sequence[str]) -> list[np.ndarray | None]:
+        """The stored array per key, or ``None``."""
+        return [None if b is None else np.frombuffer(b, dtype=np.float32).copy() for b in self.get_blobs(keys)]
+
+    def put_many(self, items: Iterable[tuple[str, Any]]) -> None:
+        """Store the arrays (float32); a failing write turns persistence off for this process."""
+        self.put_blobs((k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items)
+
+
+__all__ = ["BlobCache", "ByteLRU", "DiskCache", "MiB", "open_cache_db", "sizeof"]

@@ -11,16 +11,16 @@ from ragtrust.documents import Document, RetrievedDoc, SignalResult
 from ragtrust.models.base import Embedder
 from ragtrust.retrieval.dense import embed_texts
 from ragtrust.scan.report import ScanProgress
-from ragtrust.screening.base import Signal
+from ragtrust.screening.base import Signal, score_documents
 
 
 def score_signals(signals: Sequence[Signal], docs: Sequence[RetrievedDoc]) -> list[list[SignalResult]]:
-    """Every signal on a batch; a signal that raises is recorded as skipped with ``error:``."""
+    """Every signal on a batch, through its kept results; one that raises is recorded as skipped with ``error:``."""
     per_doc: list[list[SignalResult]] = [[] for _ in docs]
     for signal in signals:
         name = str(getattr(signal, "name", type(signal).__name__))
         try:
-            results = signal.score_batch(docs, None)
+            results = score_documents(signal, docs, None)
             if len(results) != len(docs):
                 raise ValueError(f"returned {len(results)} results for {len(docs)} documents")
         except Exception as exc:  # noqa: BLE001 - recorded, never silent

@@ -38,23 +38,16 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import hashlib
-import inspect
 import json
-import sqlite3
-import sys
-import threading
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ragtrust.documents import Document
 from ragtrust.errors import InputError
-from ragtrust.models.cache import open_cache_db
+from ragtrust.identity import digest as _digest
+from ragtrust.identity import model_identity, source_digest
+from ragtrust.models.cache import BlobCache
 from ragtrust.scan.report import ScanRow
 from ragtrust.screening.conflicts import LEDGER_FAILED
 
@@ -63,121 +56,6 @@ SCAN_STATE_FILE = "scan_state.sqlite"
 #: the rows' format; a new one makes every stored row miss
 STATE_VERSION = 1
 _TABLE = "scan_rows"
-
-
-def _digest(payload: Any) -> str:
-    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=repr)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def source_digest() -> str:
-    """A hash of the code a scan row depends on: the ``ragtrust`` package's source and model manifests.
-
-    With the Python version, its Unicode tables and the versions of the libraries that read
-    text and run the models. An upgrade, or an edit of a development checkout, makes every
-    stored row miss. An install without sources hashes the compiled files instead.
-    """
-    root = Path(__file__).resolve().parent.parent
-    files = sorted(root.rglob("*.py")) or sorted(root.rglob("*.pyc"))
-    h = hashlib.sha256()
-    for path in [*files, *sorted(root.glob("models/assets/*.json"))]:
-        h.update(str(path.relative_to(root)).encode())
-        h.update(b"\x00")
-        h.update(path.read_bytes())
-        h.update(b"\x00")
-    h.update(_digest({"python": sys.version, "unicode": unicodedata.unidata_version, "packages": _versions()}).encode())
-    return h.hexdigest()
-
-
-def _versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for name in _LIBRARIES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
-#: libraries whose version can change a row (text handling, models, the neighbour search)
-_LIBRARIES = ("numpy", "onnxruntime", "tokenizers", "faiss-cpu", "torch", "transformers", "markdown-it-py", "regex")
-#: attributes that name a model or its calibration (values), and that hold its files (paths)
-_NAMES = ("model_id", "model_name", "fingerprint", "calibration", "threshold", "temperature", "dim", "max_length")
-_CALLS = ("signal_calibration", "resolved_threshold")
-_PATHS = ("manifest_path", "model", "model_name", "model_path", "path")
-_INNER = ("model", "nli", "embedder", "injection")
-#: a model file larger than this is named by its size and modification time, not its bytes
-_HASH_LIMIT = 1 << 20
-
-
-def _plain(value: Any) -> bool:
-    if value is None or isinstance(value, bool | int | float | str):
-        return True
-    if isinstance(value, list | tuple):
-        return all(_plain(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
-    return False
-
-
-def _files(path: Path) -> list[Any]:
-    """A local model file or folder, named by its files: small ones by content, large ones by size and time."""
-    found = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    out: list[Any] = []
-    for file in found[:1000]:
-        stat = file.stat()
-        named = hashlib.sha256(file.read_bytes()).hexdigest() if stat.st_size <= _HASH_LIMIT else stat.st_mtime_ns
-        out.append((str(file.relative_to(path)) if file != path else file.name, stat.st_size, named))
-    return out
-
-
-def _code(obj: Any) -> str | None:
-    """The hash of the module that defines ``obj``'s class, when it lies outside ragtrust (a plugin)."""
-    try:
-        source = inspect.getsourcefile(type(obj))
-    except (TypeError, OSError):
-        return None
-    if not source or Path(source).resolve().is_relative_to(Path(__file__).resolve().parent.parent):
-        return None
-    try:
-        return hashlib.sha256(Path(source).read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
-def model_identity(model: Any, depth: int = 0) -> dict[str, Any]:
-    """What names a model or signal object, loaded: class, ids, fingerprint, calibration, thresholds and files.
-
-    Simple dataclass parameters (numbers, strings, flags) are included; a model read from a
-    local file or folder is named by its files (small files by content); a class defined
-    outside ragtrust (a plugin) by its module's source; the models inside (``model``,
-    ``nli``, ``embedder``) in turn.
-    """
-    if model is None or depth > 3:
-        return {}
-    out: dict[str, Any] = {"type": f"{type(model).__module__}.{type(model).__qualname__}", "code": _code(model)}
-    if dataclasses.is_dataclass(model):
-        for f in dataclasses.fields(model):
-            value = getattr(model, f.name, None)
-            if f.init and not f.name.startswith("_") and _plain(value):
-                out[f"field.{f.name}"] = value
-    for attr in _NAMES:
-        value = getattr(model, attr, None)
-        if _plain(value) and value is not None:
-            out[attr] = value
-    for attr in _CALLS:
-        method = getattr(model, attr, None)
-        if callable(method):
-            out[attr] = method()
-    for attr in _PATHS:
-        value = getattr(model, attr, None)
-        if isinstance(value, str | Path) and str(value) and Path(value).exists():
-            out[f"files.{attr}"] = _files(Path(value))
-    for attr in _INNER:
-        inner = getattr(model, attr, None)
-        if inner is not None and not isinstance(inner, str | Path) and inner is not model:
-            out[f"inner.{attr}"] = model_identity(inner, depth + 1)
-    return out
 
 
 def config_key(settings: Any, models: Mapping[str, Any]) -> str:
@@ -296,31 +174,20 @@ class ScanState:
     def __init__(self, path: str | Path, read_only: bool = False, *, reuse: bool = True) -> None:
         self.path = Path(path)
         self.reuse = reuse
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None
-        self._db, self.writable = open_cache_db(self.path, _TABLE, read_only)
+        self._rows = BlobCache(self.path, _TABLE, read_only)
+
+    @property
+    def writable(self) -> bool:
+        """Whether :meth:`save` writes the file."""
+        return self._rows.persists
 
     def load(self, docs: Sequence[Document], keys: Sequence[str | None]) -> list[ScanRow | None]:
         """Per document, its stored row when the stored key is ``keys[i]``, else ``None``."""
         if len(keys) != len(docs):
             raise InputError(f"scan state: {len(keys)} keys for {len(docs)} documents")
         wanted = {d.id: k for d, k in zip(docs, keys, strict=True) if k is not None and self.reuse}
-        stored: dict[str, bytes] = {}
-        with self._lock:
-            if self._db is not None and wanted:
-                try:
-                    ids = list(wanted)
-                    for start in range(0, len(ids), 500):
-                        part = ids[start : start + 500]
-                        marks = ",".join("?" * len(part))
-                        query = f"SELECT key, probs FROM {_TABLE} WHERE key IN ({marks})"  # noqa: S608 - fixed table
-                        stored.update(self._db.execute(query, part).fetchall())
-                except sqlite3.Error:
-                    stored = {}
-        out: list[ScanRow | None] = []
-        for doc in docs:
-            out.append(_row(stored.get(doc.id), wanted.get(doc.id), doc.id))
-        return out
+        stored = dict(zip(wanted, self._rows.get_blobs(list(wanted)), strict=True))
+        return [_row(stored.get(doc.id), wanted.get(doc.id), doc.id) for doc in docs]
 
     def save(self, rows: Sequence[ScanRow], keys: Sequence[str | None], keep: Iterable[str] | None = None) -> bool:
         """Keep ``rows`` (those with a key) and forget every other document's row; whether it was written.
@@ -335,31 +202,13 @@ class ScanState:
             for r, k in zip(rows, keys, strict=True)
             if k is not None
         ]
-        stay = {r.id for r in rows} | set(keep or ())
-        with self._lock:
-            if self._db is None or not self.writable:
-                return False
-            try:
-                present = [k for (k,) in self._db.execute(f"SELECT key FROM {_TABLE}").fetchall()]  # noqa: S608
-                gone = [(k,) for k in present if k not in stay]
-                unkeyed = [(r.id,) for r, k in zip(rows, keys, strict=True) if k is None]
-                self._db.executemany(f"DELETE FROM {_TABLE} WHERE key = ?", [*gone, *unkeyed])  # noqa: S608
-                self._db.executemany(f"INSERT OR REPLACE INTO {_TABLE} (key, probs) VALUES (?, ?)", items)  # noqa: S608
-                self._db.commit()
-            except sqlite3.Error:
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.rollback()
-                self.writable = False
-                return False
-        return True
+        # a row without a key is forgotten, even when ``keep`` names it
+        unkeyed = {r.id for r, k in zip(rows, keys, strict=True) if k is None}
+        return self._rows.replace_all(items, keep=set(keep or ()) - unkeyed)
 
     def close(self) -> None:
         """Close the file (later loads reuse nothing, saves write nothing)."""
-        with self._lock:
-            if self._db is not None:
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.close()
-            self._db, self.writable = None, False
+        self._rows.close()
 
 
 def _row(blob: bytes | None, key: str | None, doc_id: str) -> ScanRow | None:

@@ -57,7 +57,7 @@ from ragtrust.config import ScreeningConfig, Settings
 from ragtrust.documents import Conflict, DocumentScreening, RetrievedDoc, SignalResult
 from ragtrust.errors import ConfigError, InputError
 from ragtrust.models.base import Embedder, NLIModel
-from ragtrust.screening.base import Signal
+from ragtrust.screening.base import Signal, score_documents
 from ragtrust.screening.conflicts import CLAIM_CONFLICT, conflicts_from
 from ragtrust.screening.cross import consistency_from
 
@@ -228,7 +228,7 @@ class Screener:
                 elif getattr(signal, "uses_witnesses", False):
                     results = list(signal.score_batch(docs, query, witnesses=witnesses))  # type: ignore[call-arg]
                 else:
-                    results = list(signal.score_batch(docs, query))
+                    results = score_documents(signal, docs, query)
                 if len(results) != len(docs):
                     raise RuntimeError(f"returned {len(results)} results for {len(docs)} documents")
             except Exception as exc:  # noqa: BLE001 - fail closed: any failure is recorded

@@ -174,6 +174,7 @@ class InjectionSignal(Signal):
     _cache: ByteLRU[float] = field(default_factory=lambda: ByteLRU(0, 0), init=False, repr=False)
 
     name: ClassVar[str] = "injection"
+    results_cacheable: ClassVar[bool] = True
     cache_table: ClassVar[str | None] = "injection_windows"
 
     def __post_init__(self) -> None:

@@ -143,6 +143,7 @@ class IntraConsistencySignal(Signal):
     prose_tail: bool = True
 
     name: ClassVar[str] = "intra_consistency"
+    results_cacheable: ClassVar[bool] = True
 
     def warm_up(self) -> None:
         """Warm the NLI model when it has a ``warm_up``."""

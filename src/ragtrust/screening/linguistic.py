@@ -415,6 +415,7 @@ class LinguisticSignal(Signal):
     max_reasons: int = 5
 
     name: ClassVar[str] = "linguistic"
+    results_cacheable: ClassVar[bool] = True
 
     def find(self, text: str) -> list[PatternHit]:
         """All pattern matches in ``text`` with offsets into the original text."""

@@ -171,6 +171,7 @@ class StructuralSignal(Signal):
     max_reasons: int = 5
 
     name: ClassVar[str] = "structural"
+    results_cacheable: ClassVar[bool] = True
 
     def findings(self, text: str) -> list[Finding]:
         """Every structural finding in ``text`` (offsets into ``text``)."""
