@@ -84,7 +84,6 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -106,41 +105,45 @@ _CALLERS = ("ragtrust.screening.", "ragtrust.verification.", "ragtrust.evidence.
 _SIGNAL_OF_MODULE = {"intra": "intra_consistency", "conflicts": "claim_conflict", "cross": "cross_consistency"}
 
 
-@dataclass
-class CountingEngine(NLIEngine):
-    """An :class:`NLIEngine` that counts the pairs each caller asks for and the pairs it runs."""
+def _caller() -> str:
+    """The signal or stage whose call reached the engine (the first ragtrust module up the stack)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        if module.startswith(_CALLERS):
+            last = module.rsplit(".", 1)[-1]
+            return _SIGNAL_OF_MODULE.get(last, last)
+        frame = frame.f_back  # type: ignore[assignment]
+    return "other"
 
-    requested: Counter[str] = field(default_factory=Counter, init=False)
-    scored: Counter[str] = field(default_factory=Counter, init=False)
 
-    @staticmethod
-    def _caller() -> str:
-        frame = sys._getframe(2)
-        while frame is not None:
-            module = str(frame.f_globals.get("__name__", ""))
-            if module.startswith(_CALLERS):
-                last = module.rsplit(".", 1)[-1]
-                return _SIGNAL_OF_MODULE.get(last, last)
-            frame = frame.f_back  # type: ignore[assignment]
-        return "other"
+def CountingEngine(model: Any, **params: Any) -> Any:  # noqa: N802 - reads as the engine it makes
+    """An :class:`NLIEngine` that counts the pairs each caller asks for (``requested``) and runs (``scored``).
 
-    def predict_windows(self, pairs: Sequence[tuple[str, str]]) -> list[WindowedPrediction]:
-        """Count, then score as the engine does."""
-        who = self._caller()
-        before = self.pairs_scored
-        out = super().predict_windows(pairs)
-        self.requested[who] += len(pairs)
-        self.scored[who] += self.pairs_scored - before
+    The counting is put on the instance, so the engine is an ``NLIEngine`` like the one a user
+    runs: what names it (its type and parameters) is the same, and the results kept by a
+    ``ragtrust scan`` under that name are found. ``snapshot()`` copies the counters.
+    """
+    engine = NLIEngine(model, **params)
+    real = engine.predict_windows
+    requested: Counter[str] = Counter()
+    scored: Counter[str] = Counter()
+
+    def predict_windows(pairs: Sequence[tuple[str, str]]) -> list[WindowedPrediction]:
+        who = _caller()
+        before = engine.pairs_scored
+        out = real(pairs)
+        requested[who] += len(pairs)
+        scored[who] += engine.pairs_scored - before
         return out
 
-    def snapshot(self) -> tuple[Counter[str], Counter[str]]:
-        """Copies of the counters, to diff around one query."""
-        return Counter(self.requested), Counter(self.scored)
+    engine.predict_windows = predict_windows  # type: ignore[method-assign]
+    engine.requested, engine.scored = requested, scored  # type: ignore[attr-defined]
+    engine.snapshot = lambda: (Counter(requested), Counter(scored))  # type: ignore[attr-defined]
+    return engine
 
 
-def _models(
-    settings: Settings, fake: bool, cache: bool, cache_path: str | None = None
-) -> tuple[Any, CountingEngine, str | None]:
+def _models(settings: Settings, fake: bool, cache: bool, cache_path: str | None = None) -> tuple[Any, Any, str | None]:
     """Embedder, counting NLI engine and the reason for an NLI fallback (``None`` when none).
 
     Without ``cache`` the embedder's and the NLI engine's caches are disabled; ``cache_path``
@@ -182,7 +185,7 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 def _gate(
     settings: Settings, store: str | None, fake: bool, cache: bool, scanned: bool = False
-) -> tuple[TrustGate, CountingEngine, Any]:
+) -> tuple[TrustGate, Any, Any]:
     """A fresh gate over the store (or the knowledge base) with a counting NLI engine.
 
     ``scanned``: the store's persisted caches (what ``ragtrust scan`` left there) are read;

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragtrust.text import assertions, split_sentences, word_tokens
+from ragtrust.text import assertions, fold, split_sentences, word_tokens
 
 
 def test_sentences_keep_offsets_and_abbreviations() -> None:
@@ -134,3 +134,11 @@ def test_closing_quotes_and_brackets_stay_with_their_sentence() -> None:
         "Next.\n.)",
         "Z",
     ]
+
+
+def test_fold_is_nfkc_and_casefold_on_every_text() -> None:
+    import unicodedata
+
+    samples = [chr(c) for c in range(128)] + ["Straße", "ＡＢＣ", "ﬁle", "İstanbul", "Ω", "HTTP/2 Header", "x²"]
+    for text in samples:
+        assert fold(text) == unicodedata.normalize("NFKC", text).casefold(), repr(text)

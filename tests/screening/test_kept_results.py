@@ -217,3 +217,48 @@ def test_a_document_is_keyed_by_all_its_fields() -> None:
     for i, doc in enumerate(variants):
         score_documents(signal, [RetrievedDoc(document=doc, rank=i + 1, score=0.1 * i)])
     assert calls == [1, 1, 1, 1]  # rank and score are not inputs; every field of the document is
+
+
+def test_where_and_how_much_is_cached_is_not_part_of_the_identity(tmp_path: Path) -> None:
+    from ragtrust.models.nli_engine import NLIEngine
+
+    model = LexicalNLI()
+    scan = IntraConsistencySignal(nli=NLIEngine(model, cache_path=str(tmp_path / "nli.sqlite")))
+    query = IntraConsistencySignal(nli=NLIEngine(model, cache_size=0, cache_read_only=True))
+    assert results_identity(scan) == results_identity(query)
+    # what changes a result does change it
+    assert results_identity(IntraConsistencySignal(nli=NLIEngine(model, max_premise_tokens=64))) != results_identity(
+        query
+    )
+    assert results_identity(InjectionSignal(model=KeywordInjectionModel(), cache_size=0)) == results_identity(
+        InjectionSignal(model=KeywordInjectionModel())
+    )
+
+
+def test_a_result_that_records_a_failure_is_not_kept() -> None:
+    from dataclasses import dataclass, field
+    from typing import ClassVar
+
+    from ragtrust.documents import SignalResult
+    from ragtrust.screening.base import Signal
+
+    @dataclass
+    class Flaky(Signal):
+        calls: list[int] = field(default_factory=list, compare=False)
+        name: ClassVar[str] = "flaky"
+        results_cacheable: ClassVar[bool] = True
+
+        def score_batch(self, docs, query=None):  # type: ignore[no-untyped-def]
+            self.calls.append(len(docs))
+            return [
+                SignalResult(name=self.name, skipped=True, skip_reason="error: backend down")
+                if "Passwords" in d.document.text
+                else SignalResult(name=self.name, score=0.1)
+                for d in docs
+            ]
+
+    signal = Flaky()
+    docs = retrieved(DOCS)
+    score_documents(signal, docs)
+    score_documents(signal, docs)
+    assert signal.calls == [3, 1]  # the failed document is scored again, the others are kept

@@ -349,8 +349,8 @@ class OnnxEmbedder(ReloadsAfterPickle):
     max_length: int = 256
     max_windows: int = 4
     window_stride: int = 32
-    cache_size: int = 20_000
-    cache_bytes: int = 32 * MiB
+    cache_size: int = field(default=20_000, compare=False)  # caching never changes a result
+    cache_bytes: int = field(default=32 * MiB, compare=False)
     model_id: str = ""
     dim: int = 384
     fold_weights: bool = True

@@ -114,10 +114,11 @@ class NLIEngine(ReloadsAfterPickle):
     model: NLIModel
     max_premise_tokens: int | None = None
     window_overlap_sentences: int = 1
-    cache_size: int = 50_000
-    cache_bytes: int = 16 * MiB
-    cache_path: str | None = None
-    cache_read_only: bool = False
+    # where and how much is cached never changes a result: not part of the engine's identity
+    cache_size: int = field(default=50_000, compare=False)
+    cache_bytes: int = field(default=16 * MiB, compare=False)
+    cache_path: str | None = field(default=None, compare=False)
+    cache_read_only: bool = field(default=False, compare=False)
     reduce: Literal["entailment", "contradiction"] = "entailment"
     calls: int = field(default=0, init=False)
     pairs_scored: int = field(default=0, init=False)

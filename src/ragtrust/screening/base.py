@@ -140,9 +140,9 @@ def score_documents(signal: Signal, docs: Sequence[RetrievedDoc], query: str | N
     For a :attr:`Signal.results_cacheable` signal, each document's result is looked up by
     the document (id, text, url, source, metadata) and :func:`results_identity`: first in
     memory, then in the store's :data:`RESULTS_TABLE` when attached. Only the documents not
-    found are scored, in one batch, and their results kept. A kept result that no longer
-    parses is scored again. Any other signal is simply called. Errors propagate as from
-    ``score_batch``.
+    found are scored, in one batch, and their results kept, except a result that records a
+    failure (skipped with ``error:``). A kept result that no longer parses is scored again.
+    Any other signal is simply called. Errors propagate as from ``score_batch``.
     """
     if not getattr(signal, "results_cacheable", False) or not docs:
         return list(signal.score_batch(docs, query))
@@ -163,7 +163,12 @@ def score_documents(signal: Signal, docs: Sequence[RetrievedDoc], query: str | N
         computed = list(signal.score_batch([docs[i] for i in missing], query))
         if len(computed) != len(missing):
             raise RuntimeError(f"returned {len(computed)} results for {len(missing)} documents")
-        fresh = [(keys[i], _encode(r)) for i, r in zip(missing, computed, strict=True)]
+        # a result that records a failure is not kept: it would outlive its cause
+        fresh = [
+            (keys[i], _encode(r))
+            for i, r in zip(missing, computed, strict=True)
+            if not (r.skipped and (r.skip_reason or "").startswith("error:"))
+        ]
         memory.put_many(fresh)
         if disk is not None:
             disk.put_blobs(fresh)

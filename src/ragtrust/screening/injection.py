@@ -169,8 +169,8 @@ class InjectionSignal(Signal):
     window_overlap: bool = True
     max_windows: int = 2000
     decode_encoded: bool = True
-    cache_size: int = 50_000
-    cache_bytes: int = 8 * MiB
+    cache_size: int = field(default=50_000, compare=False)  # caching never changes a result
+    cache_bytes: int = field(default=8 * MiB, compare=False)
     _cache: ByteLRU[float] = field(default_factory=lambda: ByteLRU(0, 0), init=False, repr=False)
 
     name: ClassVar[str] = "injection"

@@ -205,7 +205,8 @@ class FactualityVerifier:
                 inconclusive=True,
             )
         try:
-            chosen = [self._nearest(sentence, self._premises(docs, sentence)) for sentence in sentences]
+            vocab: dict[str, frozenset[str]] = {}  # a premise's words, read once for every sentence
+            chosen = [self._nearest(sentence, self._premises(docs, sentence), vocab) for sentence in sentences]
             pairs = [(p[2], s) for s, row in zip(sentences, chosen, strict=True) for p in row]
             probs = np.asarray(self.nli.predict(pairs), dtype=np.float64)
             if probs.shape != (len(pairs), 3):
@@ -254,11 +255,22 @@ class FactualityVerifier:
                 premises.append((i, None, text))
         return premises
 
-    def _nearest(self, sentence: str, premises: list[Premise]) -> list[Premise]:
-        """The premises ``sentence`` is scored against, in their order (see the module docstring)."""
+    def _nearest(
+        self, sentence: str, premises: list[Premise], known: dict[str, frozenset[str]] | None = None
+    ) -> list[Premise]:
+        """The premises ``sentence`` is scored against, in their order (see the module docstring).
+
+        ``known``: the word sets of premise texts already read (filled here), shared by the
+        sentences of one answer.
+        """
         if self.max_premises is None or len(premises) <= self.max_premises:
             return premises
-        vocab = [set(words(p[2])) for p in premises]
+        known = {} if known is None else known
+        vocab = []
+        for p in premises:
+            if p[2] not in known:
+                known[p[2]] = frozenset(words(p[2]))
+            vocab.append(known[p[2]])
         df: dict[str, int] = {}
         for own in vocab:
             for w in own:
