@@ -300,6 +300,35 @@ def test_parallel_statements_about_two_subjects_are_no_conflict() -> None:
     assert c.kind == "entity" and {c.left_words, c.right_words} == {"California", "Massachusetts"}
 
 
+def test_a_claim_that_leans_on_another_sentence_meets_only_its_own_version() -> None:
+    """ "That holds" is compared across documents only when the sentence it leans on says the same."""
+    verdicts = [
+        doc(
+            "a",
+            "Does the evidence back the statement that Asylum Records is an American record label founded in 1979 "
+            "by Emma Stone? That does not hold, according to the reference material. Claim under review: Asylum "
+            "Records is an American record label founded in 1979 by Emma Stone.",
+        ),
+        doc(
+            "b",
+            "Can it be confirmed that Asylum Records is an American record label founded in 1971 by two people? "
+            "That holds, according to the reference material. Claim under review: Asylum Records is an American "
+            "record label founded in 1971 by two people.",
+        ),
+    ]
+    found = conflicts(fake_signal(nli=NeutralNLI()).score_batch(verdicts))
+    assert all("hold" not in c.left.text for c in found), found
+    # the same sentence edited in a copy of the document: what it leans on is unchanged, so it is compared
+    original = doc(
+        "o", "Output encoding is applied to every page that echoes user input. It must be applied on the server."
+    )
+    edited = doc(
+        "e", "Output encoding is applied to every page that echoes user input. It may be applied on the server."
+    )
+    (c,) = conflicts(fake_signal(nli=NeutralNLI()).score_batch([original, edited]))
+    assert c.kind == "modal"
+
+
 def test_a_swap_whose_own_question_names_the_original_is_the_suspect() -> None:
     """One against one, the edited document's question still names the original value."""
     clean = doc("ca", "What books are still banned in California? Very few books are still banned in California.")

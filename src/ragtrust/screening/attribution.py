@@ -105,17 +105,37 @@ def same_subject(pool: Sequence[PoolDoc], a: Claim, b: Claim, finding: DiffFindi
     California" in a document about California, "in Canada" in one about Canada: two
     subjects, two true claims). And a claim that leans on its document for its subject (it
     starts with a pronoun, or is shorter than :data:`SHORT_CLAIM` words: "The weakness is
-    CWE-89.") is compared only with a version of the same document (3-gram shingle overlap of
-    the documents >= 0.3, or the same parent document: its vetted version).
+    CWE-89.") is compared only with a version of the same document: the same parent document
+    (its vetted version), or a 3-gram shingle overlap of the documents without the two claims
+    >= 0.3 *and* of the sentences right before the two claims >= 0.5. A template two documents
+    share is not enough, nor a shared subject when the sentence the claim leans on differs
+    ("... founded in 1979 by Emma Stone? That does not hold." / "... founded in 1971 by two
+    people? That holds.").
     """
     da, db = pool[a.doc].document, pool[b.doc].document
     if a.doc != b.doc and _anchored(finding.left, _outside(da, a)) and _anchored(finding.right, _outside(db, b)):
         return False
     leaning = any(_REFERRING.match(c.bare) or len(c.bare.split()) < SHORT_CLAIM for c in (a, b))
     if leaning and a.doc != b.doc and pool[a.doc].group != pool[b.doc].group:
-        sa, sb = shingles(da.text, 3), shingles(db.text, 3)
-        return bool(sa | sb) and len(sa & sb) / len(sa | sb) >= 0.3
+        # what surrounds the two claims must match, not the claims: two short documents that
+        # share a template ("That holds, according to the reference material.") share it
+        # mostly in the claims; and the sentence each claim leans on must say the same
+        return (
+            _overlap(shingles(_outside(da, a), 3), shingles(_outside(db, b), 3)) >= 0.3
+            and _overlap(shingles(_before(da, a), 3), shingles(_before(db, b), 3)) >= 0.5
+        )
     return True
+
+
+def _overlap(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
+    """Jaccard overlap of two shingle sets (0 when both are empty)."""
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+def _before(doc: Document, claim: Claim) -> str:
+    """The sentence right before ``claim`` in its document (what "That holds" refers to), or ``""``."""
+    sentences = split_sentences(doc.text[: claim.start])
+    return sentences[-1].text.lower() if sentences else ""
 
 
 def shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
