@@ -120,6 +120,9 @@ def test_gate_over_a_store_keeps_screening_results_in_it(tmp_path: Path) -> None
     assert (tmp_path / "s" / SCREEN_CACHE_FILE).is_file()
     names = [s.name for s in gate.screener.signals if s.disk is not None]  # type: ignore[union-attr]
     assert "injection" in names and "claim_conflict" in names
+    kept = {s.name for s in gate.screener.signals if s.results_disk is not None}  # type: ignore[union-attr]
+    assert kept == {"injection", "linguistic", "structural", "intra_consistency"} & set(gate.screener.signal_names)
+    assert {"injection", "intra_consistency"} <= kept
 
 
 def test_gate_over_a_read_only_store_reads_but_never_writes_the_cache(
