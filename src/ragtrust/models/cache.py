@@ -3,8 +3,9 @@
 A long-running server sees an unbounded stream of texts, so each cache is bounded twice:
 by entries (``max_items``, the ``cache_size`` settings) and by the bytes its keys and values
 take (``max_bytes``), whichever binds first; the least recently used entries go. With the
-defaults the four model caches together stay under about 90 MiB, so the server's resident
-memory is flat under load (``bench/load.py`` measures it).
+defaults the four model caches together stay under about 90 MiB, and the screening signals'
+kept per-document results under 16 MiB, so the server's resident memory is flat under load
+(``bench/load.py`` measures it).
 
 Example:
     >>> import numpy as np

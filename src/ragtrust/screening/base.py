@@ -34,7 +34,7 @@ RESULTS_TABLE = "signal_results"
 #: the kept results' format; a new one makes every kept result miss
 RESULTS_VERSION = 1
 #: the in-memory bound of one signal's kept results (entries, bytes of their JSON)
-RESULTS_CACHE_ITEMS, RESULTS_CACHE_BYTES = 4096, 16 * MiB
+RESULTS_CACHE_ITEMS, RESULTS_CACHE_BYTES = 4096, 4 * MiB  # ~350 bytes a result on OWASP chunks
 
 
 class Signal(ABC):
