@@ -329,6 +329,29 @@ def test_a_claim_that_leans_on_another_sentence_meets_only_its_own_version() -> 
     assert c.kind == "modal"
 
 
+EDITED_CONTEXT = (
+    "Cross-site request forgery tokens protect every state-changing form in the application. "
+    "The framework generates a new token for each user session and checks it on submission. "
+)
+
+
+@pytest.mark.parametrize(
+    "poisoned",
+    [
+        EDITED_CONTEXT + "Encode the output on every page. It may be applied on the server.",  # a word added before
+        EDITED_CONTEXT + "Encode output on every single page. It may be applied on the server.",
+        "It may be applied on the server. " + EDITED_CONTEXT,  # chunked so that the claim opens the copy
+        EDITED_CONTEXT + "Legacy clients exist. Encode output on every page. It may be applied on the server.",
+        EDITED_CONTEXT + "Encode output on every screen. It may be applied on the server.",  # a word replaced before
+    ],
+)
+def test_an_edit_around_a_leaning_claim_does_not_hide_it(poisoned: str) -> None:
+    """Touching the sentence before a leaning claim, or where the chunk starts, does not stop the comparison."""
+    clean = doc("o", EDITED_CONTEXT + "Encode output on every page. It must be applied on the server.")
+    found = conflicts(fake_signal(nli=NeutralNLI()).score_batch([clean, doc("p", poisoned)]))
+    assert any(c.kind == "modal" for c in found), found
+
+
 def test_a_swap_whose_own_question_names_the_original_is_the_suspect() -> None:
     """One against one, the edited document's question still names the original value."""
     clean = doc("ca", "What books are still banned in California? Very few books are still banned in California.")

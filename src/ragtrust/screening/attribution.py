@@ -106,25 +106,40 @@ def same_subject(pool: Sequence[PoolDoc], a: Claim, b: Claim, finding: DiffFindi
     subjects, two true claims). And a claim that leans on its document for its subject (it
     starts with a pronoun, or is shorter than :data:`SHORT_CLAIM` words: "The weakness is
     CWE-89.") is compared only with a version of the same document: the same parent document
-    (its vetted version), or a 3-gram shingle overlap of the documents without the two claims
-    >= 0.3 *and* of the sentences right before the two claims >= 0.5. A template two documents
-    share is not enough, nor a shared subject when the sentence the claim leans on differs
-    ("... founded in 1979 by Emma Stone? That does not hold." / "... founded in 1971 by two
-    people? That holds.").
+    (its vetted version), or another document by :func:`_versions`.
     """
     da, db = pool[a.doc].document, pool[b.doc].document
     if a.doc != b.doc and _anchored(finding.left, _outside(da, a)) and _anchored(finding.right, _outside(db, b)):
         return False
     leaning = any(_REFERRING.match(c.bare) or len(c.bare.split()) < SHORT_CLAIM for c in (a, b))
     if leaning and a.doc != b.doc and pool[a.doc].group != pool[b.doc].group:
-        # what surrounds the two claims must match, not the claims: two short documents that
-        # share a template ("That holds, according to the reference material.") share it
-        # mostly in the claims; and the sentence each claim leans on must say the same
-        return (
-            _overlap(shingles(_outside(da, a), 3), shingles(_outside(db, b), 3)) >= 0.3
-            and _overlap(shingles(_before(da, a), 3), shingles(_before(db, b), 3)) >= 0.5
-        )
+        return _versions(da, a, db, b)
     return True
+
+
+#: overlap of two documents without the compared claims: below it, two documents; from
+#: :data:`_SAME_DOCUMENT` on, versions of one document whatever the sentence before says
+_RELATED, _SAME_DOCUMENT = 0.3, 0.6
+
+
+def _versions(da: Document, a: Claim, db: Document, b: Claim) -> bool:
+    """Whether two documents are versions of one, as far as two claims that lean on them are concerned.
+
+    What surrounds the claims must match, not the claims: two short documents that share a
+    template ("That holds, according to the reference material.") share it mostly in the
+    claims. Between loosely related documents, the sentence each claim leans on must also say
+    the same: the content words of one are all in the other (words added or removed, none
+    replaced; a claim that opens its document leans on nothing there), so "... founded in
+    1979 by Emma Stone? That does not hold." and "... founded in 1971 by two people? That
+    holds." are two statements, while an edit that adds a word before the claim is not.
+    """
+    rest = _overlap(shingles(_outside(da, a), 3), shingles(_outside(db, b), 3))
+    if rest < _RELATED:
+        return False
+    if rest >= _SAME_DOCUMENT:
+        return True
+    before_a, before_b = _content(_before(da, a)), _content(_before(db, b))
+    return not before_a or not before_b or before_a <= before_b or before_b <= before_a
 
 
 def _overlap(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
@@ -135,7 +150,12 @@ def _overlap(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
 def _before(doc: Document, claim: Claim) -> str:
     """The sentence right before ``claim`` in its document (what "That holds" refers to), or ``""``."""
     sentences = split_sentences(doc.text[: claim.start])
-    return sentences[-1].text.lower() if sentences else ""
+    return sentences[-1].text if sentences else ""
+
+
+def _content(text: str) -> set[str]:
+    """The content words of ``text``, lower case."""
+    return {t for t in re.findall(r"\w+", text.lower()) if t not in STOP_WORDS}
 
 
 def shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
