@@ -38,19 +38,26 @@ def digest(payload: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-@functools.cache
 def source_digest() -> str:
-    """A hash of the code a scan row depends on: the ``ragtrust`` package's source and model manifests.
+    """A hash of the code a kept result depends on: the ``ragtrust`` package's source and model manifests.
 
     With the Python version, its Unicode tables and the versions of the libraries that read
     text and run the models. An upgrade, or an edit of a development checkout, makes every
-    kept result miss. An install without sources hashes the compiled files instead. Computed
-    once per process: the code that runs is the code that was loaded.
+    kept result miss. An install without sources hashes the compiled files instead. The code
+    is read once per process (the code that runs is the code that was loaded); the model
+    manifests on every call, since a calibration rewrites them under a running server.
     """
+    root = Path(__file__).resolve().parent
+    manifests = [(str(path.relative_to(root)), *_files(path)) for path in sorted(root.glob("models/assets/*.json"))]
+    return digest({"code": _code_digest(), "manifests": manifests})
+
+
+@functools.cache
+def _code_digest() -> str:
     root = Path(__file__).resolve().parent
     files = sorted(root.rglob("*.py")) or sorted(root.rglob("*.pyc"))
     h = hashlib.sha256()
-    for path in [*files, *sorted(root.glob("models/assets/*.json"))]:
+    for path in files:
         h.update(str(path.relative_to(root)).encode())
         h.update(b"\x00")
         h.update(path.read_bytes())
@@ -88,6 +95,30 @@ def _plain(value: Any) -> bool:
     if isinstance(value, dict):
         return all(isinstance(k, str) and _plain(v) for k, v in value.items())
     return False
+
+
+#: the key under which :func:`model_identity` lists the parameters it could not name
+UNNAMED = "unnamed"
+
+
+def complete(identity: Any) -> bool:
+    """Whether :func:`model_identity` named every parameter (no :data:`UNNAMED` anywhere inside)."""
+    if isinstance(identity, dict):
+        return UNNAMED not in identity and all(complete(v) for v in identity.values())
+    return True
+
+
+def _scalar(value: Any) -> Any:
+    """A numpy scalar as the Python number it holds, a path as its text (other values unchanged)."""
+    if isinstance(value, Path):
+        return str(value)
+    item = getattr(value, "item", None)
+    return item() if type(value).__module__ == "numpy" and callable(item) and getattr(value, "ndim", 1) == 0 else value
+
+
+def _named(value: Any) -> bool:
+    """Whether ``value`` is a model-like object that names itself (a model id or fingerprint)."""
+    return any(isinstance(getattr(value, attr, None), str) for attr in ("model_id", "fingerprint", "model_name"))
 
 
 def _stable(value: Any) -> bool:
@@ -129,12 +160,39 @@ def _code(obj: Any) -> str | None:
         return None
 
 
+def _parameters(model: Any, depth: int) -> dict[str, Any]:
+    """A model's dataclass parameters by name, and :data:`UNNAMED` for those that cannot be named."""
+    out: dict[str, Any] = {}
+    unnamed: list[str] = []
+    if dataclasses.is_dataclass(model):
+        for f in dataclasses.fields(model):
+            value = _scalar(getattr(model, f.name, None))
+            if not f.init or not f.compare or f.name.startswith("_") or f.name in _INNER:
+                continue  # the models inside are named by model_identity
+            if _plain(value):
+                out[f"field.{f.name}"] = value
+            elif _stable(value):  # e.g. a table of patterns: named by its repr
+                out[f"field.{f.name}"] = digest(repr(value))
+            elif _named(value):  # another model, under another name
+                out[f"inner.{f.name}"] = model_identity(value, depth + 1)
+            else:
+                unnamed.append(f.name)
+    elif depth and not _named(model):
+        unnamed.append("(the object itself)")
+    if unnamed:
+        out[UNNAMED] = unnamed
+    return out
+
+
 def model_identity(model: Any, depth: int = 0) -> dict[str, Any]:
     """What names a model or signal object, loaded: class, ids, fingerprint, calibration, thresholds and files.
 
     Simple dataclass parameters (numbers, strings, flags) are included, and tables of data
     (dataclasses, regular expressions) by their ``repr``; fields left out of equality
-    (``compare=False``: counters, caches) are not. A model read from a
+    (``compare=False``: counters, caches) are not; another model in a field by its own
+    identity. A parameter it cannot name (an object that names neither itself nor its data)
+    is listed under :data:`UNNAMED`, so a caller can refuse to reuse anything
+    (:func:`complete`). A model read from a
     local file or folder is named by its files (small files by content); a class defined
     outside ragtrust (a plugin) by its module's source; the models inside (``model``,
     ``nli``, ``embedder``) in turn.
@@ -142,23 +200,17 @@ def model_identity(model: Any, depth: int = 0) -> dict[str, Any]:
     if model is None or depth > 3:
         return {}
     out: dict[str, Any] = {"type": f"{type(model).__module__}.{type(model).__qualname__}", "code": _code(model)}
-    if dataclasses.is_dataclass(model):
-        for f in dataclasses.fields(model):
-            value = getattr(model, f.name, None)
-            if not f.init or not f.compare or f.name.startswith("_"):
-                continue
-            if _plain(value):
-                out[f"field.{f.name}"] = value
-            elif f.name not in _INNER and _stable(value):  # e.g. a table of patterns: named by its repr
-                out[f"field.{f.name}"] = digest(repr(value))
+    out.update(_parameters(model, depth))
     for attr in _NAMES:
-        value = getattr(model, attr, None)
+        value = _scalar(getattr(model, attr, None))
         if _plain(value) and value is not None:
             out[attr] = value
     for attr in _CALLS:
-        method = getattr(model, attr, None)
-        if callable(method):
-            out[attr] = method()
+        value = getattr(model, attr, None)  # a method, or a property (a calibration read from a file)
+        if callable(value):
+            value = value()
+        if value is not None:
+            out[attr] = value
     for attr in _PATHS:
         value = getattr(model, attr, None)
         if isinstance(value, str | Path) and str(value) and Path(value).exists():
@@ -170,4 +222,4 @@ def model_identity(model: Any, depth: int = 0) -> dict[str, Any]:
     return out
 
 
-__all__ = ["digest", "model_identity", "source_digest"]
+__all__ = ["UNNAMED", "complete", "digest", "model_identity", "source_digest"]

@@ -39,14 +39,15 @@ Example:
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ragtrust.documents import Document
 from ragtrust.errors import InputError
+from ragtrust.identity import complete, model_identity, source_digest
 from ragtrust.identity import digest as _digest
-from ragtrust.identity import model_identity, source_digest
 from ragtrust.models.cache import BlobCache
 from ragtrust.scan.report import ScanRow
 from ragtrust.screening.conflicts import LEDGER_FAILED
@@ -68,14 +69,10 @@ def config_key(settings: Any, models: Mapping[str, Any]) -> str:
             loaded (``warm_up``), so their fingerprints and calibrations are known.
     """
     dumped = settings.model_dump(mode="json") if hasattr(settings, "model_dump") else settings
-    return _digest(
-        {
-            "state": STATE_VERSION,
-            "settings": dumped,
-            "models": {name: model_identity(m) for name, m in sorted(models.items())},
-            "code": source_digest(),
-        }
-    )
+    identities = {name: model_identity(m) for name, m in sorted(models.items())}
+    if not complete(identities):  # a parameter that cannot be named: this scan's rows match no other scan
+        return f"unnamed:{uuid.uuid4().hex}"
+    return _digest({"state": STATE_VERSION, "settings": dumped, "models": identities, "code": source_digest()})
 
 
 def _document_part(doc: Document) -> str:

@@ -24,7 +24,7 @@ from typing import ClassVar
 
 from ragtrust.documents import RetrievedDoc, SignalResult
 from ragtrust.errors import InputError
-from ragtrust.identity import digest, model_identity, source_digest
+from ragtrust.identity import complete, digest, model_identity, source_digest
 from ragtrust.models.cache import BlobCache, ByteLRU, DiskCache, MiB
 
 #: the file, inside a store, of the screening signals' persisted model results
@@ -109,14 +109,18 @@ def limit_kept_results(signal: Signal, max_items: int, max_bytes: int) -> None:
     _results_memory(signal).limit(max_items, max_bytes)
 
 
-def results_identity(signal: Signal) -> str:
+def results_identity(signal: Signal) -> str | None:
     """What a kept result of ``signal`` was computed from, besides the document (one hash).
 
     The signal's parameters, its models' ids, fingerprints, calibrations and local files
     (:func:`~ragtrust.identity.model_identity`), and the code of ragtrust and the libraries
-    that run it (:func:`~ragtrust.identity.source_digest`).
+    that run it (:func:`~ragtrust.identity.source_digest`). ``None`` when a parameter cannot
+    be named (:func:`~ragtrust.identity.complete`): nothing is then kept or reused.
     """
-    return digest({"version": RESULTS_VERSION, "signal": model_identity(signal), "code": source_digest()})
+    identity = model_identity(signal)
+    if not complete(identity):
+        return None
+    return digest({"version": RESULTS_VERSION, "signal": identity, "code": source_digest()})
 
 
 def _decode(blob: bytes | None, name: str) -> SignalResult | None:
@@ -141,13 +145,17 @@ def score_documents(signal: Signal, docs: Sequence[RetrievedDoc], query: str | N
     the document (id, text, url, source, metadata) and :func:`results_identity`: first in
     memory, then in the store's :data:`RESULTS_TABLE` when attached. Only the documents not
     found are scored, in one batch, and their results kept, except a result that records a
-    failure (skipped with ``error:``). A kept result that no longer parses is scored again.
+    failure (skipped with ``error:``). A signal with a parameter that cannot be named
+    (:func:`results_identity` is ``None``) is simply called. A kept result that no longer parses is scored again.
     Any other signal is simply called. Errors propagate as from ``score_batch``.
     """
     if not getattr(signal, "results_cacheable", False) or not docs:
         return list(signal.score_batch(docs, query))
+    signal.warm_up()  # a model loaded later would change the identity (its fingerprint, threshold)
     name = str(getattr(signal, "name", type(signal).__name__))
     ident = results_identity(signal)
+    if ident is None:
+        return list(signal.score_batch(docs, query))
     keys = [hashlib.sha256(f"{ident}\x00{digest(d.document.to_dict())}".encode()).hexdigest() for d in docs]
     memory = _results_memory(signal)
     found = [_decode(b, name) for b in memory.get_many(keys)]

@@ -176,7 +176,8 @@ class ClaimConflictSignal(Signal):
 
     nli: NLIModel
     embedder: Embedder
-    ledger: Any = None
+    # a data source read per document (a scan keys each row by its records), not a parameter
+    ledger: Any = field(default=None, compare=False)
     min_cosine: float = 0.6
     min_overlap: float = 0.3
     max_pairs: int = 48

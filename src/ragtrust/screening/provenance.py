@@ -95,7 +95,8 @@ class ProvenanceSignal(Signal):
         drifted_score: a passage unchanged although its document changed since vetting.
     """
 
-    ledger: Ledger | None = None
+    # a data source read per document (a scan keys each row by its records), not a parameter
+    ledger: Ledger | None = field(default=None, compare=False)
     changed_score: float = 0.9
     quarantined_score: float = 0.95
     unvetted_score: float = 0.4
