@@ -806,3 +806,36 @@ def test_claims_without_a_word_partner_are_not_embedded_and_the_result_is_the_sa
     assert counting.texts and all(t in LONG + LONG_REWORDED + SHORT for t in counting.texts)
     assert results[2].score == pytest.approx(0.9) and conflicts(results)[0].blamed == "p"
     assert results[2].details["claims"] == len(extract_claims(0, SHORT + " " + unrelated))
+
+
+def test_embed_every_claim_embeds_the_retrieved_claims_without_a_partner_and_finds_the_same() -> None:
+    unrelated = "Drones leave the hive in early spring to find a mate."
+    witness_only = "Beekeepers smoke the colony before opening it for inspection."
+    docs = [doc("a", LONG), doc("b", LONG_REWORDED), doc("p", SHORT + " " + unrelated)]
+    witnesses = [doc("w1", witness_only), doc("w2", witness_only.replace("Beekeepers", "Keepers"))]
+    plain, every = CountingEmbedder(), CountingEmbedder()
+    expected = fake_signal(embedder=plain).score_batch(docs, witnesses=witnesses)
+    signal = fake_signal(embedder=every)
+    signal.embed_every_claim = True
+    got = signal.score_batch(docs, witnesses=witnesses)
+    assert unrelated in every.texts and unrelated not in plain.texts
+    assert witness_only not in every.texts  # a witness's claims are embedded when it is judged itself
+    assert [r.to_dict() for r in got] == [r.to_dict() for r in expected]
+
+
+def test_a_scan_embeds_every_claim_without_changing_the_callers_signal() -> None:
+    from ragtrust.scan.engine import scan_corpus
+
+    texts = [LONG, LONG_REWORDED, SHORT + " Drones leave the hive in early spring to find a mate."]
+    counting = CountingEmbedder()
+    signal = fake_signal(embedder=counting)
+    scan_corpus(
+        [Document(id=f"d{i}", text=t) for i, t in enumerate(texts)],
+        signals=[signal],
+        embedder=HashingEmbedder(),
+        nli=None,
+        witnesses=2,
+        min_similarity=0.0,
+    )
+    assert "Drones leave the hive in early spring to find a mate." in counting.texts
+    assert signal.embed_every_claim is False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -28,9 +29,23 @@ def _witness_signals(
 ) -> list[Signal]:
     """The batch-level signals of ``signals`` that read witnesses, else a claim-conflict signal."""
     found = [s for s in signals if not getattr(s, "document_level", True) and getattr(s, "uses_witnesses", False)]
-    if found or nli is None or embedder is None:
-        return found
-    return [ClaimConflictSignal(nli=nli, embedder=embedder, ledger=ledger)]
+    if not found and nli is not None and embedder is not None:
+        found = [ClaimConflictSignal(nli=nli, embedder=embedder, ledger=ledger)]
+    return found
+
+
+def _embedding_every_claim(signal: Signal) -> Signal:
+    """A claim-conflict signal that embeds every claim of the chunk it judges (into the store's vectors).
+
+    A question's pool aligns other claims than a chunk's own neighbourhood does; embedded
+    now, they are read from the store then. The scan's results are the same. Other signals
+    are returned as they are; the caller's object is not changed.
+    """
+    if not isinstance(signal, ClaimConflictSignal) or signal.embed_every_claim:
+        return signal
+    scanning = copy.copy(signal)  # shares the caches (memory and store), sets only the flag
+    scanning.embed_every_claim = True
+    return scanning
 
 
 def _row(
@@ -144,6 +159,7 @@ def scan_corpus(
         for s in signals
         if not getattr(s, "document_level", True) and id(s) not in judging
     ]
+    judges = [_embedding_every_claim(s) for s in judges]
     fuse_weights = {**DEFAULT_SIGNAL_WEIGHTS, **(weights or {})}
     groups = [str(d.metadata.get("parent_id") or d.id) for d in docs]
     kept: list[ScanRow | None] = [None] * len(docs)

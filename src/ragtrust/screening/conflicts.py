@@ -172,6 +172,10 @@ class ClaimConflictSignal(Signal):
             fires, its cosine reaches ``agree_cosine`` and NLI entailment reaches
             ``agree_entailment`` in one direction (or the two sentences are the same).
         cache_size / cache_bytes: claim embeddings kept, bounded by entries and by bytes.
+        embed_every_claim: also embed the claims of the retrieved documents that no claim in
+            this pool can align with (they are not compared), so that they are in the store's
+            persisted vectors when a later question puts them beside other documents. A
+            corpus scan sets it; results are the same either way.
     """
 
     nli: NLIModel
@@ -195,6 +199,8 @@ class ClaimConflictSignal(Signal):
     agree_entailment: float = 0.6
     cache_size: int = 50_000
     cache_bytes: int = 32 * MiB
+    # what is cached, not what is found: a scan sets it (``ragtrust.scan``)
+    embed_every_claim: bool = field(default=False, compare=False)
 
     name: ClassVar[str] = CLAIM_CONFLICT
     document_level: ClassVar[bool] = False
@@ -325,6 +331,8 @@ class ClaimConflictSignal(Signal):
             # be aligned: the others are not embedded (about a quarter of them on OWASP chunks)
             keep = [k for k, ok in enumerate(alignable(claims, min_overlap=self.min_overlap, anchors=retrieved)) if ok]
             kept = [claims[k] for k in keep]
+            if self.embed_every_claim:
+                self._embed([c.bare for c in claims if c.doc < retrieved])
             vectors = self._embed([c.bare for c in kept]) if len(kept) >= 2 else None
             kept_rows = {k: row for row, k in enumerate(keep)}
             candidates = (
