@@ -87,3 +87,15 @@ def cli_fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("RAGTRUST_RELEVANCE__CONTEXT_THRESHOLD", "0")
     monkeypatch.setenv("RAGTRUST_RELEVANCE__ANSWER_THRESHOLD", "0")
     monkeypatch.chdir(tmp_path)
+
+
+def edited_nonce(ledger: Any) -> list[Any]:
+    """A vetted document edited in place ("64-bit" -> "32-bit"), recorded in ``ledger``: its chunk and a clean one."""
+    from ragtrust.documents import Document
+
+    ledger.record(Document(id="kb", text="Use a 64-bit nonce."), "kb.md", tier="vetted")
+    ledger.record(Document(id="kb", text="Use a 32-bit nonce."), "kb.md")
+    return [
+        Document(id="kb#0", text="Use a 32-bit nonce.", metadata={"parent_id": "kb"}),
+        Document(id="other", text="Honey keeps for years in a sealed jar at room temperature."),
+    ]

@@ -5,6 +5,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from tests.conftest import edited_nonce
 
 from ragtrust.documents import Document, RetrievedDoc, SignalResult
 from ragtrust.errors import ConfigError, InputError
@@ -204,12 +205,7 @@ def test_witnesses_ignore_siblings_and_dissimilar_neighbours() -> None:
 
 def test_the_scan_builds_one_claim_conflict_signal_with_the_ledger(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    ledger.record(Document(id="kb", text="Use a 64-bit nonce."), "kb.md", tier="vetted")
-    ledger.record(Document(id="kb", text="Use a 32-bit nonce."), "kb.md")
-    docs = [
-        Document(id="kb#0", text="Use a 32-bit nonce.", metadata={"parent_id": "kb"}),
-        Document(id="other", text="Honey keeps for years in a sealed jar at room temperature."),
-    ]
+    docs = edited_nonce(ledger)
     report = scan_corpus(docs, signals=[], embedder=HashingEmbedder(), nli=LexicalNLI(), ledger=ledger, witnesses=3)
     assert report.signals == ["claim_conflict"] and report.witnesses == 3
     edited = report.rows[0]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from tests.conftest import edited_nonce
 
 from ragtrust.config import Settings
 from ragtrust.documents import Document, RetrievedDoc, SignalResult
@@ -332,12 +333,7 @@ def test_a_vetted_version_that_cannot_be_read_is_said_and_the_row_not_kept(tmp_p
             raise sqlite3.OperationalError("disk I/O error")
 
     ledger = NoVersions(tmp_path / "ledger.sqlite")
-    ledger.record(Document(id="kb", text="Use a 64-bit nonce."), "kb.md", tier="vetted")
-    ledger.record(Document(id="kb", text="Use a 32-bit nonce."), "kb.md")
-    docs = [
-        Document(id="kb#0", text="Use a 32-bit nonce.", metadata={"parent_id": "kb"}),
-        Document(id="other", text="Honey keeps for years in a sealed jar at room temperature."),
-    ]
+    docs = edited_nonce(ledger)
     state = ScanState(tmp_path / SCAN_STATE_FILE)
     kw = {"signals": [], "embedder": HashingEmbedder(), "nli": LexicalNLI(), "ledger": ledger, "witnesses": 3}
     vectors = HashingEmbedder().embed([d.text for d in docs])

@@ -97,10 +97,13 @@ def persist_caches(signals: Iterable[Signal], path: Path, read_only: bool = Fals
 
 def _results_memory(signal: Signal) -> ByteLRU[bytes]:
     """The signal's in-memory kept results (made on first use; a pickled copy starts empty)."""
-    memory = signal.__dict__.get("_kept_results")
+    memory = getattr(signal, "_kept_results", None)
     if memory is None:
         memory = ByteLRU(RESULTS_CACHE_ITEMS, RESULTS_CACHE_BYTES)
-        object.__setattr__(signal, "_kept_results", memory)
+        try:
+            object.__setattr__(signal, "_kept_results", memory)
+        except AttributeError:  # a signal with __slots__: nothing kept in memory
+            return ByteLRU(0, 0)
     return memory
 
 
