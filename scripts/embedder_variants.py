@@ -6,14 +6,16 @@ Steps (each its own subcommand, so a long one can be resumed):
   resumable; rerun the same command after an interruption.
 * ``build``: ONNX files beside each other in ``--out``, each with an ``embedder_manifest.json``
   in its own folder, served by the same :class:`~ragtrust.models.embedder.OnnxEmbedder` code:
-  ``l6-int8`` (the shipped weights, dynamically quantised: int8 arithmetic), ``l3-int8w``
+  ``l6-fp32`` (the shipped weights in fp32: the reference), ``l6-int8`` (the shipped
+  weights, dynamically quantised: int8 arithmetic), ``l3-int8w``
   (the student, int8 weights and float arithmetic, as shipped) and ``l3-int8`` (the student,
   int8 arithmetic).
 
 The comparison itself is ``bench/bench_embedder_variants.py``. Needs the ``[train]`` extra.
 
 Usage:
-    python scripts/embedder_variants.py distill --out runs/embedder-l3 --data-dir ../shared/data/nli/train --budget-min 40
+    python scripts/embedder_variants.py distill --out runs/embedder-l3 \
+        --data-dir ../shared/data/nli/train --budget-min 45
     python scripts/embedder_variants.py build --student runs/embedder-l3/final --out runs/embedder-variants
 """
 
@@ -50,25 +52,26 @@ def distill(args: argparse.Namespace) -> None:
 
 
 def build(args: argparse.Namespace) -> None:
-    """Export the three variants, each into its own folder with a manifest."""
+    """Export the variants, each into its own folder with a manifest."""
     from ragtrust.io import atomic_write_text
     from ragtrust.models.export import _export_fused, quantize_int8, sha256_file, weight_only_int8
 
     out = Path(args.out)
     made = {}
-    for name, source, arithmetic in (
-        ("l6-int8", Path(base_model()), "int8"),
-        ("l3-int8w", Path(args.student), "float"),
-        ("l3-int8", Path(args.student), "int8"),
-    ):
+    todo = [("l6-fp32", Path(base_model()), "fp32"), ("l6-int8", Path(base_model()), "int8")]
+    if args.student:
+        todo += [("l3-int8w", Path(args.student), "float"), ("l3-int8", Path(args.student), "int8")]
+    for name, source, arithmetic in todo:
         folder = out / name
         config, fp32 = _export_fused(source, folder, "fp32.onnx", encoder_only=True)
         final = folder / f"embedder-{name}.onnx"
-        if arithmetic == "int8":
+        if arithmetic == "fp32":
+            fp32.replace(final)
+        elif arithmetic == "int8":
             quantize_int8(fp32, final)
         else:
             weight_only_int8(fp32, final)
-        fp32.unlink()
+        fp32.unlink(missing_ok=True)
         manifest = {
             "model_id": f"ragtrust/minilm-{name} (variant of sentence-transformers/all-MiniLM-L6-v2)",
             "onnx_file": final.name,
@@ -84,8 +87,8 @@ def build(args: argparse.Namespace) -> None:
         for stray in folder.glob("*.data"):
             stray.unlink()
         made[name] = manifest
-    report = Path(args.student).parent / "train_report.json"
-    if report.is_file():
+    report = Path(args.student).parent / "train_report.json" if args.student else None
+    if report is not None and report.is_file():
         shutil.copy(report, out / "l3_train_report.json")
     print(json.dumps(made, indent=2))  # noqa: T201 - the script's report
 
@@ -102,7 +105,7 @@ def main() -> None:
     d.add_argument("--budget-min", type=float, default=None)
     d.add_argument("--seed", type=int, default=42)
     b = sub.add_parser("build")
-    b.add_argument("--student", type=Path, required=True, help="the distilled model folder (out/final)")
+    b.add_argument("--student", type=Path, help="the distilled model folder (out/final); without it only l6-*")
     b.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     {"distill": distill, "build": build}[args.command](args)

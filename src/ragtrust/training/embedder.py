@@ -40,7 +40,7 @@ from ragtrust.training.loop import _epoch_stream, _ResumableRun, save_final, use
 SOURCE_FILES: tuple[str, ...] = ("vitaminc.jsonl", "lingnli.jsonl", "cad_snli.jsonl", "snli_dev.jsonl")
 
 
-@dataclass(frozen=True)
+@dataclass
 class DistillConfig:
     """Parameters of one distillation run (all recorded in ``train_report.json``)."""
 
@@ -177,8 +177,15 @@ def distill(
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
     device = use_device(cfg.device)
-    data = texts if texts is not None else passages(
-        nli_sentences(cfg.data_dir), n=cfg.passages + cfg.val_passages, seed=cfg.seed, max_sentences=cfg.max_sentences
+    data = (
+        texts
+        if texts is not None
+        else passages(
+            nli_sentences(cfg.data_dir),
+            n=cfg.passages + cfg.val_passages,
+            seed=cfg.seed,
+            max_sentences=cfg.max_sentences,
+        )
     )
     if len(data) <= cfg.val_passages:
         raise InputError(f"distillation needs more than {cfg.val_passages} passages, got {len(data)}")
@@ -197,9 +204,7 @@ def distill(
     if cfg.max_steps:
         planned = min(planned, cfg.max_steps)
     run = _ResumableRun(model, cfg, planned, out / "checkpoint.pt", device, log)
-    run.bind_data(
-        {"passages": len(data), "val_passages": cfg.val_passages, "keep_layers": list(cfg.keep_layers)}, log
-    )
+    run.bind_data({"passages": len(data), "val_passages": cfg.val_passages, "keep_layers": list(cfg.keep_layers)}, log)
     state = run.state
     stream = _epoch_stream(lengths, cfg)
     for _ in range(state["step"]):  # replay the batch order to resume exactly
