@@ -19,6 +19,10 @@ the shipped embedder, all served by the same :class:`~ragtrust.models.embedder.O
   PoisonedRAG NQ questions) the share of the shipped model's top 5 it also returns and how
   often its top 1 is the shipped model's.
 
+The int8-arithmetic variants quantise activations per call, so their vectors depend a little
+on which texts share a batch: these figures are for the embedder's own batches (64 texts,
+length batching), as ingest and queries run them.
+
 Prints one JSON object (``--out`` writes it too).
 """
 
@@ -35,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ragtrust.eval.evidence_data import source_name
 from ragtrust.ingest.store import Store
 from ragtrust.io import atomic_write_text
 from ragtrust.models.embedder import EMBEDDER_MANIFEST, OnnxEmbedder
@@ -45,11 +50,14 @@ DATA = Path(__file__).resolve().parents[1] / "src" / "ragtrust" / "data"
 
 def question_sets(data_dir: Path) -> dict[str, list[str]]:
     """The four question sets, by name."""
-    owasp = [json.loads(line)["question"] for line in (DATA / "owasp_questions.jsonl").open()]
-    off = [json.loads(line)["question"] for line in (DATA / "offtopic_questions.jsonl").open()]
+    owasp = [json.loads(line)["question"] for line in (DATA / "owasp_questions.jsonl").open(encoding="utf-8")]
+    off = [json.loads(line)["question"] for line in (DATA / "offtopic_questions.jsonl").open(encoding="utf-8")]
     with (data_dir / "truthfulqa" / "TruthfulQA.csv").open(encoding="utf-8") as handle:
         tqa = [row["Question"] for row in csv.DictReader(handle)][:200]
-    nq = [str(v["question"]) for v in json.loads((data_dir / "poisonedrag" / "nq.json").read_text()).values()]
+    nq = [
+        str(v["question"])
+        for v in json.loads((data_dir / "poisonedrag" / "nq.json").read_text(encoding="utf-8")).values()
+    ]
     return {"owasp": owasp, "offtopic": off, "truthfulqa200": tqa, "nq100": nq}
 
 
@@ -66,13 +74,17 @@ def variant(folder: Path, threads: int) -> OnnxEmbedder:
 
 
 def timed(models: dict[str, OnnxEmbedder], texts: list[str], rounds: int) -> dict[str, float]:
-    """Texts per second of each model over ``texts`` split into ``rounds`` slices, models alternated."""
+    """Texts per second of each model over ``texts`` split into ``rounds`` slices, models alternated.
+
+    Each round runs the models in turn, starting one place further each time, so every model
+    goes first equally often when ``rounds`` is a multiple of their number.
+    """
+    names = list(models)
     spent = dict.fromkeys(models, 0.0)
     size = max(1, len(texts) // rounds)
     for r in range(rounds):
         part = texts[r * size : (r + 1) * size]
-        order = list(models) if r % 2 == 0 else list(reversed(models))
-        for name in order:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             start = time.perf_counter()
             models[name].embed(part)
             spent[name] += time.perf_counter() - start
@@ -98,7 +110,7 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, required=True)
     ap.add_argument("--variant", action="append", default=[], help="NAME=FOLDER (repeatable)")
     ap.add_argument("--speed-chunks", type=int, default=300)
-    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=0, help="default: 2 per model")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
@@ -108,6 +120,7 @@ def main() -> None:
         models[name] = variant(Path(folder), args.threads)
     for model in models.values():
         model.warm_up()
+    rounds = args.rounds or 2 * len(models)
     store = Store.open(args.store, read_only=True)
     docs = store.documents()
     texts = [d.text for d in docs]
@@ -115,18 +128,18 @@ def main() -> None:
     sample = texts[::step][: args.speed_chunks]
     sentences = [s for t in sample for s in split_sentences(t)][: len(sample) * 4]
     speed = {
-        "chunks_per_s": timed(models, sample, args.rounds),
-        "sentences_per_s": timed(models, sentences, args.rounds),
+        "chunks_per_s": timed(models, sample, rounds),
+        "sentences_per_s": timed(models, sentences, rounds),
     }
     vectors = {name: m.embed(texts) for name, m in models.items()}
     sets = question_sets(args.data_dir)
-    gold = [json.loads(line)["gold"] for line in (DATA / "owasp_questions.jsonl").open()]
-    sheets = [os.path.basename(str(d.metadata.get("parent_id") or d.id)) for d in docs]
+    gold = [json.loads(line)["gold"] for line in (DATA / "owasp_questions.jsonl").open(encoding="utf-8")]
+    sheets = [source_name(str(d.metadata.get("parent_id") or d.id)) for d in docs]
     tops = {name: {s: top5(m.embed(qs), vectors[name]) for s, qs in sets.items()} for name, m in models.items()}
     report: dict[str, Any] = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus, {args.threads} threads",
         "store_chunks": len(texts),
-        "speed_sample": {"chunks": len(sample), "sentences": len(sentences), "rounds": args.rounds},
+        "speed_sample": {"chunks": len(sample), "sentences": len(sentences), "rounds": rounds},
         "models": {},
     }
     for name, model in models.items():

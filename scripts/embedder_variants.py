@@ -60,7 +60,8 @@ def build(args: argparse.Namespace) -> None:
     made = {}
     todo = [("l6-fp32", Path(base_model()), "fp32"), ("l6-int8", Path(base_model()), "int8")]
     if args.student:
-        todo += [("l3-int8w", Path(args.student), "float"), ("l3-int8", Path(args.student), "int8")]
+        layers = json.loads((Path(args.student) / "config.json").read_text())["num_hidden_layers"]
+        todo += [(f"l{layers}-int8w", Path(args.student), "float"), (f"l{layers}-int8", Path(args.student), "int8")]
     for name, source, arithmetic in todo:
         folder = out / name
         config, fp32 = _export_fused(source, folder, "fp32.onnx", encoder_only=True)

@@ -69,6 +69,43 @@ def test_a_tiny_student_learns_the_teacher_and_resumes(tiny_injection_dir: Path,
     assert report["steps"] == 24
     assert report["val_cosine_to_teacher"]["mean"] > untrained["val_cosine_to_teacher"]["mean"] + 0.05
     assert AutoConfig.from_pretrained(out / "final").num_hidden_layers == 1
+    # each passage's vector is nearest its own teacher vector, not merely the teachers' mean
+    import numpy as np
+    from transformers import AutoModel, AutoTokenizer
+
+    from ragtrust.training.embedder import _vectors
+
+    tok = AutoTokenizer.from_pretrained(out / "final")
+    student = _vectors(
+        AutoModel.from_pretrained(out / "final"), lambda b: dict(tok(b, padding=True, return_tensors="pt")), texts
+    )
+    teacher = np.load(out / "teacher.npy")
+    own = (student * teacher).sum(1).mean()
+    assert own > (student * np.roll(teacher, 7, axis=0)).sum(1).mean() + 0.02
+
+
+def test_kept_teacher_vectors_are_reused_only_for_the_same_passages(tiny_injection_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from ragtrust.training.embedder import distill
+
+    cfg = DistillConfig(
+        out_dir=str(tmp_path / "run"),
+        base_model=str(tiny_injection_dir),
+        data_dir="unused",
+        keep_layers=(1,),
+        val_passages=4,
+        max_steps=1,
+    )
+    lines: list[str] = []
+    distill(cfg, log=lines.append, texts=_texts(12))
+    assert sum("teacher vectors:" in line for line in lines) == 1
+    lines.clear()
+    distill(replace(cfg, out_dir=str(tmp_path / "run")), log=lines.append, texts=_texts(12))
+    assert not any("teacher vectors:" in line for line in lines)  # kept, same passages
+    other = replace(cfg, out_dir=str(tmp_path / "other"))
+    distill(other, texts=_texts(12))
+    with pytest.raises(InputError, match="trained on other data"):
+        distill(other, log=lines.append, texts=list(reversed(_texts(12))))  # a resume on other passages
 
 
 def test_keep_layers_must_be_increasing_indices_of_the_base(tiny_injection_dir: Path, tmp_path: Path) -> None:

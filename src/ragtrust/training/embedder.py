@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -137,24 +138,45 @@ def _vectors(model: Any, encode: Callable[[list[str]], dict[str, Any]], texts: l
     return out
 
 
-def _teacher(cfg: DistillConfig, texts: list[str], encode: Callable[[list[str]], dict[str, Any]], log: Any) -> Any:
-    """The teacher's vectors of ``texts``, computed once and kept in the run folder."""
+def _teacher(
+    cfg: DistillConfig, texts: list[str], encode: Callable[[list[str]], dict[str, Any]], key: str, log: Any
+) -> Any:
+    """The teacher's vectors of ``texts``, computed once and kept in the run folder under ``key``.
+
+    ``key`` names the passages, the teacher and the truncation (:func:`_data_key`); vectors kept
+    under another key (another seed, other files) are computed again, never reused.
+    """
     import numpy as np
     from transformers import AutoModel
 
-    cached = Path(cfg.out_dir) / "teacher.npy"
-    if cached.exists():
-        vectors = np.load(cached)
-        if vectors.shape[0] == len(texts):
-            return vectors
-        log(f"{cached}: {vectors.shape[0]} vectors for {len(texts)} passages; computing them again")
+    folder = Path(cfg.out_dir)
+    cached, named = folder / "teacher.npy", folder / "teacher.json"
+    if cached.exists() and named.exists():
+        try:
+            kept = json.loads(named.read_text()).get("key")
+        except (OSError, ValueError, AttributeError):
+            kept = None
+        if kept == key:
+            return np.load(cached)
+        log(f"{cached}: kept for other passages or another teacher; computing them again")
     started = time.monotonic()
-    vectors = _vectors(AutoModel.from_pretrained(cfg.base_model), encode, texts)
+    teacher = AutoModel.from_pretrained(cfg.base_model).to(use_device(cfg.device))
+    vectors = _vectors(teacher, encode, texts)
+    del teacher
     tmp = cached.with_name("teacher.tmp.npy")
     np.save(tmp, vectors)
     tmp.replace(cached)
+    named.write_text(json.dumps({"key": key, "passages": len(texts)}) + "\n")
     log(f"teacher vectors: {len(texts)} passages in {time.monotonic() - started:.0f} s")
     return vectors
+
+
+def _data_key(cfg: DistillConfig, data: Sequence[str]) -> str:
+    """sha256 of the passages, the teacher's name and the truncation: what the teacher's vectors depend on."""
+    digest = hashlib.sha256(f"{Path(cfg.base_model).name}\x00{cfg.max_len}\x00".encode())
+    for text in data:
+        digest.update(text.encode("utf-8", "surrogatepass") + b"\x00")
+    return digest.hexdigest()
 
 
 def distill(
@@ -196,15 +218,24 @@ def distill(
         enc = tokenizer(batch, truncation=True, max_length=cfg.max_len, padding=True, return_tensors="pt")
         return {k: v.to(device) for k, v in enc.items()}
 
-    target = torch.from_numpy(_teacher(cfg, data, encode, log))
-    model = _student(AutoModel.from_pretrained(cfg.base_model), cfg.keep_layers).to(device)
+    model = _student(AutoModel.from_pretrained(cfg.base_model), cfg.keep_layers).to(device)  # checked first
+    key = _data_key(cfg, data)
+    target = torch.from_numpy(_teacher(cfg, data, encode, key, log))
     lengths = [len(t) // 4 for t in train_set]
     steps_per_epoch = math.ceil(len(train_set) / cfg.batch_size)
     planned = max(1, int(steps_per_epoch * cfg.epochs))
     if cfg.max_steps:
         planned = min(planned, cfg.max_steps)
     run = _ResumableRun(model, cfg, planned, out / "checkpoint.pt", device, log)
-    run.bind_data({"passages": len(data), "val_passages": cfg.val_passages, "keep_layers": list(cfg.keep_layers)}, log)
+    recipe = {
+        "passages_sha256": key,
+        "passages": len(data),
+        "val_passages": cfg.val_passages,
+        "keep_layers": list(cfg.keep_layers),
+        "seed": cfg.seed,
+        "max_sentences": cfg.max_sentences,
+    }
+    run.bind_data(recipe, log)
     state = run.state
     stream = _epoch_stream(lengths, cfg)
     for _ in range(state["step"]):  # replay the batch order to resume exactly
@@ -243,6 +274,7 @@ def distill(
         "val_passages": len(val_set),
         "val_cosine_to_teacher": {"mean": float(np.mean(cosine)), "min": float(np.min(cosine))},
         "train_minutes": state["elapsed_s"] / 60,
+        "data_recipe": recipe,
         "config": asdict(cfg),
     }
     save_final(model, tokenizer, out, report)
