@@ -126,7 +126,7 @@ def main() -> None:
     texts = [d.text for d in docs]
     step = max(1, len(texts) // args.speed_chunks)
     sample = texts[::step][: args.speed_chunks]
-    sentences = [s for t in sample for s in split_sentences(t)][: len(sample) * 4]
+    sentences = [s.text for t in sample for s in split_sentences(t)][: len(sample) * 4]
     speed = {
         "chunks_per_s": timed(models, sample, rounds),
         "sentences_per_s": timed(models, sentences, rounds),
