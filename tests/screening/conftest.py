@@ -39,7 +39,9 @@ class CountingEmbedder:
     inner: HashingEmbedder = field(default_factory=HashingEmbedder)
     texts: list[str] = field(default_factory=list)
     model_id: str = "counting"
+    calls: int = 0
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls += 1
         self.texts.extend(texts)
         return self.inner.embed(texts)

@@ -839,3 +839,49 @@ def test_a_scan_embeds_every_claim_without_changing_the_callers_signal() -> None
     )
     assert "Drones leave the hive in early spring to find a mate." in counting.texts
     assert signal.embed_every_claim is False
+
+
+def test_prefetch_embeds_what_judging_each_document_would_embed_in_one_call() -> None:
+    texts = [LONG, LONG_REWORDED, SHORT + " Drones leave the hive in early spring to find a mate."]
+    docs = [Document(id=f"d{i}", text=t) for i, t in enumerate(texts)]
+    idle = CountingEmbedder()
+    fake_signal(embedder=idle).prefetch(docs)  # without embed_every_claim: depends on the pool
+    assert idle.calls == 0
+    counting = CountingEmbedder()
+    signal = fake_signal(embedder=counting)
+    signal.embed_every_claim = True
+    signal.prefetch(docs)
+    assert counting.calls == 1
+    assert sorted(counting.texts) == sorted({c.bare for t in texts for c in extract_claims(0, t)})
+    counting.texts.clear()
+    for d in docs:
+        signal.score_batch([RetrievedDoc(document=d, rank=1)])
+    assert counting.texts == []  # every claim judging embeds was already there
+
+
+def test_a_scan_prefetching_claims_gives_the_same_rows_with_fewer_embedder_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ragtrust.scan.engine as engine
+
+    texts = [LONG, LONG_REWORDED, SHORT, SHORT + " Drones leave the hive in early spring to find a mate."]
+    docs = [Document(id=f"d{i}", text=t) for i, t in enumerate(texts)]
+
+    def scan(counting: CountingEmbedder) -> list[dict[str, object]]:
+        report = engine.scan_corpus(
+            docs,
+            signals=[fake_signal(embedder=counting)],
+            embedder=HashingEmbedder(),
+            nli=None,
+            witnesses=2,
+            min_similarity=0.0,
+        )
+        return [r.to_dict() for r in report.rows]
+
+    batched = CountingEmbedder()
+    rows = scan(batched)
+    monkeypatch.setattr(engine, "prefetch_claims", lambda signals, docs: None)
+    one_by_one = CountingEmbedder()
+    assert scan(one_by_one) == rows
+    assert batched.calls == 1 < one_by_one.calls
+    assert sorted(set(batched.texts)) == sorted(set(one_by_one.texts))

@@ -14,7 +14,7 @@ import numpy.typing as npt
 from ragtrust.documents import Document, SignalResult
 from ragtrust.errors import ConfigError, InputError
 from ragtrust.models.base import Embedder, NLIModel
-from ragtrust.scan.batch import _local_stage_one, score_with_witnesses
+from ragtrust.scan.batch import _local_stage_one, prefetch_claims, score_with_witnesses
 from ragtrust.scan.ray_engine import _ray_stage_one
 from ragtrust.scan.report import ScanProgress, ScanReport, ScanRow
 from ragtrust.scan.state import ScanState, row_keys, saveable
@@ -85,6 +85,31 @@ def _consistent(row: ScanRow, threshold: float, weights: Mapping[str, float]) ->
     except (TypeError, ValueError):
         return False
     return abs(fused - p) <= 1e-9 and row.suspicious == (p > threshold)
+
+
+def _judge(
+    judges: Sequence[Signal],
+    docs: Sequence[Document],
+    todo: Sequence[int],
+    near: Sequence[Sequence[tuple[int, float]]],
+    results: list[list[SignalResult]],
+    batch_size: int,
+    progress: ScanProgress | None,
+) -> list[tuple[Witness, ...]]:
+    """The witness step: each document ``docs[todo[n]]`` judged with its neighbours into ``results[n]``.
+
+    The claims of each batch are embedded together first (:func:`prefetch_claims`); the rows
+    of witnesses each document was judged with are returned.
+    """
+    rows: list[tuple[Witness, ...]] = []
+    for n, i in enumerate(todo):
+        if n % batch_size == 0:
+            prefetch_claims(judges, [docs[k] for k in todo[n : n + batch_size]])
+        results[n].extend(score_with_witnesses(judges, docs[i], witness_docs(docs, near[i])))
+        rows.append(tuple(Witness(docs[j].id, round(sim, 6)) for j, sim in near[i]))
+        if progress is not None:
+            progress("witnesses", n + 1, len(todo))
+    return rows
 
 
 def scan_corpus(
@@ -206,11 +231,7 @@ def scan_corpus(
         for signal in judges:
             signal.warm_up()
         near = near_all if near_all is not None else neighbours(vectors, groups, witnesses, min_similarity)
-        for n, (i, doc) in enumerate(zip(todo, part, strict=True)):
-            results[n].extend(score_with_witnesses(judges, doc, witness_docs(docs, near[i])))
-            witness_rows[n] = tuple(Witness(ids[j], round(sim, 6)) for j, sim in near[i])
-            if progress is not None:
-                progress("witnesses", n + 1, len(part))
+        witness_rows = _judge(judges, docs, todo, near, results, batch_size, progress)
     fresh = [_row(d, results[n], witness_rows[n], threshold, fuse_weights) for n, d in enumerate(part)]
     rows = list(kept)
     for i, row in zip(todo, fresh, strict=True):

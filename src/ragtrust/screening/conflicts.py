@@ -212,6 +212,20 @@ class ClaimConflictSignal(Signal):
         """Warm the NLI model and the embedder."""
         warm_up(self.nli, self.embedder)
 
+    def prefetch(self, documents: Sequence[Document]) -> None:
+        """Embed, in one call, the claims that judging each of ``documents`` will embed.
+
+        Only with ``embed_every_claim`` (a scan), where judging a document embeds all of its
+        claims whatever its witnesses are: a scan judges one document at a time, and one call
+        for a batch of them pays the embedder's per-call cost once and pads less. The vectors
+        are the same (the embedder's length batches do not change them), so the results are.
+        Without the flag it does nothing: which claims are embedded depends on the pool.
+        """
+        if not self.embed_every_claim:
+            return
+        per_doc = min(self.max_claims, self.max_claims_per_doc)
+        self._embed([c.bare for d in documents for c in extract_claims(0, d.text, per_doc)])
+
     # ------------------------------------------------------------------ pool and claims
     def _pool(
         self, docs: Sequence[RetrievedDoc], witnesses: Sequence[RetrievedDoc], errors: list[str]
