@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtrust.errors import InputError
-from ragtrust.training.loop import _epoch_stream, _ResumableRun, save_final, use_device
+from ragtrust.training.loop import _ResumableRun, save_final, use_device
 
 #: NLI training files the passages are drawn from (SICK is non-commercial: left out)
 SOURCE_FILES: tuple[str, ...] = ("vitaminc.jsonl", "lingnli.jsonl", "cad_snli.jsonl", "snli_dev.jsonl")
@@ -237,35 +237,14 @@ def distill(
     }
     run.bind_data(recipe, log)
     state = run.state
-    stream = _epoch_stream(lengths, cfg)
-    for _ in range(state["step"]):  # replay the batch order to resume exactly
-        next(stream)
-    model.train()
-    start = time.monotonic() - state["elapsed_s"]
-    last_ckpt = window_start = time.monotonic()
-    running, seen = 0.0, 0
     offset = cfg.val_passages
-    while state["step"] < state["total_steps"]:
-        idx = next(stream)
+
+    def loss_of(idx: list[int]) -> Any:
         want = target[[offset + i for i in idx]].to(device)
-        loss = (1.0 - (_pooled(model, encode([train_set[i] for i in idx])) * want).sum(-1)).mean()
-        running += run.step(loss)
-        seen += 1
-        now = time.monotonic()
-        state["elapsed_s"] = now - start
-        if cfg.time_budget_min and state["step"] % 50 == 0:
-            run.fit_budget(cfg.time_budget_min, planned, rate=50 / max(1e-6, now - window_start))
-            window_start = now
-        if state["step"] % cfg.log_every == 0:
-            log(run.progress(running / max(1, seen)))
-            running, seen = 0.0, 0
-        if now - last_ckpt > cfg.checkpoint_every_min * 60:
-            run.save()
-            last_ckpt = now
-        if stop_after_steps is not None and state["step"] >= stop_after_steps:
-            run.save()
-            return {"interrupted_at": state["step"]}
-    run.save()
+        return (1.0 - (_pooled(model, encode([train_set[i] for i in idx])) * want).sum(-1)).mean()
+
+    if run.run_steps(lengths, cfg, loss_of, log, stop_after_steps):
+        return {"interrupted_at": state["step"]}
     cosine = (_vectors(model, encode, val_set) * target[: cfg.val_passages].numpy()).sum(1)
     report: dict[str, Any] = {
         "steps": state["step"],

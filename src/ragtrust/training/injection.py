@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -34,7 +33,6 @@ from ragtrust.training.injection_data import (
     load_training_set,
 )
 from ragtrust.training.loop import (
-    _epoch_stream,
     _ResumableRun,
     data_file_recipe,
     expected_calibration_error,
@@ -152,35 +150,15 @@ def train(  # noqa: C901 - one loop, as in training.nli
         run.bind_data(recipe, log)
     state = run.state
 
-    stream = _epoch_stream(lengths, cfg)
-    for _ in range(state["step"]):  # replay the batch order to resume exactly
-        next(stream)
-    model.train()
-    start = time.monotonic() - state["elapsed_s"]
-    last_ckpt = window_start = time.monotonic()
-    running, seen = 0.0, 0
     loss_fn = torch.nn.CrossEntropyLoss()
-    while state["step"] < state["total_steps"]:
-        batch = [train_set[i] for i in next(stream)]
+
+    def loss_of(idx: list[int]) -> Any:
+        batch = [train_set[i] for i in idx]
         labels = torch.tensor([e.label for e in batch], device=device)
-        loss = loss_fn(model(**encode(batch)).logits, labels)
-        running += run.step(loss)
-        seen += 1
-        now = time.monotonic()
-        state["elapsed_s"] = now - start
-        if cfg.time_budget_min and state["step"] % 100 == 0:
-            run.fit_budget(cfg.time_budget_min, planned, rate=100 / max(1e-6, now - window_start))
-            window_start = now
-        if state["step"] % cfg.log_every == 0:
-            log(run.progress(running / max(1, seen)))
-            running, seen = 0.0, 0
-        if now - last_ckpt > cfg.checkpoint_every_min * 60:
-            run.save()
-            last_ckpt = now
-        if stop_after_steps is not None and state["step"] >= stop_after_steps:
-            run.save()
-            return {"interrupted_at": state["step"]}
-    run.save()
+        return loss_fn(model(**encode(batch)).logits, labels)
+
+    if run.run_steps(lengths, cfg, loss_of, log, stop_after_steps):
+        return {"interrupted_at": state["step"]}
 
     logits = predict_logits(model, encode, val_set, width=2)
     labels_np = np.array([e.label for e in val_set], dtype=int)

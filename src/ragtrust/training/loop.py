@@ -1,4 +1,4 @@
-"""What the NLI and injection trainings share: length-bucketed batches, a resumable AdamW run, temperature.
+"""What the NLI, injection and embedder trainings share: length-bucketed batches, a resumable AdamW run, temperature.
 
 Needs the optional ``[train]`` extra (``torch``; :func:`fit_temperature` needs ``scipy``),
 imported when a training runs.
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import lzma
 import random
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -53,6 +54,18 @@ class _Schedule(Protocol):
     warmup_frac: float
 
 
+class _StepPlan(_BatchPlan, _Schedule, Protocol):
+    """What :meth:`_ResumableRun.run_steps` reads: batch order, schedule, budget, logging, checkpoints."""
+
+    time_budget_min: float | None
+    log_every: int
+    checkpoint_every_min: float
+
+
+#: steps between two re-fits of the step count to the wall-clock budget
+BUDGET_EVERY = 100
+
+
 class _ResumableRun:
     """AdamW (no decay on biases and LayerNorm), warm-up then linear decay, a resumable checkpoint.
 
@@ -72,7 +85,7 @@ class _ResumableRun:
         self.optim = torch.optim.AdamW(
             [{"params": decayed, "weight_decay": cfg.weight_decay}, {"params": plain, "weight_decay": 0.0}], lr=cfg.lr
         )
-        self.model, self.cfg, self.ckpt_path = model, cfg, ckpt_path
+        self.model, self.cfg, self.ckpt_path, self.planned = model, cfg, ckpt_path, planned
         frozen = sorted(n for n, p in model.named_parameters() if not p.requires_grad)
         self.state: dict[str, Any] = {"step": 0, "total_steps": planned, "elapsed_s": 0.0, "frozen": frozen}
         if ckpt_path.exists():
@@ -156,6 +169,54 @@ class _ResumableRun:
             f"step {step}/{self.state['total_steps']} loss {mean_loss:.4f} "
             f"lr {self.lr_at(step):.2e} elapsed {self.state['elapsed_s'] / 60:.1f} min"
         )
+
+    def run_steps(
+        self,
+        lengths: list[int],
+        cfg: _StepPlan,
+        loss_of: Callable[[list[int]], Any],
+        log: Callable[[str], None],
+        stop_after_steps: int | None = None,
+    ) -> bool:
+        """Train until ``total_steps``: the loop the NLI, injection and embedder trainings share.
+
+        Batches of indices come from :func:`_epoch_stream` over ``lengths`` (replayed up to the
+        checkpoint's step, so a resumed run sees the batches an uninterrupted one would);
+        ``loss_of(batch)`` is the batch's loss. Every :data:`BUDGET_EVERY` steps the step count
+        is re-fitted to ``cfg.time_budget_min`` (if set); a progress line every
+        ``cfg.log_every`` steps; a checkpoint every ``cfg.checkpoint_every_min`` minutes and at
+        the end. ``stop_after_steps`` stops early, as an interruption would: True then.
+        """
+        state = self.state
+        stream = _epoch_stream(lengths, cfg)
+        for _ in range(state["step"]):
+            next(stream)
+        self.model.train()
+        start = time.monotonic() - state["elapsed_s"]
+        last_ckpt = window_start = time.monotonic()
+        running, seen = 0.0, 0
+        while state["step"] < state["total_steps"]:
+            running += self.step(loss_of(next(stream)))
+            seen += 1
+            now = time.monotonic()
+            state["elapsed_s"] = now - start
+            if state["step"] % BUDGET_EVERY == 0:
+                if cfg.time_budget_min:
+                    rate = BUDGET_EVERY / max(1e-6, now - window_start)
+                    self.fit_budget(cfg.time_budget_min, self.planned, rate)
+                    log(f"{rate:.2f} steps/s -> total_steps {state['total_steps']}")
+                window_start = now
+            if state["step"] % cfg.log_every == 0:
+                log(self.progress(running / max(1, seen)))
+                running, seen = 0.0, 0
+            if now - last_ckpt > cfg.checkpoint_every_min * 60:
+                self.save()
+                last_ckpt = now
+            if stop_after_steps is not None and state["step"] >= stop_after_steps:
+                self.save()
+                return True
+        self.save()
+        return False
 
     def save(self) -> None:
         """Write the checkpoint atomically."""

@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from ragtrust.errors import InputError
 from ragtrust.training.loop import (
-    _epoch_stream,
     _ResumableRun,
     data_file_recipe,
     expected_calibration_error,
@@ -114,22 +112,10 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
     run.bind_data(recipe, log)
     state = run.state
 
-    stream = _epoch_stream(lengths, cfg)
-    for _ in range(state["step"]):  # replay the batch order to resume exactly
-        next(stream)
-    model.train()
-    start = time.monotonic() - state["elapsed_s"]
-    last_ckpt = time.monotonic()
-    running = 0.0
-    seen = 0
-    window_start = time.monotonic()
-    while state["step"] < state["total_steps"]:
-        idx = next(stream)
+    def loss_of(idx: list[int]) -> Any:
         batch = [train_pairs[i] for i in idx]
-        enc = encode(batch)
         labels = torch.tensor([p.label for p in batch], device=device)
-        logits = model(**enc).logits
-        logp = torch.log_softmax(logits, dim=-1)
+        logp = torch.log_softmax(model(**encode(batch)).logits, dim=-1)
         three = labels < 3
         loss_terms = []
         if three.any():
@@ -137,26 +123,10 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
         if (~three).any():
             # 2-way data: maximise P(neutral) + P(contradiction) = 1 - P(entailment)
             loss_terms.append(-torch.logsumexp(logp[~three][:, 1:], dim=-1))
-        loss = torch.cat(loss_terms).mean()
-        running += run.step(loss)
-        seen += 1
-        now = time.monotonic()
-        state["elapsed_s"] = now - start
-        if cfg.time_budget_min and state["step"] % 100 == 0:
-            # planned is already capped by --max-steps; the final count is logged for
-            # --max-steps reruns
-            rate = 100 / max(1e-6, now - window_start)
-            run.fit_budget(cfg.time_budget_min, planned, rate)
-            log(f"{rate:.2f} steps/s -> total_steps {state['total_steps']}")
-        if state["step"] % 100 == 0:
-            window_start = now
-        if state["step"] % cfg.log_every == 0:
-            log(run.progress(running / seen))
-            running, seen = 0.0, 0
-        if now - last_ckpt > cfg.checkpoint_every_min * 60:
-            run.save()
-            last_ckpt = now
-    run.save()
+        return torch.cat(loss_terms).mean()
+
+    # the step count is capped by --max-steps; a budget's re-fitted count is logged for --max-steps reruns
+    run.run_steps(lengths, cfg, loss_of, log)
 
     # Validation: accuracy and temperature scaling on the 3-way validation pairs.
     val3 = [p for p in val_pairs if p.label < 3]
