@@ -42,6 +42,11 @@ def conflicts(
         "--nli-check/--no-nli-check",
         help="Run the NLI contradiction check on aligned pairs (the signal's nli_contradiction).",
     ),
+    answer_check: bool = typer.Option(
+        True,
+        "--answer-check/--no-answer-check",
+        help="Compare the values of claims that answer a question asking for one value (the signal's answer_check).",
+    ),
     max_nli_pairs: str | None = typer.Option(
         None,
         "--max-nli-pairs",
@@ -71,7 +76,7 @@ def conflicts(
         witnesses=witnesses,
         seed=seed,
         owasp_sets=owasp_sets,
-        signal_params={"nli_contradiction": nli_check, **_budget(max_nli_pairs)},
+        signal_params={"nli_contradiction": nli_check, "answer_check": answer_check, **_budget(max_nli_pairs)},
         calibrate_fpr=calibrate,
         progress=lambda message: console.print(message, highlight=False),
     )
@@ -122,7 +127,7 @@ def _print(report: dict[str, Any], out: Path) -> None:
         if variant in prag:
             m = prag[variant]
             console.print(
-                f"PoisonedRAG (development), {variant}: AUC {_num(m.get('roc_auc'))}, blamed {_pct(m['blamed'])}, "
+                f"PoisonedRAG (all items), {variant}: AUC {_num(m.get('roc_auc'))}, blamed {_pct(m['blamed'])}, "
                 f"contested {_pct(m['contested'])}, clean passage blamed {_pct(m['clean_document_blamed'])}",
                 highlight=False,
             )

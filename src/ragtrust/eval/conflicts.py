@@ -23,12 +23,14 @@ documents blamed / contested / missed, the share of sets where a *clean* documen
 blamed, and per held-out family. Clean false alarms are reported per query: the share of
 clean sets with any conflict, and with any document blamed.
 
-**LLM-written poison (development, not held out).** The PoisonedRAG NQ texts
-(``poisonedrag/nq.json``, GPT-4-written, no templates): per item one adversarial passage,
-two clean passages *in the same style* (two other adversarial passages of the item with the
-incorrect answer replaced by the correct one), and two unrelated clean passages (other
-items); the poisoned passage should be blamed by majority. A 1-vs-1 variant (one clean
-passage) should be contested.
+**LLM-written poison.** The PoisonedRAG NQ texts (``poisonedrag/nq.json``, GPT-4-written,
+no templates): per item one adversarial passage, two clean passages *in the same style* (two
+other adversarial passages of the item with the incorrect answer replaced by the correct
+one), and two unrelated clean passages (other items); the poisoned passage should be blamed
+by majority. A 1-vs-1 variant (one clean passage) should be contested. The first
+:data:`POISONEDRAG_DEVELOPMENT` items of the file were read while building the answer check
+(:mod:`ragtrust.screening.claim_answers`) and are reported as ``development``; the rest as
+``held_out`` (and every item together, as before, under the variant's name).
 
 **Calibration** (``--calibrate``): the NLI ramp's ``low`` for aligned claim pairs, fitted on
 clean retrieved sets that the evaluation does not use (the benchmarks' calibration splits and
@@ -67,6 +69,8 @@ from ragtrust.models.base import Embedder, NLIModel
 STRATEGIES = ("contradiction", "entity_swap", "subtle_manipulation")
 PLACEMENTS = ("witness", "no_witness", "vetted_history")
 POISONEDRAG_FILE = "poisonedrag/nq.json"
+#: the PoisonedRAG items (in file order) read while building the answer check; the rest are held out
+POISONEDRAG_DEVELOPMENT = 50
 
 
 @dataclass
@@ -323,26 +327,36 @@ def evaluate_poisonedrag(signal: Any, data_dir: str | Path | None, *, seed: int)
         if len(clean_texts) >= 2:
             usable.append((item, clean_texts))
     out: dict[str, Any] = {"items": len(items), "usable": len(usable), "file": POISONEDRAG_FILE}
+    position = {id(item): n for n, item in enumerate(items)}
+    splits: dict[str, dict[str, Any]] = {"development": {}, "held_out": {}}
     for variant, n_clean in (("two_clean_witnesses", 2), ("one_clean_witness", 1)):
         cell = _Scored()
+        by_split = {name: _Scored() for name in splits}
         for m, (item, clean_texts) in enumerate(usable):
+            part = by_split["development" if position[id(item)] < POISONEDRAG_DEVELOPMENT else "held_out"]
             others = [usable[(m + d) % len(usable)][1][0] for d in (1, 2, 3)][: 4 - n_clean]
             docs = [Document(id=f"{item['id']}-poison", text=item["adv_texts"][0], url=f"poisonedrag:{item['id']}:0")]
             docs += [Document(id=f"{item['id']}-clean{j}", text=t) for j, t in enumerate(clean_texts[:n_clean])]
             docs += [Document(id=f"{item['id']}-other{j}", text=t) for j, t in enumerate(others)]
             rng.shuffle(docs)
             results = signal.score_batch(_retrieved(docs), item["question"])
-            cell.sets += 1
-            cell.nli_pairs.append(int(results[0].details.get("nli_pairs", 0)))
-            for d, r in zip(docs, results, strict=True):
-                positive = d.id.endswith("-poison")
-                cell.y.append(int(positive))
-                cell.s.append(r.score)
-                if positive:
-                    cell.outcomes.append(_outcome(r, d.id))
-                    cell.families.append("gpt4_poisonedrag")
-            cell.clean_blamed_sets += bool(_blamed_ids(results) - {f"{item['id']}-poison"})
+            for scored in (cell, part):
+                scored.sets += 1
+                scored.nli_pairs.append(int(results[0].details.get("nli_pairs", 0)))
+                for d, r in zip(docs, results, strict=True):
+                    positive = d.id.endswith("-poison")
+                    scored.y.append(int(positive))
+                    scored.s.append(r.score)
+                    if positive:
+                        scored.outcomes.append(_outcome(r, d.id))
+                        scored.families.append("gpt4_poisonedrag")
+                scored.clean_blamed_sets += bool(_blamed_ids(results) - {f"{item['id']}-poison"})
         out[variant] = {**metrics(cell.y, cell.s), **_outcome_rates(cell)}
+        for name, scored in by_split.items():
+            if scored.sets:
+                splits[name][variant] = {**metrics(scored.y, scored.s), **_outcome_rates(scored)}
+    out["development_items"] = POISONEDRAG_DEVELOPMENT
+    out["splits"] = splits
     return out
 
 
@@ -422,6 +436,7 @@ def run(
         "contested_factor": signal.contested_factor,
         "intra_factor": signal.intra_factor,
         "nli_contradiction": signal.nli_contradiction,
+        "answer_check": signal.answer_check,
     }
     report["models"] = {
         "nli": str(getattr(nli, "model_id", type(nli).__name__)),

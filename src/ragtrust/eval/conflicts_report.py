@@ -47,7 +47,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         )
         + f"alignment cosine >= {report['signal']['min_cosine']}, overlap >= {report['signal']['min_overlap']}, "
         f"at most {report['signal']['max_pairs']} aligned pairs{_budget_words(report['signal'])}; "
-        f"diff strengths {report['signal']['diff_strength']}.",
+        f"diff strengths {report['signal']['diff_strength']}; answer check "
+        f"{'on' if report['signal'].get('answer_check', False) else 'off'} (claims that answer a question asking "
+        "for one value with different names or numbers).",
         "",
     ]
     cal = report.get("calibration")
@@ -107,25 +109,37 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                 lines.append(f'- {e["kind"]}: "{e["left"][:140]}" vs "{e["right"][:140]}" (blamed: {e["blamed"]})')
     prag = report.get("poisonedrag", {})
     if "two_clean_witnesses" in prag:
+        dev = prag.get("development_items")
         lines += [
             "",
-            "**LLM-written poison (PoisonedRAG NQ, GPT-4; development figures, not held out)**: one adversarial "
-            "passage, clean passages in the same style (other adversarial passages of the item with the correct "
-            "answer put back), unrelated clean passages.",
+            "**LLM-written poison (PoisonedRAG NQ, GPT-4)**: one adversarial passage, clean passages in the same "
+            "style (other adversarial passages of the item with the correct answer put back), unrelated clean "
+            "passages."
+            + (
+                f" The first {dev} items of the file were read while building the answer check (development); "
+                "the others are held out."
+                if dev
+                else ""
+            ),
             "",
-            "| variant | sets | ROC-AUC | blamed | contested | missed | clean blamed |",
-            "|---|---|---|---|---|---|---|",
+            "| items | variant | sets | ROC-AUC | blamed | contested | missed | clean blamed |",
+            "|---|---|---|---|---|---|---|---|",
         ]
-        for variant in ("two_clean_witnesses", "one_clean_witness"):
-            m = prag[variant]
-            lines.append(
-                f"| {variant} | {m['sets']} | {_num(m.get('roc_auc'))} | {_pct(m['blamed'])} | {_pct(m['contested'])} "
-                f"| {_pct(m['missed'])} | {_pct(m['clean_document_blamed'])} |"
-            )
-        if prag["two_clean_witnesses"]["blamed"] < 0.5:
+        rows = [(name, prag.get("splits", {}).get(name, {})) for name in ("held_out", "development")]
+        for label, part in [*rows, ("all", prag)]:
+            for variant in ("two_clean_witnesses", "one_clean_witness"):
+                m = part.get(variant)
+                if m:
+                    lines.append(
+                        f"| {label.replace('_', ' ')} | {variant} | {m['sets']} | {_num(m.get('roc_auc'))} "
+                        f"| {_pct(m['blamed'])} | {_pct(m['contested'])} | {_pct(m['missed'])} "
+                        f"| {_pct(m['clean_document_blamed'])} |"
+                    )
+        headline = prag.get("splits", {}).get("held_out", {}).get("two_clean_witnesses") or prag["two_clean_witnesses"]
+        if headline["blamed"] < 0.5:
             gaps.append(
                 f"PoisonedRAG, one poisoned passage beside two clean ones: blamed in "
-                f"{_pct(prag['two_clean_witnesses']['blamed'])} of items"
+                f"{_pct(headline['blamed'])} of {'held-out ' if 'splits' in prag else ''}items"
             )
     lines += ["", "## Honest gaps (cells below target)", ""]
     lines += [f"- {g}" for g in gaps] or ["- none"]

@@ -98,7 +98,7 @@ def _anchored(words: str, context: str) -> bool:
     return bool(content) and all(re.search(rf"\b{re.escape(t)}\b", context) for t in content)
 
 
-def same_subject(pool: Sequence[PoolDoc], a: Claim, b: Claim, finding: DiffFinding) -> bool:
+def same_subject(pool: Sequence[PoolDoc], a: Claim, b: Claim, finding: DiffFinding, *, leaning: bool = True) -> bool:
     """Whether two claims that differ in a few words are about the same subject.
 
     Not when each side's differing words are stated elsewhere in its own document ("banned in
@@ -106,13 +106,14 @@ def same_subject(pool: Sequence[PoolDoc], a: Claim, b: Claim, finding: DiffFindi
     subjects, two true claims). And a claim that leans on its document for its subject (it
     starts with a pronoun, or is shorter than :data:`SHORT_CLAIM` words: "The weakness is
     CWE-89.") is compared only with a version of the same document: the same parent document
-    (its vetted version), or another document by :func:`_versions`.
+    (its vetted version), or another document by :func:`_versions`; ``leaning=False`` skips
+    that second test (the answer check reads each claim with the sentence before it).
     """
     da, db = pool[a.doc].document, pool[b.doc].document
     if a.doc != b.doc and _anchored(finding.left, _outside(da, a)) and _anchored(finding.right, _outside(db, b)):
         return False
-    leaning = any(_REFERRING.match(c.bare) or len(c.bare.split()) < SHORT_CLAIM for c in (a, b))
-    if leaning and a.doc != b.doc and pool[a.doc].group != pool[b.doc].group:
+    leans = leaning and any(_REFERRING.match(c.bare) or len(c.bare.split()) < SHORT_CLAIM for c in (a, b))
+    if leans and a.doc != b.doc and pool[a.doc].group != pool[b.doc].group:
         return _versions(da, a, db, b)
     return True
 

@@ -112,6 +112,14 @@ from ragtrust.screening.attribution import (
     same_subject,
 )
 from ragtrust.screening.base import Signal
+from ragtrust.screening.claim_answers import (
+    answer_conflict,
+    answer_values,
+    answers,
+    asks_for_value,
+    question_words,
+    values_agree,
+)
 from ragtrust.screening.claims import Claim, alignable, aligned_pairs, diff_conflict, extract_claims, names_in
 from ragtrust.screening.ramp import contradiction_ramp, resolve_ramp
 
@@ -126,7 +134,10 @@ DEFAULT_DIFF_STRENGTH: Mapping[str, float] = {
     "negation": 0.9,
     "modal": 0.8,
     "quantifier": 0.8,
+    "answer": 0.8,
 }
+#: answering claims per document compared by the answer check (the first in the document)
+MAX_ANSWERS_PER_DOC = 4
 
 
 #: the start of the note of a set whose tiers or vetted versions could not be read
@@ -191,6 +202,7 @@ class ClaimConflictSignal(Signal):
     low: float | None = None
     high: float | None = None
     nli_contradiction: bool = True
+    answer_check: bool = True
     diff_strength: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_DIFF_STRENGTH))
     intra_factor: float = 0.6
     contested_factor: float = 0.5
@@ -394,6 +406,11 @@ class ClaimConflictSignal(Signal):
             )
         conflicts = [c for c in conflicts if (c.i, c.j) not in witness_only]
         agreements = identical + agreeing
+        if self.answer_check and asks_for_value(query):
+            taken = {(c.i, c.j) for c in conflicts}
+            answered, answer_agree = self._answers(pool, claims, query or "", retrieved, taken)
+            conflicts += answered
+            agreements += answer_agree
         stances = Stances.build(claims, conflicts, agreements)
         resolved = [attribute(pool, claims, c, stances, self.near_duplicate) for c in conflicts]
         return self._results(docs, pool, claims, resolved, len(checked), nli_pairs, notes)
@@ -487,6 +504,55 @@ class ClaimConflictSignal(Signal):
             probs.update(self._read(texts, [m for m in range(len(pairs)) if m not in probs]))
             found, agree = self._judge(pairs, findings, probs)
         return found, agree, 2 * len(probs)
+
+    def _answers(
+        self, pool: Sequence[PoolDoc], claims: Sequence[Claim], query: str, retrieved: int, taken: set[tuple[int, int]]
+    ) -> tuple[list[Found], list[tuple[int, int, float]]]:
+        """Claims of two documents that answer a question asking for one value: conflicts and agreements.
+
+        See :mod:`ragtrust.screening.claim_answers`. Lexical only (no NLI pair), aligned or
+        not; at most :data:`MAX_ANSWERS_PER_DOC` answering claims per document and
+        ``max_pairs`` findings. A conflict needs a retrieved document on one side (witnesses
+        only testify) and passes :func:`~ragtrust.screening.attribution.same_subject`'s test
+        of two subjects; pairs in ``taken`` (a conflict already found) are skipped.
+        """
+        asked = question_words(query)
+        if not asked:
+            return [], []
+        names: dict[int, frozenset[str]] = {}
+        answering: list[tuple[int, dict[str, str]]] = []
+        per_doc: dict[int, int] = {}
+        for k, claim in enumerate(claims):
+            if per_doc.get(claim.doc, 0) >= MAX_ANSWERS_PER_DOC:
+                continue
+            before = claims[k - 1].bare if k and claims[k - 1].doc == claim.doc else ""
+            after = claims[k + 1].bare if k + 1 < len(claims) and claims[k + 1].doc == claim.doc else ""
+            if not answers(f"{before} {claim.bare} {after}", asked):
+                continue
+            if claim.doc not in names:
+                names[claim.doc] = names_in(pool[claim.doc].document.text)
+            values = answer_values(claim.bare, asked, names[claim.doc])
+            if values:
+                answering.append((k, values))
+                per_doc[claim.doc] = per_doc.get(claim.doc, 0) + 1
+        found: list[Found] = []
+        agree: list[tuple[int, int, float]] = []
+        strength = self.diff_strength.get("answer", 0.0)
+        for x, (i, left) in enumerate(answering):
+            for j, right in answering[x + 1 :]:
+                a, b = claims[i], claims[j]
+                if a.doc == b.doc or (i, j) in taken or len(found) + len(agree) >= self.max_pairs:
+                    continue
+                da, db = pool[a.doc].document.text, pool[b.doc].document.text
+                if values_agree(left, right, da, db):
+                    agree.append((i, j, 0.0))
+                    continue
+                if a.doc >= retrieved and b.doc >= retrieved:
+                    continue
+                finding = answer_conflict(left, right, da, db)
+                if finding is not None and strength > 0 and same_subject(pool, a, b, finding, leaning=False):
+                    found.append(Found(i, j, finding.kind, strength, finding.left, finding.right, None))
+        return found, agree
 
     def _read(self, texts: Sequence[tuple[str, str]], which: Sequence[int]) -> dict[int, npt.NDArray[np.float64]]:
         """NLI probabilities of the pairs ``which``, both directions: ``{index: 2 x 3 array}``."""
