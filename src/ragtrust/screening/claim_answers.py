@@ -10,16 +10,17 @@ contradiction 0.37 against 0.32 on the PoisonedRAG development items, docs/bench
 "Claims that answer the question with different values"). What differs is the *answer*: the
 names and numbers each claim adds to the question.
 
-* A question *asks for one value* (:data:`SLOT_QUESTION`): who, where, when, which, how many /
-  much / long, what year, what is the name ... A yes/no question, "why", "what happens" or
-  "what are some" has no single value for two claims to disagree on, so nothing here applies
-  to it (nor to a corpus scan, which has no question).
+* A question *asks for one value* (:func:`asks_for`): a name (who, where, which, what is the
+  name ..., :data:`NAME_QUESTION`) or a number (when, how many / much / long, what year ...,
+  :data:`NUMBER_QUESTION`). A yes/no question, "why", "what happens" or "what are some" has
+  no single value for two claims to disagree on, so nothing here applies to it (nor to a
+  corpus scan, which has no question).
 * A claim *answers* it (:func:`answers`) when the claim, read with the sentences before and
   after it in its document, holds at least :data:`ANSWERS_QUESTION` of the question's content words
   (question words such as who / how many left out).
-* Its *values* (:func:`answer_values`) are its names (capitalised mid-sentence, all capitals,
-  letters mixed with digits; consecutive name words are one value), numbers and dates, less
-  every word of the question.
+* Its *values* (:func:`answer_values`) are the values of the kind asked for: its names
+  (capitalised mid-sentence, all capitals, letters mixed with digits; consecutive name words
+  are one value), or its numbers and dates, less every word of the question.
 * Two answering claims of two documents *conflict* (:func:`answer_conflict`) when each has a
   value, no value is shared, and neither document mentions anywhere a value of the other
   claim (a document that names both candidates is comparing them, not disagreeing). They
@@ -32,12 +33,12 @@ Example:
     >>> asked = question_words(q)
     >>> a = "Frank Sinatra recorded a rendition of 'I Can't Help Falling in Love with You'."
     >>> b = "Elvis Presley, the iconic crooner, recorded 'I Can't Help Falling in Love With You'."
-    >>> answers(a, asked), answer_values(a, asked)
-    (True, {'frank sinatra': 'Frank Sinatra'})
-    >>> answer_conflict(answer_values(a, asked), answer_values(b, asked), a, b)
+    >>> asks_for(q), answers(a, asked), answer_values(a, asked, "name")
+    ('name', True, {'frank sinatra': 'Frank Sinatra'})
+    >>> answer_conflict(answer_values(a, asked, "name"), answer_values(b, asked, "name"), a, b)
     DiffFinding(kind='answer', left='Frank Sinatra', right='Elvis Presley')
     >>> c = "In 1961 Elvis Presley recorded it."
-    >>> values_agree(answer_values(b, asked), answer_values(c, asked), b, c)
+    >>> values_agree(answer_values(b, asked, "name"), answer_values(c, asked, "name"), b, c)
     True
 """
 
@@ -61,12 +62,19 @@ from ragtrust.screening.claim_diff import (
 ANSWERS_QUESTION = 0.5
 #: words of a question that ask rather than say (left out of its content words)
 QUESTION_WORDS = frozenset("who whom whose what which where when why how many much long true false".split())
-#: a question that asks for one name, place, time or number
-SLOT_QUESTION = re.compile(
-    r"^\W*(?:who|whom|whose|where|when|which"
+#: a question that asks for a name or a place (its answer is a name)
+NAME_QUESTION = re.compile(
+    r"^\W*(?:who|whom|whose|where|which"
+    r"|what\s+(?:name|city|country|language|team)"
+    r"|what(?:'s|\s+is|\s+was|\s+are|\s+were)\s+the\s+(?:name|capital))\b",
+    re.IGNORECASE,
+)
+#: a question that asks for a time or a number (its answer is a number or a date)
+NUMBER_QUESTION = re.compile(
+    r"^\W*(?:when"
     r"|how\s+(?:many|much|long|old|far|tall|big|often)"
-    r"|what\s+(?:year|date|day|month|century|age|name|number|percentage|city|country|language|team|colou?r)"
-    r"|what(?:'s|\s+is|\s+was|\s+are|\s+were)\s+the\s+(?:name|number|date|year|capital|population|age|size|length))\b",
+    r"|what\s+(?:year|date|day|month|century|age|number|percentage)"
+    r"|what(?:'s|\s+is|\s+was|\s+are|\s+were)\s+the\s+(?:number|date|year|population|age|size|length))\b",
     re.IGNORECASE,
 )
 #: number words that are rarely an answer ("one of the most ...", "at first")
@@ -81,9 +89,14 @@ def _content(text: str) -> set[str]:
     }
 
 
-def asks_for_value(question: str | None) -> bool:
-    """Whether ``question`` asks for one name, place, time or number (:data:`SLOT_QUESTION`)."""
-    return bool(question) and SLOT_QUESTION.match(question or "") is not None
+def asks_for(question: str | None) -> str | None:
+    """``"name"`` or ``"number"``: what ``question`` asks for (:data:`NAME_QUESTION`,
+    :data:`NUMBER_QUESTION`); ``None`` for any other question."""
+    if not question:
+        return None
+    if NAME_QUESTION.match(question):
+        return "name"
+    return "number" if NUMBER_QUESTION.match(question) else None
 
 
 def question_words(question: str) -> set[str]:
@@ -101,8 +114,11 @@ def answers(text: str, asked: set[str]) -> bool:
     return bool(asked) and held >= min(2, len(asked)) and held / len(asked) >= ANSWERS_QUESTION
 
 
-def answer_values(claim: str, asked: set[str], names: frozenset[str] = frozenset()) -> dict[str, str]:
-    """``{key: words}``: the names, numbers and dates of ``claim`` that the question does not hold.
+def answer_values(
+    claim: str, asked: set[str], kind: str = "name", names: frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """``{key: words}``: the names (``kind="name"``) or the numbers and dates (``"number"``) of
+    ``claim`` that the question does not hold.
 
     A number is keyed by its value (two == 2). ``names``: words known to be names in the
     claim's document, so that a name opening the sentence counts.
@@ -130,8 +146,9 @@ def answer_values(claim: str, asked: set[str], names: frozenset[str] = frozenset
         value = _number(folded)
         if _is_date(folded) or (value is not None and folded not in _LOOSE_NUMBERS):
             close()
-            out[folded if _is_date(folded) else f"#{value:g}"] = original
-        elif value is None and _is_entity(original, start, names):
+            if kind == "number":
+                out[folded if _is_date(folded) else f"#{value:g}"] = original
+        elif kind == "name" and value is None and _is_entity(original, start, names):
             run.append((folded, original))
         else:
             close()
@@ -172,11 +189,12 @@ def values_agree(left: Mapping[str, str], right: Mapping[str, str], left_documen
 
 __all__ = [
     "ANSWERS_QUESTION",
-    "SLOT_QUESTION",
+    "NAME_QUESTION",
+    "NUMBER_QUESTION",
     "answer_conflict",
     "answer_values",
     "answers",
-    "asks_for_value",
+    "asks_for",
     "question_words",
     "values_agree",
 ]

@@ -116,7 +116,7 @@ from ragtrust.screening.claim_answers import (
     answer_conflict,
     answer_values,
     answers,
-    asks_for_value,
+    asks_for,
     question_words,
     values_agree,
 )
@@ -406,9 +406,10 @@ class ClaimConflictSignal(Signal):
             )
         conflicts = [c for c in conflicts if (c.i, c.j) not in witness_only]
         agreements = identical + agreeing
-        if self.answer_check and asks_for_value(query):
+        kind = asks_for(query) if self.answer_check else None
+        if kind is not None:
             taken = {(c.i, c.j) for c in conflicts}
-            answered, answer_agree = self._answers(pool, claims, query or "", retrieved, taken)
+            answered, answer_agree = self._answers(pool, claims, query or "", kind, retrieved, taken)
             conflicts += answered
             agreements += answer_agree
         stances = Stances.build(claims, conflicts, agreements)
@@ -506,9 +507,15 @@ class ClaimConflictSignal(Signal):
         return found, agree, 2 * len(probs)
 
     def _answers(
-        self, pool: Sequence[PoolDoc], claims: Sequence[Claim], query: str, retrieved: int, taken: set[tuple[int, int]]
+        self,
+        pool: Sequence[PoolDoc],
+        claims: Sequence[Claim],
+        query: str,
+        kind: str,
+        retrieved: int,
+        taken: set[tuple[int, int]],
     ) -> tuple[list[Found], list[tuple[int, int, float]]]:
-        """Claims of two documents that answer a question asking for one value: conflicts and agreements.
+        """Claims of two documents that answer a question asking for a ``kind`` of value: conflicts and agreements.
 
         See :mod:`ragtrust.screening.claim_answers`. Lexical only (no NLI pair), aligned or
         not; at most :data:`MAX_ANSWERS_PER_DOC` answering claims per document and
@@ -531,7 +538,7 @@ class ClaimConflictSignal(Signal):
                 continue
             if claim.doc not in names:
                 names[claim.doc] = names_in(pool[claim.doc].document.text)
-            values = answer_values(claim.bare, asked, names[claim.doc])
+            values = answer_values(claim.bare, asked, kind, names[claim.doc])
             if values:
                 answering.append((k, values))
                 per_doc[claim.doc] = per_doc.get(claim.doc, 0) + 1
