@@ -29,6 +29,11 @@ A poisoned fact can only be caught by something that knows better. This signal c
    conflict outside the witnesses' own pairs, the rest are read too, so such a set is judged
    as without the budget, up to the floating-point noise of a different NLI batch
    (docs/benchmarks.md, "Claim-conflict NLI on the pairs nearest the question").
+   With ``answer_check`` on and a question that asks for one name or number, a third,
+   lexical check (:mod:`~ragtrust.screening.claim_answers`) compares the values of the
+   claims that answer the question, aligned or not: different names (or numbers) in two
+   documents that never mention each other's are a conflict of kind ``answer``; a shared
+   one is agreement, heard by step 5.
    ``nli_contradiction = False`` turns the NLI check off: the model is then asked only
    whether two claims *agree* (step 5), and only when the diff found a conflict to
    attribute, so most retrieved sets cost no NLI pair.
@@ -175,6 +180,12 @@ class ClaimConflictSignal(Signal):
         low / high: the NLI contradiction ramp (``None`` = the model's calibration).
         nli_contradiction: run the NLI contradiction check on every aligned pair; off, NLI
             only hears agreement, when a diff conflict needs attributing (see step 4).
+        answer_check: for a question that asks for one name or number, also compare the
+            values of the claims that answer it, aligned or not
+            (:mod:`~ragtrust.screening.claim_answers`, step 4). Off by default: measured, it
+            blames LLM-written poison beside two clean passages in 55% of held-out items
+            (2% without) but refuses more clean questions than its rule allowed
+            (docs/benchmarks.md, "Claims that answer the question with different values").
         diff_strength: strength of a diff finding per kind.
         intra_factor: blame of a document that contradicts itself.
         contested_factor: score of each side of a contested conflict.
@@ -202,7 +213,7 @@ class ClaimConflictSignal(Signal):
     low: float | None = None
     high: float | None = None
     nli_contradiction: bool = True
-    answer_check: bool = True
+    answer_check: bool = False
     diff_strength: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_DIFF_STRENGTH))
     intra_factor: float = 0.6
     contested_factor: float = 0.5
