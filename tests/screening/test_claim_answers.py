@@ -21,7 +21,9 @@ from ragtrust.screening.claim_answers import (
     answer_values,
     answers,
     asks_for,
+    question_before,
     question_words,
+    same_question,
     values_agree,
 )
 from ragtrust.screening.conflicts import ClaimConflictSignal
@@ -53,7 +55,11 @@ class NeutralNLI:
 def _signal(answer_check: bool = True, **kwargs: object) -> ClaimConflictSignal:
     """The signal with the answer check on (off by default: docs/benchmarks.md)."""
     return ClaimConflictSignal(
-        nli=NeutralNLI(), embedder=HashingEmbedder(), min_cosine=0.3, answer_check=answer_check, **kwargs  # type: ignore[arg-type]
+        nli=NeutralNLI(),
+        embedder=HashingEmbedder(),
+        min_cosine=0.3,
+        answer_check=answer_check,
+        **kwargs,  # type: ignore[arg-type]
     )
 
 
@@ -69,11 +75,20 @@ def _conflicts(results: Sequence[object]) -> list[dict[str, object]]:
     ("question", "expected"),
     [
         ("who recorded the song", "name"),
+        ("who recorded i can't help falling in love with you", "name"),
         ("Where is the slide placed on the microscope?", "name"),
         ("What was the name of the bomb?", "name"),
-        ("How many episodes are in season 4?", "number"),
-        ("When was the first cable laid beneath the Channel?", "number"),
-        ("what year did the war end", "number"),
+        ("Which hashing algorithm is the oldest?", "name"),
+        ("How many episodes are in season 4?", "quantity"),
+        ("When was the first cable laid beneath the Channel?", "time"),
+        ("what year did the war end", "time"),
+        # advice or a possibility: several answers may be right
+        ("Which hashing algorithm should be used to store passwords?", None),
+        ("When should multi-factor authentication be required?", None),
+        ("Who can approve a change?", None),
+        # several things
+        ("Which cookie attributes protect session cookies?", None),
+        ("What colors are on the flag?", None),
         ("Is it true that Danger UXB is from the late seventies?", None),
         ("Why do cats purr?", None),
         ("What happens if you eat watermelon seeds?", None),
@@ -94,23 +109,49 @@ def test_a_claim_answers_with_two_of_the_question_words_at_least() -> None:
     assert not answers("Humans have 28 finger bones.", asked)
 
 
-def test_values_are_the_names_or_numbers_the_question_does_not_hold() -> None:
+def test_values_are_the_names_times_or_quantities_the_question_does_not_hold() -> None:
     asked = question_words(QUESTION)
-    claim = "The theme music of the film Harbour Lights was composed in 1994 by Jonas Berg and two others."
+    claim = "The theme music of the film Harbour Lights was composed in March 1994 by Jonas Berg and two others."
     assert answer_values(claim, asked, "name") == {"jona berg": "Jonas Berg"}
-    assert answer_values(claim, asked, "number") == {"1994": "1994", "#2": "two"}
+    assert answer_values(claim, asked, "time") == {"march": "March", "1994": "1994"}
+    assert answer_values(claim, asked, "quantity") == {"#2": "two"}
     # the question's own number is not an answer
-    assert answer_values("Season 4 has 23 episodes.", question_words("How many episodes are in season 4?"), "number") == {
-        "#23": "23"
-    }
+    episodes = question_words("How many episodes are in season 4?")
+    assert answer_values("Season 4 has 23 episodes.", episodes, "quantity") == {"#23": "23"}
     # "one" and "first" are rarely an answer
-    assert answer_values("It was one of the first scores.", asked, "number") == {}
+    assert answer_values("It was one of the first scores.", asked, "quantity") == {}
+
+
+def test_a_document_that_answers_its_own_other_question_is_not_compared() -> None:
+    asked = question_words("When is the Earth closest to the Sun?")
+    text = "What would happen if the Earth were 10 feet closer to the Sun? Nothing in particular would happen."
+    own = question_before(text, text.index("Nothing"))
+    assert own.startswith("What would happen")
+    assert not same_question(own, asked)
+    assert same_question("When is the Earth closest to the Sun?", asked)
+    # a Markdown heading starts a new section: the question before it is not the claim's
+    text = "Is it safe? Yes.\n\n## Storage\n\nKeys live in the vault."
+    assert question_before(text, text.index("Keys")) == ""
+
+
+def test_a_retrieved_passage_that_answers_another_question_is_left_out() -> None:
+    other = "Who composed the songs of the film Harbour Lights? The songs were composed by Marta Ellison."
+    docs = retrieved([other, CLEAN_1, CLEAN_2])
+    assert [r.score for r in _signal().score_batch(docs, QUESTION)] == [0.0, 0.0, 0.0]
+    # the same passage asking the question asked is compared, and blamed by the two witnesses
+    same = "Who composed the theme music for the film Harbour Lights? It was composed by Marta Ellison."
+    results = _signal().score_batch(retrieved([same, CLEAN_1, CLEAN_2]), QUESTION)
+    assert [r.score for r in results] == [pytest.approx(0.8), 0.0, 0.0]
 
 
 def test_answer_conflict_needs_disjoint_values_the_other_document_never_names() -> None:
     left, right = {"marta ellison": "Marta Ellison"}, {"jona berg": "Jonas Berg"}
     finding = answer_conflict(left, right, POISON, CLEAN_1)
-    assert finding is not None and (finding.kind, finding.left, finding.right) == ("answer", "Marta Ellison", "Jonas Berg")
+    assert finding is not None and (finding.kind, finding.left, finding.right) == (
+        "answer",
+        "Marta Ellison",
+        "Jonas Berg",
+    )
     # a document that names both candidates compares them
     assert answer_conflict(left, right, POISON, CLEAN_1 + " Some credit Marta Ellison.") is None
     # a shared value: not a conflict
@@ -122,7 +163,9 @@ def test_values_agree_on_a_shared_value_unless_each_names_someone_else() -> None
     assert values_agree({"jona berg": "Jonas Berg"}, {"jona berg": "Jonas Berg", "1994": "1994"}, CLEAN_1, CLEAN_2)
     # "British actress A" / "British actress B": the shared word is not the answer
     a, b = "British actress Ann Lee", "British actress Bea Cole"
-    assert not values_agree({"british": "British", "ann lee": "Ann Lee"}, {"british": "British", "bea col": "Bea Cole"}, a, b)
+    assert not values_agree(
+        {"british": "British", "ann lee": "Ann Lee"}, {"british": "British", "bea col": "Bea Cole"}, a, b
+    )
     assert not values_agree({"ann lee": "Ann Lee"}, {"bea col": "Bea Cole"}, a, b)
 
 

@@ -107,43 +107,50 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             lines += ["", "Examples of conflicts on clean OWASP sets (false alarms):", ""]
             for e in owasp["examples"]:
                 lines.append(f'- {e["kind"]}: "{e["left"][:140]}" vs "{e["right"][:140]}" (blamed: {e["blamed"]})')
-    prag = report.get("poisonedrag", {})
-    if "two_clean_witnesses" in prag:
-        dev = prag.get("development_items")
-        lines += [
-            "",
-            "**LLM-written poison (PoisonedRAG NQ, GPT-4)**: one adversarial passage, clean passages in the same "
-            "style (other adversarial passages of the item with the correct answer put back), unrelated clean "
-            "passages."
-            + (
-                f" The first {dev} items of the file were read while building the answer check (development); "
-                "the others are held out."
-                if dev
-                else ""
-            ),
-            "",
-            "| items | variant | sets | ROC-AUC | blamed | contested | missed | clean blamed |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        rows = [(name, prag.get("splits", {}).get(name, {})) for name in ("held_out", "development")]
-        for label, part in [*rows, ("all", prag)]:
-            for variant in ("two_clean_witnesses", "one_clean_witness"):
-                m = part.get(variant)
-                if m:
-                    lines.append(
-                        f"| {label.replace('_', ' ')} | {variant} | {m['sets']} | {_num(m.get('roc_auc'))} "
-                        f"| {_pct(m['blamed'])} | {_pct(m['contested'])} | {_pct(m['missed'])} "
-                        f"| {_pct(m['clean_document_blamed'])} |"
-                    )
-        headline = prag.get("splits", {}).get("held_out", {}).get("two_clean_witnesses") or prag["two_clean_witnesses"]
-        if headline["blamed"] < 0.5:
-            gaps.append(
-                f"PoisonedRAG, one poisoned passage beside two clean ones: blamed in "
-                f"{_pct(headline['blamed'])} of {'held-out ' if 'splits' in prag else ''}items"
-            )
+    lines += _poisonedrag_lines(report.get("poisonedrag", {}), gaps)
     lines += ["", "## Honest gaps (cells below target)", ""]
     lines += [f"- {g}" for g in gaps] or ["- none"]
     return "\n".join(lines) + "\n"
+
+
+def _poisonedrag_lines(prag: Mapping[str, Any], gaps: list[str]) -> list[str]:
+    """The LLM-written poison table (held-out, development and all items); its gap goes to ``gaps``."""
+    if "two_clean_witnesses" not in prag:
+        return []
+    lines: list[str] = []
+    dev = prag.get("development_items")
+    lines += [
+        "",
+        "**LLM-written poison (PoisonedRAG NQ, GPT-4)**: one adversarial passage, clean passages in the same "
+        "style (other adversarial passages of the item with the correct answer put back), unrelated clean "
+        "passages."
+        + (
+            f" The first {dev} items of the file were read while building the answer check (development); "
+            "the others are held out."
+            if dev
+            else ""
+        ),
+        "",
+        "| items | variant | sets | ROC-AUC | blamed | contested | missed | clean blamed |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    rows = [(name, prag.get("splits", {}).get(name, {})) for name in ("held_out", "development")]
+    for label, part in [*rows, ("all", prag)]:
+        for variant in ("two_clean_witnesses", "one_clean_witness"):
+            m = part.get(variant)
+            if m:
+                lines.append(
+                    f"| {label.replace('_', ' ')} | {variant} | {m['sets']} | {_num(m.get('roc_auc'))} "
+                    f"| {_pct(m['blamed'])} | {_pct(m['contested'])} | {_pct(m['missed'])} "
+                    f"| {_pct(m['clean_document_blamed'])} |"
+                )
+    headline = prag.get("splits", {}).get("held_out", {}).get("two_clean_witnesses") or prag["two_clean_witnesses"]
+    if headline["blamed"] < 0.5:
+        gaps.append(
+            f"PoisonedRAG, one poisoned passage beside two clean ones: blamed in "
+            f"{_pct(headline['blamed'])} of {'held-out ' if 'splits' in prag else ''}items"
+        )
+    return lines
 
 
 def write_report(report: Mapping[str, Any], path: str | Path) -> None:

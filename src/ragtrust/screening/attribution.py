@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ragtrust.documents import Document
+from ragtrust.screening.claim_answers import question_before
 from ragtrust.screening.claim_diff import STOP_WORDS
 from ragtrust.screening.claims import Claim, DiffFinding
 from ragtrust.text import split_sentences
@@ -237,14 +238,7 @@ _VALUE_KINDS = frozenset({"number", "date", "entity"})
 def _question_topic(doc: Document, claim: Claim) -> str:
     """A document's title and question metadata and the last question line before ``claim`` (lower case)."""
     parts = [str(doc.metadata.get(key, "")) for key in ("title", "question")]
-    last = ""
-    for sentence in split_sentences(doc.text[: claim.start]):
-        stripped = sentence.text.strip()
-        if stripped.startswith("#"):  # a new section: an earlier question is not this claim's
-            last = ""
-        elif stripped.rstrip("*_)\"'").endswith("?"):
-            last = sentence.text
-    return " ".join([*parts, last]).lower()
+    return " ".join([*parts, question_before(doc.text, claim.start)]).lower()
 
 
 def _phrase_in(words: str, context: str) -> bool:

@@ -11,16 +11,25 @@ contradiction 0.37 against 0.32 on the PoisonedRAG development items, docs/bench
 names and numbers each claim adds to the question.
 
 * A question *asks for one value* (:func:`asks_for`): a name (who, where, which, what is the
-  name ..., :data:`NAME_QUESTION`) or a number (when, how many / much / long, what year ...,
-  :data:`NUMBER_QUESTION`). A yes/no question, "why", "what happens" or "what are some" has
-  no single value for two claims to disagree on, so nothing here applies to it (nor to a
-  corpus scan, which has no question).
+  name ..., :data:`NAME_QUESTION`), a time (when, what year ..., :data:`TIME_QUESTION`) or a
+  quantity (how many / much / long ..., :data:`QUANTITY_QUESTION`). A yes/no question, "why",
+  "what happens" or "what are some" has no single value for two claims to disagree on, nor
+  has a question that asks for advice or a possibility (a modal verb: "Which algorithm
+  *should* be used?") or for several things ("Which cookie attributes ..."), where two
+  documents naming different values may both tell the truth: nothing here applies to them
+  (nor to a corpus scan, which has no question).
 * A claim *answers* it (:func:`answers`) when the claim, read with the sentences before and
-  after it in its document, holds at least :data:`ANSWERS_QUESTION` of the question's content words
-  (question words such as who / how many left out).
+  after it in its document, holds at least :data:`ANSWERS_QUESTION` of the question's content
+  words (question words such as who / how many left out), and, when its document poses a
+  question of its own before it (:func:`question_before`: "What would happen if the Earth were
+  closer to the Sun? Nothing in particular ..."), that question is the one asked
+  (:func:`same_question`): a document answering another question says nothing about this one,
+  and one that poses this question answers it in what follows (its question is read with
+  the claim).
 * Its *values* (:func:`answer_values`) are the values of the kind asked for: its names
   (capitalised mid-sentence, all capitals, letters mixed with digits; consecutive name words
-  are one value), or its numbers and dates, less every word of the question.
+  are one value), its dates (years, months, weekdays) or its other numbers, less every word
+  of the question.
 * Two answering claims of two documents *conflict* (:func:`answer_conflict`) when each has a
   value, no value is shared, and neither document mentions anywhere a value of the other
   claim (a document that names both candidates is comparing them, not disagreeing). They
@@ -56,6 +65,7 @@ from ragtrust.screening.claim_diff import (
     _tokens,
     stem,
 )
+from ragtrust.text import split_sentences
 
 #: a claim answers the question when it (with the sentence before it) holds at least this share
 #: of the question's content words
@@ -66,17 +76,32 @@ QUESTION_WORDS = frozenset("who whom whose what which where when why how many mu
 NAME_QUESTION = re.compile(
     r"^\W*(?:who|whom|whose|where|which"
     r"|what\s+(?:name|city|country|language|team)"
-    r"|what(?:'s|\s+is|\s+was|\s+are|\s+were)\s+the\s+(?:name|capital))\b",
+    r"|what(?:'s|\s+is|\s+was)\s+the\s+(?:name|capital))\b",
     re.IGNORECASE,
 )
-#: a question that asks for a time or a number (its answer is a number or a date)
-NUMBER_QUESTION = re.compile(
-    r"^\W*(?:when"
-    r"|how\s+(?:many|much|long|old|far|tall|big|often)"
-    r"|what\s+(?:year|date|day|month|century|age|number|percentage)"
-    r"|what(?:'s|\s+is|\s+was|\s+are|\s+were)\s+the\s+(?:number|date|year|population|age|size|length))\b",
+#: a question that asks for a time (its answer is a date)
+TIME_QUESTION = re.compile(
+    r"^\W*(?:when|what\s+(?:year|date|day|month|century)|what(?:'s|\s+is|\s+was)\s+the\s+(?:date|year))\b",
     re.IGNORECASE,
 )
+#: a question that asks for a quantity (its answer is a number)
+QUANTITY_QUESTION = re.compile(
+    r"^\W*(?:how\s+(?:many|much|long|old|far|tall|big|often)"
+    r"|what\s+(?:age|number|percentage)"
+    r"|what(?:'s|\s+is|\s+was)\s+the\s+(?:number|population|age|size|length))\b",
+    re.IGNORECASE,
+)
+#: a modal verb among the first words of a question asks for advice or a possibility: several
+#: answers may be right ("Which algorithm should be used?"; not "can't" in a title)
+_MODALS = re.compile(
+    r"^\W*\w+(?:\s+[\w'’-]+){0,3}?\s+(?:should|must|can|could|may|might|would|will|shall|need|needs|ought)\b(?!['’])",
+    re.IGNORECASE,
+)
+#: "which / what" and the two words after it (a plural noun there asks for several things)
+_WHICH = re.compile(r"^\W*(?:which|what)\s+(\w+)(?:\s+(\w+))?", re.IGNORECASE)
+_NOT_PLURAL = frozenset("is was has does this its his us".split())
+#: the share of the larger question's content words two questions must share to be the same
+SAME_QUESTION = 0.8
 #: number words that are rarely an answer ("one of the most ...", "at first")
 _LOOSE_NUMBERS = frozenset("one first second once single half double".split())
 
@@ -90,18 +115,50 @@ def _content(text: str) -> set[str]:
 
 
 def asks_for(question: str | None) -> str | None:
-    """``"name"`` or ``"number"``: what ``question`` asks for (:data:`NAME_QUESTION`,
-    :data:`NUMBER_QUESTION`); ``None`` for any other question."""
-    if not question:
+    """What ``question`` asks for: ``"name"``, ``"time"``, ``"quantity"`` or ``None``.
+
+    ``None`` for any other question, for one that asks for advice or a possibility (a modal
+    verb) and for one that asks for several things ("which" / "what" and a plural noun).
+    """
+    if not question or _MODALS.match(question) or _asks_for_several(question):
         return None
-    if NAME_QUESTION.match(question):
-        return "name"
-    return "number" if NUMBER_QUESTION.match(question) else None
+    for kind, pattern in (("name", NAME_QUESTION), ("time", TIME_QUESTION), ("quantity", QUANTITY_QUESTION)):
+        if pattern.match(question):
+            return kind
+    return None
 
 
 def question_words(question: str) -> set[str]:
     """The question's content words, stemmed (question words such as who / how many left out)."""
     return _content(question)
+
+
+def _asks_for_several(question: str) -> bool:
+    """Whether a "which / what" question names a plural noun ("Which cookie attributes ...", not "What was ...")."""
+    m = _WHICH.match(question)
+    words = [w.lower() for w in (m.groups() if m else ()) if w]
+    return any(len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us")) and w not in _NOT_PLURAL for w in words)
+
+
+def question_before(text: str, start: int) -> str:
+    """The last question line before offset ``start`` of ``text``, in its section ("" when none)."""
+    last = ""
+    for sentence in split_sentences(text[:start]):
+        stripped = sentence.text.strip()
+        if stripped.startswith("#"):  # a new section: an earlier question is not this claim's
+            last = ""
+        elif stripped.rstrip("*_)\"'").endswith("?"):
+            last = sentence.text
+    return last
+
+
+def same_question(own: str, asked: set[str]) -> bool:
+    """Whether a document's own question ``own`` is the question asked (content words ``asked``).
+
+    They share at least :data:`SAME_QUESTION` of the larger one's content words.
+    """
+    words = _content(own)
+    return bool(words) and len(words & asked) / max(len(words), len(asked)) >= SAME_QUESTION
 
 
 def answers(text: str, asked: set[str]) -> bool:
@@ -117,10 +174,10 @@ def answers(text: str, asked: set[str]) -> bool:
 def answer_values(
     claim: str, asked: set[str], kind: str = "name", names: frozenset[str] = frozenset()
 ) -> dict[str, str]:
-    """``{key: words}``: the names (``kind="name"``) or the numbers and dates (``"number"``) of
-    ``claim`` that the question does not hold.
+    """``{key: words}``: the values of ``claim`` of a ``kind`` that the question does not hold.
 
-    A number is keyed by its value (two == 2). ``names``: words known to be names in the
+    ``kind``: ``"name"`` (names), ``"time"`` (years, months, weekdays) or ``"quantity"``
+    (other numbers, keyed by value: two == 2). ``names``: words known to be names in the
     claim's document, so that a name opening the sentence counts.
     """
     tokens = _tokens(claim)
@@ -144,10 +201,14 @@ def answer_values(
             close()
             continue
         value = _number(folded)
-        if _is_date(folded) or (value is not None and folded not in _LOOSE_NUMBERS):
+        if _is_date(folded):
             close()
-            if kind == "number":
-                out[folded if _is_date(folded) else f"#{value:g}"] = original
+            if kind == "time":
+                out[folded] = original
+        elif value is not None and folded not in _LOOSE_NUMBERS:
+            close()
+            if kind == "quantity":
+                out[f"#{value:g}"] = original
         elif kind == "name" and value is None and _is_entity(original, start, names):
             run.append((folded, original))
         else:
@@ -190,11 +251,15 @@ def values_agree(left: Mapping[str, str], right: Mapping[str, str], left_documen
 __all__ = [
     "ANSWERS_QUESTION",
     "NAME_QUESTION",
-    "NUMBER_QUESTION",
+    "QUANTITY_QUESTION",
+    "SAME_QUESTION",
+    "TIME_QUESTION",
     "answer_conflict",
     "answer_values",
     "answers",
     "asks_for",
+    "question_before",
     "question_words",
+    "same_question",
     "values_agree",
 ]

@@ -122,7 +122,9 @@ from ragtrust.screening.claim_answers import (
     answer_values,
     answers,
     asks_for,
+    question_before,
     question_words,
+    same_question,
     values_agree,
 )
 from ragtrust.screening.claims import Claim, alignable, aligned_pairs, diff_conflict, extract_claims, names_in
@@ -543,9 +545,13 @@ class ClaimConflictSignal(Signal):
         for k, claim in enumerate(claims):
             if per_doc.get(claim.doc, 0) >= MAX_ANSWERS_PER_DOC:
                 continue
+            own = question_before(pool[claim.doc].document.text, claim.start)
+            if own and not same_question(own, asked):  # the document answers another question
+                continue
             before = claims[k - 1].bare if k and claims[k - 1].doc == claim.doc else ""
             after = claims[k + 1].bare if k + 1 < len(claims) and claims[k + 1].doc == claim.doc else ""
-            if not answers(f"{before} {claim.bare} {after}", asked):
+            # a document that poses the question asked answers it in what follows
+            if not answers(f"{own} {before} {claim.bare} {after}", asked):
                 continue
             if claim.doc not in names:
                 names[claim.doc] = names_in(pool[claim.doc].document.text)
