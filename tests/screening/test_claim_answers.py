@@ -53,7 +53,7 @@ class NeutralNLI:
 
 
 def _signal(answer_check: bool = True, **kwargs: object) -> ClaimConflictSignal:
-    """The signal with the answer check on (off by default: docs/benchmarks.md)."""
+    """The signal with the answer check on (or off)."""
     return ClaimConflictSignal(
         nli=NeutralNLI(),
         embedder=HashingEmbedder(),
@@ -194,8 +194,11 @@ def test_one_clean_passage_against_one_is_contested() -> None:
     assert results[0].score == results[1].score > 0
 
 
-def test_the_check_is_off_by_default() -> None:
-    assert ClaimConflictSignal(nli=NeutralNLI(), embedder=HashingEmbedder()).answer_check is False  # type: ignore[arg-type]
+def test_the_check_is_on_by_default() -> None:
+    signal = ClaimConflictSignal(nli=NeutralNLI(), embedder=HashingEmbedder(), min_cosine=0.3)  # type: ignore[arg-type]
+    assert signal.answer_check is True
+    results = signal.score_batch(retrieved([POISON, CLEAN_1, CLEAN_2]), QUESTION)
+    assert [r.score for r in results] == [pytest.approx(0.8), 0.0, 0.0]
 
 
 def test_no_answer_check_without_a_question_asking_for_a_value_or_when_off() -> None:

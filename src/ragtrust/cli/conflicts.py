@@ -43,7 +43,7 @@ def conflicts(
         help="Run the NLI contradiction check on aligned pairs (the signal's nli_contradiction).",
     ),
     answer_check: bool = typer.Option(
-        False,
+        True,
         "--answer-check/--no-answer-check",
         help="Compare the values of claims that answer a question asking for one value (the signal's answer_check).",
     ),

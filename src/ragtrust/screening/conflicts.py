@@ -184,10 +184,10 @@ class ClaimConflictSignal(Signal):
             only hears agreement, when a diff conflict needs attributing (see step 4).
         answer_check: for a question that asks for one name or number, also compare the
             values of the claims that answer it, aligned or not
-            (:mod:`~ragtrust.screening.claim_answers`, step 4). Off by default: measured, it
-            blames LLM-written poison beside two clean passages in 55% of held-out items
-            (2% without) but refuses more clean questions than its rule allowed
-            (docs/benchmarks.md, "Claims that answer the question with different values").
+            (:mod:`~ragtrust.screening.claim_answers`, step 4). Measured on held-out items, it
+            blames LLM-written poison beside two clean passages in 49% of them (2% without),
+            with no more clean false alarms or refusals (docs/benchmarks.md, "Claims that
+            answer the question with different values").
         diff_strength: strength of a diff finding per kind.
         intra_factor: blame of a document that contradicts itself.
         contested_factor: score of each side of a contested conflict.
@@ -215,7 +215,7 @@ class ClaimConflictSignal(Signal):
     low: float | None = None
     high: float | None = None
     nli_contradiction: bool = True
-    answer_check: bool = False
+    answer_check: bool = True
     diff_strength: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_DIFF_STRENGTH))
     intra_factor: float = 0.6
     contested_factor: float = 0.5
