@@ -61,7 +61,7 @@ PY
   conflicts)
     # issue 15: claim conflicts per document on held-out families, the poisoned copy beside its
     # clean original / in place / in place with the vetted version in the ledger; clean OWASP
-    # sets; PoisonedRAG GPT-4 passages (development). Refits the claim_conflict NLI ramp on
+    # sets; PoisonedRAG GPT-4 passages (items 1-50 development, 51-100 held out). Refits the claim_conflict NLI ramp on
     # clean sets the evaluation does not use and writes it into the shipped NLI manifest.
     ragtrust eval conflicts --data-dir "$DATA" -n 100 --owasp-sets 100 --calibrate 0.01 --write-manifest \
       --out docs/results/conflicts.json
