@@ -213,6 +213,18 @@ def test_no_answer_check_without_a_question_asking_for_a_value_or_when_off() -> 
         assert [r.score for r in results] == [0.0, 0.0, 0.0]
 
 
+def test_a_long_document_is_not_read_by_the_answer_check() -> None:
+    # the poisoned answer inside a long guide: its sentences sharing the question's words are
+    # rarely its answer, so only passages (at most PASSAGE_CLAIMS claims) are compared
+    from ragtrust.screening.conflicts import PASSAGE_CLAIMS
+
+    filler = " ".join(f"Step {n} of the release checklist is reviewed by the team lead." for n in range(PASSAGE_CLAIMS))
+    results = _signal().score_batch(retrieved([f"{filler} {POISON}", CLEAN_1, CLEAN_2]), QUESTION)
+    assert not [c for c in _conflicts(results) if c["kind"] == "answer"]
+    results = _signal().score_batch(retrieved([POISON, CLEAN_1, CLEAN_2]), QUESTION)
+    assert [c for c in _conflicts(results) if c["kind"] == "answer"]
+
+
 def test_claims_that_do_not_answer_the_question_are_not_compared() -> None:
     # both name someone, but neither is about the theme music of Harbour Lights
     docs = retrieved(

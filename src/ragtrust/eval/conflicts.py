@@ -61,6 +61,7 @@ from ragtrust.eval.conflicts_calibration import (
     calibration_sets,
     max_pair_contradiction,
     owasp_clean_sets,
+    owasp_question_sets,
     write_manifest_entry,
 )
 from ragtrust.eval.conflicts_report import render_markdown, write_report
@@ -360,6 +361,45 @@ def evaluate_poisonedrag(signal: Any, data_dir: str | Path | None, *, seed: int)
     return out
 
 
+def question_check(
+    signal: Any, sets: Sequence[tuple[str, str, Sequence[RetrievedDoc], Sequence[RetrievedDoc]]]
+) -> dict[str, Any]:
+    """False alarms on clean sets retrieved for questions, per split: any conflict, an ``answer`` one, a blame."""
+    from ragtrust.screening.claim_answers import asks_for
+
+    out: dict[str, Any] = {}
+    for split, question, top, near in sets:
+        results = signal.score_batch(top, question, witnesses=near)
+        found = [c for r in results for c in r.details.get("conflicts", [])]
+        row = out.setdefault(
+            split,
+            {
+                "sets": 0,
+                "asking_for_a_value": 0,
+                "with_conflict": 0,
+                "with_answer_conflict": 0,
+                "with_blame": 0,
+                "examples": [],
+            },
+        )
+        row["sets"] += 1
+        row["asking_for_a_value"] += asks_for(question) is not None
+        row["with_conflict"] += bool(found)
+        row["with_answer_conflict"] += any(c["kind"] == "answer" for c in found)
+        row["with_blame"] += bool(_blamed_ids(results))
+        if found and len(row["examples"]) < 3:
+            c = found[0]
+            row["examples"].append(
+                {
+                    "question": question,
+                    "kind": c["kind"],
+                    "left": c["left"]["text"][:160],
+                    "right": c["right"]["text"][:160],
+                }
+            )
+    return out
+
+
 def clean_check(signal: Any, sets: Sequence[Sequence[Document]]) -> dict[str, Any]:
     """False alarms on clean retrieved sets: share with any conflict, with a blamed document."""
     conflict = blamed = 0
@@ -451,6 +491,9 @@ def run(
         report["owasp_clean"] = clean_check(signal, owasp_clean_sets(embedder, data_dir, n=owasp_sets, k=k, seed=seed))
         if progress:
             progress(f"owasp clean: {report['owasp_clean']['sets_with_conflict']}")
+        report["owasp_questions"] = question_check(
+            signal, owasp_question_sets(embedder, data_dir, k=k, witnesses=witnesses)
+        )
     try:
         report["poisonedrag"] = evaluate_poisonedrag(signal, data_dir, seed=seed)
     except InputError as exc:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ragtrust.documents import Document
+from ragtrust.documents import Document, RetrievedDoc
 from ragtrust.errors import InputError
 from ragtrust.models.base import CONTRADICTION, Embedder, NLIModel
 
@@ -70,6 +70,35 @@ def calibration_sets(
     for chunk in sample:
         sets.append([chunk] + [w.document for w in index.neighbours([chunk], k - 1)])
     return sets
+
+
+#: factoid questions written for the OWASP cheat sheets (ragtrust/data), half development, half held out
+FACTOID_QUESTIONS = "owasp_factoid_questions.jsonl"
+
+
+def owasp_question_sets(
+    embedder: Embedder, data_dir: str | Path | None, *, k: int, witnesses: int
+) -> list[tuple[str, str, list[RetrievedDoc], list[RetrievedDoc]]]:
+    """``(split, question, top-K, store witnesses)`` per bundled factoid question, on the clean OWASP chunks.
+
+    Questions that ask for one name, date or quantity ("How many iterations does PBKDF2
+    need?"), so the claim-conflict signal's answer check runs on long technical chunks; the
+    chunks are clean, so any conflict there is a false alarm (or the guides disagreeing).
+    """
+    from importlib import resources
+
+    _, index = _owasp_index(embedder, data_dir)
+    rows = [
+        json.loads(line)
+        for line in resources.files("ragtrust.data").joinpath(FACTOID_QUESTIONS).read_text("utf-8").splitlines()
+        if line.strip()
+    ]
+    out = []
+    for row in rows:
+        top = index.retrieve(row["question"], k)
+        near = [w for w in index.neighbours([d.document for d in top], witnesses)][:witnesses]
+        out.append((str(row["split"]), str(row["question"]), list(top), near))
+    return out
 
 
 def owasp_clean_sets(

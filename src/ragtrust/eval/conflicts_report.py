@@ -107,10 +107,35 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             lines += ["", "Examples of conflicts on clean OWASP sets (false alarms):", ""]
             for e in owasp["examples"]:
                 lines.append(f'- {e["kind"]}: "{e["left"][:140]}" vs "{e["right"][:140]}" (blamed: {e["blamed"]})')
+    lines += _question_lines(report.get("owasp_questions", {}))
     lines += _poisonedrag_lines(report.get("poisonedrag", {}), gaps)
     lines += ["", "## Honest gaps (cells below target)", ""]
     lines += [f"- {g}" for g in gaps] or ["- none"]
     return "\n".join(lines) + "\n"
+
+
+def _question_lines(questions: Mapping[str, Any]) -> list[str]:
+    """The clean OWASP sets retrieved for the bundled factoid questions (answer-check false alarms)."""
+    if not questions:
+        return []
+    lines = [
+        "",
+        "**Clean OWASP chunks retrieved for factoid questions** (`ragtrust/data/owasp_factoid_questions.jsonl`: "
+        "who / when / how many ... questions about the cheat sheets; every conflict is a false alarm or the "
+        "guides disagreeing):",
+        "",
+        "| questions | sets | asking for one value | with a conflict | with an `answer` conflict "
+        "| with a document blamed |",
+        "|---|---|---|---|---|---|",
+    ]
+    for split in ("held_out", "development"):
+        m = questions.get(split)
+        if m:
+            lines.append(
+                f"| {split.replace('_', ' ')} | {m['sets']} | {m['asking_for_a_value']} | {m['with_conflict']} "
+                f"| {m['with_answer_conflict']} | {m['with_blame']} |"
+            )
+    return lines
 
 
 def _poisonedrag_lines(prag: Mapping[str, Any], gaps: list[str]) -> list[str]:

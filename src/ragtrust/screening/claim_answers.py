@@ -37,6 +37,11 @@ names and numbers each claim adds to the question.
   document never mentions: testimony for the attribution's majority of independent witnesses
   (:mod:`ragtrust.screening.attribution`).
 
+The signal (:class:`~ragtrust.screening.conflicts.ClaimConflictSignal`) reads only passages:
+documents of at most ``PASSAGE_CLAIMS`` claims. In a 512-token chunk of a guide, sentences that
+share a question's words are rarely its answer, and names abound (".NET Framework", "HTTP",
+"RFC").
+
 Example:
     >>> q = "who recorded i can't help falling in love with you"
     >>> asked = question_words(q)
@@ -55,6 +60,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 from ragtrust.screening.claim_diff import (
     STOP_WORDS,
@@ -107,11 +113,17 @@ _LOOSE_NUMBERS = frozenset("one first second once single half double".split())
 
 
 def _content(text: str) -> set[str]:
-    return {
+    return set(_content_of(text))
+
+
+@lru_cache(maxsize=8192)
+def _content_of(text: str) -> frozenset[str]:
+    """The content words of a text, kept for the 8,192 texts last read (claims recur across questions)."""
+    return frozenset(
         stem(folded)
         for folded, _, _ in _tokens(text)
         if (len(folded) > 1 or folded.isdigit()) and folded not in STOP_WORDS and folded not in QUESTION_WORDS
-    }
+    )
 
 
 def asks_for(question: str | None) -> str | None:
@@ -152,6 +164,40 @@ def question_before(text: str, start: int) -> str:
     return last
 
 
+class OwnQuestions:
+    r""":func:`question_before` for many offsets of one text, splitting its sentences once.
+
+    Example:
+        >>> text = "Who wrote it? Jonas Berg wrote it.\n\n## Later\n\nHe retired."
+        >>> own = OwnQuestions(text)
+        >>> own.before(text.index("Jonas")), own.before(text.index("He"))
+        ('Who wrote it?', '')
+    """
+
+    def __init__(self, text: str) -> None:
+        self._marks: list[tuple[int, int, str | None]] = []
+        if "?" not in text:  # no question: nothing to find (headings only matter after one)
+            return
+        for sentence in split_sentences(text):
+            stripped = sentence.text.strip()
+            if stripped.startswith("#"):
+                self._marks.append((sentence.start, sentence.end, None))  # a heading opens a section
+            elif stripped.rstrip("*_)\"'").endswith("?"):
+                self._marks.append((sentence.start, sentence.end, sentence.text))
+
+    def before(self, start: int) -> str:
+        """The last question line that ends by ``start``, in the section ``start`` is in."""
+        last = ""
+        for begin, end, question in self._marks:
+            if begin >= start:
+                break
+            if question is None:
+                last = ""
+            elif end <= start:
+                last = question
+        return last
+
+
 def same_question(own: str, asked: set[str]) -> bool:
     """Whether a document's own question ``own`` is the question asked (content words ``asked``).
 
@@ -167,7 +213,16 @@ def answers(text: str, asked: set[str]) -> bool:
     And at least two of them when the question has two or more ("Humans have 28 finger
     bones." does not answer "How many ribs do humans have?").
     """
-    held = len(_content(text) & asked)
+    return covers(_content(text), asked)
+
+
+def covers(words: set[str], asked: set[str]) -> bool:
+    """:func:`answers` for a text's content words ``words`` (:func:`question_words` of it).
+
+    The words of two texts joined by a space are the union of their words, so a claim read
+    with its neighbours is the union of their sets.
+    """
+    held = len(words & asked)
     return bool(asked) and held >= min(2, len(asked)) and held / len(asked) >= ANSWERS_QUESTION
 
 
@@ -218,6 +273,8 @@ def answer_values(
 
 
 def _mentions(text: str, words: str) -> bool:
+    if words.lower() not in text.lower():  # the common case, without a pattern
+        return False
     return re.search(rf"(?<!\w){re.escape(words)}(?!\w)", text, re.IGNORECASE) is not None
 
 
@@ -256,8 +313,10 @@ __all__ = [
     "TIME_QUESTION",
     "answer_conflict",
     "answer_values",
+    "OwnQuestions",
     "answers",
     "asks_for",
+    "covers",
     "question_before",
     "question_words",
     "same_question",

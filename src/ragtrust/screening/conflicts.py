@@ -118,11 +118,11 @@ from ragtrust.screening.attribution import (
 )
 from ragtrust.screening.base import Signal
 from ragtrust.screening.claim_answers import (
+    OwnQuestions,
     answer_conflict,
     answer_values,
-    answers,
     asks_for,
-    question_before,
+    covers,
     question_words,
     same_question,
     values_agree,
@@ -145,6 +145,10 @@ DEFAULT_DIFF_STRENGTH: Mapping[str, float] = {
 }
 #: answering claims per document compared by the answer check (the first in the document)
 MAX_ANSWERS_PER_DOC = 4
+#: the answer check reads documents of at most this many claims: a passage about a question. In
+#: a longer document (a 512-token chunk of a guide) a sentence that shares the question's
+#: words is rarely its answer (docs/benchmarks.md, "A third version: passages")
+PASSAGE_CLAIMS = 6
 
 
 #: the start of the note of a set whose tiers or vetted versions could not be read
@@ -531,7 +535,8 @@ class ClaimConflictSignal(Signal):
         """Claims of two documents that answer a question asking for a ``kind`` of value: conflicts and agreements.
 
         See :mod:`ragtrust.screening.claim_answers`. Lexical only (no NLI pair), aligned or
-        not; at most :data:`MAX_ANSWERS_PER_DOC` answering claims per document and
+        not, in documents of at most :data:`PASSAGE_CLAIMS` claims; at most
+        :data:`MAX_ANSWERS_PER_DOC` answering claims per document and
         ``max_pairs`` findings. A conflict needs a retrieved document on one side (witnesses
         only testify) and passes :func:`~ragtrust.screening.attribution.same_subject`'s test
         of two subjects; pairs in ``taken`` (a conflict already found) are skipped.
@@ -539,26 +544,7 @@ class ClaimConflictSignal(Signal):
         asked = question_words(query)
         if not asked:
             return [], []
-        names: dict[int, frozenset[str]] = {}
-        answering: list[tuple[int, dict[str, str]]] = []
-        per_doc: dict[int, int] = {}
-        for k, claim in enumerate(claims):
-            if per_doc.get(claim.doc, 0) >= MAX_ANSWERS_PER_DOC:
-                continue
-            own = question_before(pool[claim.doc].document.text, claim.start)
-            if own and not same_question(own, asked):  # the document answers another question
-                continue
-            before = claims[k - 1].bare if k and claims[k - 1].doc == claim.doc else ""
-            after = claims[k + 1].bare if k + 1 < len(claims) and claims[k + 1].doc == claim.doc else ""
-            # a document that poses the question asked answers it in what follows
-            if not answers(f"{own} {before} {claim.bare} {after}", asked):
-                continue
-            if claim.doc not in names:
-                names[claim.doc] = names_in(pool[claim.doc].document.text)
-            values = answer_values(claim.bare, asked, kind, names[claim.doc])
-            if values:
-                answering.append((k, values))
-                per_doc[claim.doc] = per_doc.get(claim.doc, 0) + 1
+        answering = _answering(pool, claims, asked, kind)
         found: list[Found] = []
         agree: list[tuple[int, int, float]] = []
         strength = self.diff_strength.get("answer", 0.0)
@@ -695,6 +681,60 @@ class ClaimConflictSignal(Signal):
                 )
             )
         return results
+
+
+def _answering(
+    pool: Sequence[PoolDoc], claims: Sequence[Claim], asked: set[str], kind: str
+) -> list[tuple[int, dict[str, str]]]:
+    """The claims that answer the question (content words ``asked``) with their values of ``kind``.
+
+    Only in passages (documents of at most :data:`PASSAGE_CLAIMS` claims), at most
+    :data:`MAX_ANSWERS_PER_DOC` per document, each claim read with its neighbours and, when
+    its document poses the question asked, with that question
+    (:mod:`~ragtrust.screening.claim_answers`).
+    """
+    names: dict[int, frozenset[str]] = {}
+    questions: dict[int, OwnQuestions] = {}
+    words: dict[int, set[str]] = {}  # each claim's content words, read once
+    own_words: dict[str, set[str] | None] = {}  # a question's words, None when it is another question
+    answering: list[tuple[int, dict[str, str]]] = []
+    per_doc: dict[int, int] = {}
+
+    def words_of(m: int) -> set[str]:
+        if m not in words:
+            words[m] = question_words(claims[m].bare)
+        return words[m]
+
+    in_doc: dict[int, int] = {}
+    for claim in claims:
+        in_doc[claim.doc] = in_doc.get(claim.doc, 0) + 1
+    for k, claim in enumerate(claims):
+        if per_doc.get(claim.doc, 0) >= MAX_ANSWERS_PER_DOC or in_doc[claim.doc] > PASSAGE_CLAIMS:
+            continue
+        if claim.doc not in questions:
+            questions[claim.doc] = OwnQuestions(pool[claim.doc].document.text)
+        own = questions[claim.doc].before(claim.start)
+        if own not in own_words:
+            own_words[own] = question_words(own) if not own or same_question(own, asked) else None
+        context = own_words[own]
+        if context is None:  # the document answers another question
+            continue
+        # the claim read with its neighbours (and the document's question when it is the one
+        # asked: a document that poses it answers it in what follows)
+        context = context | words_of(k)
+        if k and claims[k - 1].doc == claim.doc:
+            context |= words_of(k - 1)
+        if k + 1 < len(claims) and claims[k + 1].doc == claim.doc:
+            context |= words_of(k + 1)
+        if not covers(context, asked):
+            continue
+        if claim.doc not in names:
+            names[claim.doc] = names_in(pool[claim.doc].document.text)
+        values = answer_values(claim.bare, asked, kind, names[claim.doc])
+        if values:
+            answering.append((k, values))
+            per_doc[claim.doc] = per_doc.get(claim.doc, 0) + 1
+    return answering
 
 
 def _quote(text: str, limit: int = 120) -> str:
