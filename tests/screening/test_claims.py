@@ -399,3 +399,24 @@ def test_alignable_claims_need_a_word_partner_facing_an_anchor() -> None:
     assert alignable(claims, min_overlap=0.0) == [True] * 5
     same = [Claim(0, 0, 9, "It is so."), Claim(1, 0, 9, "It is so.")]  # no content words, one text
     assert alignable(same, min_overlap=0.3) == [True, True]
+
+
+def test_claims_are_extracted_once_per_text_and_serve_any_document_index() -> None:
+    from ragtrust.screening import claims as module
+
+    text = " ".join(f"Rule {n} says the queen bee lives {n} years in the hive." for n in range(1, 8))
+    module._EXTRACTED.clear()
+    first = extract_claims(0, text, max_claims=3)
+    assert [c.doc for c in first] == [0, 0, 0] and len(first) == 3
+    # a larger cap than the cached, cut extraction reads the text again; a smaller one slices it
+    more = extract_claims(4, text, max_claims=40)
+    assert len(more) == 7 and {c.doc for c in more} == {4}
+    assert [(c.start, c.end, c.text) for c in more[:3]] == [(c.start, c.end, c.text) for c in first]
+    assert extract_claims(2, text, max_claims=5) == [
+        module.Claim(doc=2, start=c.start, end=c.end, text=c.text) for c in more[:5]
+    ]
+    assert all(text[c.start : c.end] == c.text for c in more)
+    # the cache holds one entry per text, bounded in entries and bytes
+    assert len(module._EXTRACTED) == 1 and module._EXTRACTED.max_items and module._EXTRACTED.max_bytes
+    # a cap below one keeps the first claim, as the extraction always has
+    assert len(extract_claims(1, text, max_claims=0)) == 1

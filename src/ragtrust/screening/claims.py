@@ -30,11 +30,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
 
 from ragtrust.ingest.markup import markdown_code_ranges
+from ragtrust.models.cache import ByteLRU, MiB
 from ragtrust.screening.claim_diff import (
     STOP_WORDS,
     TOKEN,
@@ -62,9 +64,9 @@ class Claim:
     end: int
     text: str
 
-    @property
+    @cached_property
     def bare(self) -> str:
-        """The claim without Markdown (what is embedded, diffed and sent to NLI)."""
+        """The claim without Markdown (what is embedded, diffed and sent to NLI; computed once)."""
         return plain(self.text)
 
 
@@ -129,8 +131,16 @@ def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
     tokens = [t for t in TOKEN.findall(text) if t.isalpha()]
     if len(tokens) < min_words:
         return False
-    letters = sum(c.isalpha() or c.isspace() for c in text)
+    letters = sum(map(str.isalpha, text)) + sum(map(str.isspace, text))  # no character is both
     return letters / len(text) >= 0.75
+
+
+#: the claims found per text, as ``(spans, complete)``: ``(start, end, text)`` of each claim, and
+#: whether the extraction read the whole text (not cut at a ``max_claims``). A claim's document
+#: index is the caller's, so one entry serves every pool a chunk joins (a scan reads each chunk
+#: as retrieved and again as a witness of its neighbours). Bounded by entries and bytes (the
+#: key text is counted; the claims' own text is about as much again).
+_EXTRACTED: ByteLRU[tuple[tuple[tuple[int, int, str], ...], bool]] = ByteLRU(4096, 8 * MiB)
 
 
 def extract_claims(doc: int, text: str, max_claims: int = 40) -> list[Claim]:
@@ -145,16 +155,26 @@ def extract_claims(doc: int, text: str, max_claims: int = 40) -> list[Claim]:
         >>> [(c.text, c.start) for c in extract_claims(0, text)]
         [('A salt defeats rainbow tables.', 19)]
     """
-    out: list[Claim] = []
+    limit = max(1, max_claims)  # the extraction stops once it holds max_claims, after the first
+    found = _EXTRACTED.get(text)
+    if found is None or (not found[1] and len(found[0]) < limit):
+        found = _spans(text, limit)
+        _EXTRACTED.put(text, found)
+    return [Claim(doc=doc, start=start, end=end, text=claim) for start, end, claim in found[0][:limit]]
+
+
+def _spans(text: str, max_claims: int) -> tuple[tuple[tuple[int, int, str], ...], bool]:
+    """The claims of ``text`` (at most ``max_claims``) and whether the whole text was read."""
+    out: list[tuple[int, int, str]] = []
     code = markdown_code_ranges(text, labelled_only=True) if "```" in text or "~~~" in text else []
     for sentence in assertions(text):
         if any(a <= sentence.start < b for a, b in code):  # a line of a fenced code block
             continue
         if is_prose(sentence.text):
-            out.append(Claim(doc=doc, start=sentence.start, end=sentence.end, text=sentence.text))
+            out.append((sentence.start, sentence.end, sentence.text))
             if len(out) >= max_claims:
-                break
-    return out
+                return tuple(out), False
+    return tuple(out), True
 
 
 def content_words(text: str) -> set[str]:
