@@ -234,3 +234,27 @@ def test_claims_that_do_not_answer_the_question_are_not_compared() -> None:
         ]
     )
     assert [r.score for r in _signal().score_batch(docs, QUESTION)] == [0.0, 0.0]
+
+
+def test_a_long_document_is_long_whatever_the_signal_kept_of_it() -> None:
+    # the claim cap cuts the guide to a few claims: it is still no passage
+    filler = " ".join(f"Step {n} of the release checklist is reviewed by the team lead." for n in range(12))
+    results = _signal(max_claims=5).score_batch(retrieved([f"{POISON} {filler}", CLEAN_1, CLEAN_2]), QUESTION)
+    assert not [c for c in _conflicts(results) if c["kind"] == "answer"]
+    results = _signal(max_claims_per_doc=3).score_batch(retrieved([f"{POISON} {filler}", CLEAN_1, CLEAN_2]), QUESTION)
+    assert not [c for c in _conflicts(results) if c["kind"] == "answer"]
+
+
+def test_large_quantities_keep_every_digit() -> None:
+    asked = question_words("How many people live in Harbour Town?")
+    left = answer_values("Harbour Town has 1,234,567 people.", asked, "quantity")
+    right = answer_values("Harbour Town has 1,234,568 people.", asked, "quantity")
+    assert left.keys() != right.keys()
+
+
+def test_digits_that_int_cannot_read_do_not_break_the_signal() -> None:
+    odd = "The theme music of the film Harbour Lights was composed in ²⁰²⁴ by Marta Ellison."
+    results = _signal().score_batch(
+        retrieved([odd, CLEAN_1, CLEAN_2]), "When was the theme music of Harbour Lights composed?"
+    )
+    assert len(results) == 3

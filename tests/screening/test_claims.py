@@ -420,3 +420,14 @@ def test_claims_are_extracted_once_per_text_and_serve_any_document_index() -> No
     assert len(module._EXTRACTED) == 1 and module._EXTRACTED.max_items and module._EXTRACTED.max_bytes
     # a cap below one keeps the first claim, as the extraction always has
     assert len(extract_claims(1, text, max_claims=0)) == 1
+
+
+def test_a_huge_text_is_extracted_but_not_kept() -> None:
+    from ragtrust.screening import claims as module
+
+    module._EXTRACTED.clear()
+    small = "The queen bee lives two to five years in the hive."
+    extract_claims(0, small)
+    huge = "A queen bee lives about three weeks in the hive. " * (module._KEPT_TEXT // 40)
+    assert len(extract_claims(0, huge, max_claims=3)) == 3
+    assert huge not in module._EXTRACTED and small in module._EXTRACTED

@@ -169,11 +169,12 @@ def _poisonedrag_lines(prag: Mapping[str, Any], gaps: list[str]) -> list[str]:
                     f"| {_pct(m['blamed'])} | {_pct(m['contested'])} | {_pct(m['missed'])} "
                     f"| {_pct(m['clean_document_blamed'])} |"
                 )
-    headline = prag.get("splits", {}).get("held_out", {}).get("two_clean_witnesses") or prag["two_clean_witnesses"]
+    held_out = prag.get("splits", {}).get("held_out", {}).get("two_clean_witnesses")
+    headline = held_out or prag["two_clean_witnesses"]
     if headline["blamed"] < 0.5:
         gaps.append(
             f"PoisonedRAG, one poisoned passage beside two clean ones: blamed in "
-            f"{_pct(headline['blamed'])} of {'held-out ' if 'splits' in prag else ''}items"
+            f"{_pct(headline['blamed'])} of {'held-out ' if held_out else ''}items"
         )
     return lines
 

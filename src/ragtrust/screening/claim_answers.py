@@ -112,13 +112,21 @@ SAME_QUESTION = 0.8
 _LOOSE_NUMBERS = frozenset("one first second once single half double".split())
 
 
+#: texts longer than this are not kept by :func:`_content_of` (a claim is a sentence)
+_KEPT_CHARS = 1000
+
+
 def _content(text: str) -> set[str]:
-    return set(_content_of(text))
+    return set(_content_of(text) if len(text) <= _KEPT_CHARS else _words(text))
 
 
 @lru_cache(maxsize=8192)
 def _content_of(text: str) -> frozenset[str]:
-    """The content words of a text, kept for the 8,192 texts last read (claims recur across questions)."""
+    """The content words of a short text, kept for the 8,192 last read (claims recur across questions)."""
+    return _words(text)
+
+
+def _words(text: str) -> frozenset[str]:
     return frozenset(
         stem(folded)
         for folded, _, _ in _tokens(text)
@@ -263,7 +271,7 @@ def answer_values(
         elif value is not None and folded not in _LOOSE_NUMBERS:
             close()
             if kind == "quantity":
-                out[f"#{value:g}"] = original
+                out[f"#{value:.15g}"] = original  # 1,234,567 and 1,234,568 stay two values
         elif kind == "name" and value is None and _is_entity(original, start, names):
             run.append((folded, original))
         else:

@@ -133,7 +133,8 @@ def _number(token: str) -> float | None:
 
 
 def _is_date(token: str) -> bool:
-    return token in _MONTHS or (token.isdigit() and len(token) == 4 and 1500 <= int(token) <= 2099)
+    # isdecimal, not isdigit: "²⁰²⁴" is digits that int() cannot read
+    return token in _MONTHS or (token.isdecimal() and len(token) == 4 and 1500 <= int(token) <= 2099)
 
 
 def _is_entity(original: str, start: int, names: frozenset[str] = frozenset()) -> bool:

@@ -141,6 +141,8 @@ def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
 #: as retrieved and again as a witness of its neighbours). Bounded by entries and bytes (the
 #: key text is counted; the claims' own text is about as much again).
 _EXTRACTED: ByteLRU[tuple[tuple[tuple[int, int, str], ...], bool]] = ByteLRU(4096, 8 * MiB)
+#: texts longer than this (characters) are extracted every time, not kept
+_KEPT_TEXT = 64 * 1024
 
 
 def extract_claims(doc: int, text: str, max_claims: int = 40) -> list[Claim]:
@@ -159,7 +161,8 @@ def extract_claims(doc: int, text: str, max_claims: int = 40) -> list[Claim]:
     found = _EXTRACTED.get(text)
     if found is None or (not found[1] and len(found[0]) < limit):
         found = _spans(text, limit)
-        _EXTRACTED.put(text, found)
+        if len(text) <= _KEPT_TEXT:  # one huge text must not push every chunk out
+            _EXTRACTED.put(text, found)
     return [Claim(doc=doc, start=start, end=end, text=claim) for start, end, claim in found[0][:limit]]
 
 

@@ -536,10 +536,11 @@ class ClaimConflictSignal(Signal):
 
         See :mod:`ragtrust.screening.claim_answers`. Lexical only (no NLI pair), aligned or
         not, in documents of at most :data:`PASSAGE_CLAIMS` claims; at most
-        :data:`MAX_ANSWERS_PER_DOC` answering claims per document and
-        ``max_pairs`` findings. A conflict needs a retrieved document on one side (witnesses
-        only testify) and passes :func:`~ragtrust.screening.attribution.same_subject`'s test
-        of two subjects; pairs in ``taken`` (a conflict already found) are skipped.
+        :data:`MAX_ANSWERS_PER_DOC` answering claims per document and ``max_pairs`` pairs
+        heard (conflicts and agreements together). A conflict needs a retrieved document on
+        one side (witnesses only testify) and passes
+        :func:`~ragtrust.screening.attribution.same_subject`'s test of two subjects; pairs in
+        ``taken`` (a conflict already found) are skipped.
         """
         asked = question_words(query)
         if not asked:
@@ -705,11 +706,13 @@ def _answering(
             words[m] = question_words(claims[m].bare)
         return words[m]
 
-    in_doc: dict[int, int] = {}
-    for claim in claims:
-        in_doc[claim.doc] = in_doc.get(claim.doc, 0) + 1
+    # a passage by the claims its document has, not by those the signal's caps kept of it
+    passage = {
+        d: len(extract_claims(d, pool[d].document.text, PASSAGE_CLAIMS + 1)) <= PASSAGE_CLAIMS
+        for d in {c.doc for c in claims}
+    }
     for k, claim in enumerate(claims):
-        if per_doc.get(claim.doc, 0) >= MAX_ANSWERS_PER_DOC or in_doc[claim.doc] > PASSAGE_CLAIMS:
+        if per_doc.get(claim.doc, 0) >= MAX_ANSWERS_PER_DOC or not passage[claim.doc]:
             continue
         if claim.doc not in questions:
             questions[claim.doc] = OwnQuestions(pool[claim.doc].document.text)
