@@ -10,11 +10,9 @@ so only the answer check can find these conflicts.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-import numpy as np
-import numpy.typing as npt
 import pytest
+from tests.screening.conftest import NeutralNLI
 
 from ragtrust.screening.claim_answers import (
     answer_conflict,
@@ -40,16 +38,6 @@ CLEAN_2 = (
     "for the film Harbour Lights."
 )
 UNRELATED = "Tide tables list the height of the sea at each harbour for every day of the year."
-
-
-@dataclass
-class NeutralNLI:
-    """Never a contradiction, never an entailment: only lexical checks can fire or agree."""
-
-    model_id: str = "neutral-nli"
-
-    def predict(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
-        return np.tile(np.array([0.1, 0.8, 0.1], dtype=np.float32), (len(pairs), 1))
 
 
 def _signal(answer_check: bool = True, **kwargs: object) -> ClaimConflictSignal:

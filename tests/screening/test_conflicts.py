@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
-from tests.screening.conftest import CountingEmbedder
+from tests.screening.conftest import CountingEmbedder, NeutralNLI
 
 from ragtrust import registry
 from ragtrust.config import load_settings
@@ -32,16 +32,6 @@ LONG_REWORDED = "In the hive, a queen bee lives two to five years."
 SHORT = "A queen bee lives about three weeks in the hive."
 ARGON = "Argon2id is the recommended password hashing algorithm today."
 HONEY = "Honey keeps for years in a sealed jar at room temperature."
-
-
-@dataclass
-class NeutralNLI:
-    """An NLI model that never sees a contradiction: only the conflict diff can fire."""
-
-    model_id: str = "neutral-nli"
-
-    def predict(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
-        return np.tile(np.array([0.1, 0.8, 0.1], dtype=np.float32), (len(pairs), 1))
 
 
 @dataclass
