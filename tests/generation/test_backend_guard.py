@@ -132,3 +132,17 @@ def test_no_slot_within_the_deadline_is_a_busy_error() -> None:
         release.set()
         thread.join(5)
     assert chat.chat(CHAT) == "fine"
+
+
+def test_a_wait_cut_short_by_the_deadline_is_a_timeout_not_a_backend_error() -> None:
+    def hung(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("no reply", request=request)
+
+    chat = client(hung, timeout_s=60, max_retries=3, breaker_failures=1)
+    with deadline.bound(Deadline.after(0.5)), pytest.raises(DeadlineExceeded, match="budget ran out after"):
+        chat.chat(CHAT)
+    assert chat.guard.state == "open"  # a backend that did not answer still counts against the breaker
+    # without a deadline the same timeout is the backend's failure, retried, then a backend error
+    free = client(hung, timeout_s=60, max_retries=1)
+    with pytest.raises(BackendError, match=r"timed out after 60 s \(2 attempts\)"):
+        free.chat(CHAT)

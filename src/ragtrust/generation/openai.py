@@ -45,7 +45,7 @@ import tenacity
 from ragtrust import deadline
 from ragtrust.config import GeneratorConfig
 from ragtrust.documents import Passage
-from ragtrust.errors import BackendError, ContextLengthError
+from ragtrust.errors import BackendError, ContextLengthError, DeadlineExceeded
 from ragtrust.generation.backend import (
     BackendGuard,
     PastDeadline,
@@ -193,7 +193,8 @@ class ChatClient:
             BackendError: unreachable server, authentication failure, other HTTP errors
                 after the retries, a reply that is not chat-completions JSON, a busy
                 backend (no slot within the deadline) or an open circuit breaker.
-            DeadlineExceeded: the request's deadline (:mod:`ragtrust.deadline`) ran out.
+            DeadlineExceeded: the request's deadline (:mod:`ragtrust.deadline`) ran out, before or
+                during the call (a wait cut short by the deadline is not a backend error).
         """
         payload: dict[str, object] = {
             "model": self.model,
@@ -251,6 +252,12 @@ class ChatClient:
         try:
             response = self._http().post(self.endpoint, json=body, timeout=timeout_s)
         except httpx.TimeoutException as exc:
+            if timeout_s < self.timeout_s:  # the request's budget, not the LLM's own timeout, cut this wait
+                self.guard.record_failure()  # still a backend that did not answer: a hung one opens the breaker
+                raise DeadlineExceeded(
+                    f"stopped waiting for the LLM at {self.endpoint}: the request's budget ran out after "
+                    f"{timeout_s:.3g} s"
+                ) from exc
             raise TransientError(f"LLM at {self.endpoint} timed out after {timeout_s:.3g} s") from exc
         except httpx.TransportError as exc:  # connection refused, DNS, TLS ...
             raise UnreachableError(
