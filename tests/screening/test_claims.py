@@ -206,6 +206,18 @@ def test_equal_durations_in_months_and_years_do_not_conflict(left: str, right: s
     assert quantity_conflict(left, right) is None
 
 
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("A queen bee lives two to five years.", "A queen bee lives 2 to 5 years."),  # one range, written two ways
+        ("A queen bee lives two to five years.", "A queen bee lives three years."),  # a value inside it
+        ("A queen bee lives two to five years.", "A queen bee lives 24 to 60 months."),  # the same range in months
+    ],
+)
+def test_the_same_range_or_a_value_inside_it_is_no_conflict(left: str, right: str) -> None:
+    assert diff_conflict(left, right) is None
+
+
 # ---------------------------------------------------------------------------------- claims
 @pytest.mark.parametrize(
     "line",
