@@ -206,6 +206,26 @@ def test_equal_durations_in_months_and_years_do_not_conflict(left: str, right: s
     assert quantity_conflict(left, right) is None
 
 
+def test_two_durations_in_one_unit_are_compared_without_slack() -> None:
+    # the 5% slack is for a year written as 12 months or 52 weeks; 45 and 47 years differ
+    assert quantity_conflict("Seohyun is 45 years old.", "Seohyun is 47 years old.") == DiffFinding(
+        "number", "45 years", "47 years"
+    )
+    assert diff_conflict("Seohyun is 45 years old.", "Seohyun is 47 years old.") == DiffFinding("number", "45", "47")
+    assert quantity_conflict("The warranty lasts 52 weeks.", "The warranty lasts one year.") is None
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "left_words", "right_words"),
+    [
+        ("Diamonds last between 1 and 4 billion years.", "Diamonds last between 1 and 8 billion years.", "4", "8"),
+        ("Passwords need 8 to 64 characters.", "Passwords need 12 to 64 characters.", "8", "12"),
+    ],
+)
+def test_a_changed_bound_of_a_range_is_a_conflict(left: str, right: str, left_words: str, right_words: str) -> None:
+    assert diff_conflict(left, right) == DiffFinding("number", left_words, right_words)
+
+
 @pytest.mark.parametrize(
     ("left", "right"),
     [

@@ -217,8 +217,8 @@ def _classify(
     return None
 
 
-def _quantities(text: str) -> list[tuple[str, float, float, str]]:
-    """``(unit, low, high, phrase)`` per number or range followed by a unit word (time in days)."""
+def _quantities(text: str) -> list[tuple[str, float, float, str, str]]:
+    """``(unit, low, high, phrase, written unit)`` per number or range followed by a unit word (time in days)."""
     tokens = _tokens(text)
     out = []
     i = 0
@@ -259,9 +259,9 @@ def _quantities(text: str) -> list[tuple[str, float, float, str]]:
             singular = unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit
             phrase = text[tokens[i][2] : tokens[k][2] + len(tokens[k][1])]
             if singular in TIME_UNITS:
-                out.append(("time", low * TIME_UNITS[singular], high * TIME_UNITS[singular], phrase))
+                out.append(("time", low * TIME_UNITS[singular], high * TIME_UNITS[singular], phrase, singular))
             else:
-                out.append((singular, low, high, phrase))
+                out.append((singular, low, high, phrase, singular))
         i = k
     return out
 
@@ -274,12 +274,17 @@ def quantity_conflict(left: str, right: str) -> DiffFinding | None:
         DiffFinding(kind='number', left='23 episodes', right='24 episodes')
     """
     a, b = _quantities(left), _quantities(right)
-    for unit_a, lo_a, hi_a, phrase_a in a:
+    for unit_a, lo_a, hi_a, phrase_a, written_a in a:
         same = [q for q in b if q[0] == unit_a]
-        # a shared value means the claims may be talking about different things
-        # durations get 5% slack: a year is 12 months, 52 weeks or 365 days
-        slack = 1.05 if unit_a == "time" else 1.0001
-        if not same or any(lo_b <= hi_a * slack and lo_a <= hi_b * slack for _, lo_b, hi_b, _ in same):
+
+        def overlap(lo_b: float, hi_b: float, written_b: str) -> bool:
+            # a shared value means the claims may be talking about different things; durations
+            # in two units get 5% slack (a year is 12 months, 52 weeks or 365 days), durations
+            # in one unit none: "45 years" / "47 years" differ
+            slack = 1.05 if unit_a == "time" and written_b != written_a else 1.0001
+            return lo_b <= hi_a * slack and lo_a <= hi_b * slack
+
+        if not same or any(overlap(lo_b, hi_b, written_b) for _, lo_b, hi_b, _, written_b in same):
             continue
         return DiffFinding("number", phrase_a, same[0][3])
     return None
@@ -314,7 +319,14 @@ def diff_conflict(left: str, right: str, names: frozenset[str] = frozenset()) ->
         if (changed_a or changed_b) and max(len(changed_a), len(changed_b)) <= MAX_CHANGED:
             kind = _classify(changed_a, changed_b, names)
             # "2 to 5 years" / "3 years": the token diff sees a change, the ranges overlap
-            if kind == "number" and _comparable_quantities(left, right) and quantity_conflict(left, right) is None:
+            # (two ranges whose bounds differ are two claims: "between 1 and 4 billion years" /
+            # "between 1 and 8 billion years")
+            if (
+                kind == "number"
+                and _comparable_quantities(left, right)
+                and quantity_conflict(left, right) is None
+                and not _bounds_changed(left, right)
+            ):
                 kind = None
             # a swapped name, number or date is a few words; more changed words around it make
             # two different statements ("LdapDistinguishedNameEncode ... RFC2253" / "LdapFilterEncode
@@ -349,6 +361,13 @@ def _pure(kind: str, tokens: Sequence[tuple[str, str, int]], names: frozenset[st
         return folded in MODALS or folded in WEAKENING or folded in QUANTIFIERS
 
     return all(fits(*t) for t in tokens)
+
+
+def _bounds_changed(left: str, right: str) -> bool:
+    """Whether both claims give a range of one unit, written alike, with different bounds."""
+    ranges_a = {(q[0], q[4]): (q[1], q[2]) for q in _quantities(left) if q[1] < q[2]}
+    ranges_b = {(q[0], q[4]): (q[1], q[2]) for q in _quantities(right) if q[1] < q[2]}
+    return any(unit in ranges_b and ranges_b[unit] != bounds for unit, bounds in ranges_a.items())
 
 
 def _comparable_quantities(left: str, right: str) -> bool:
