@@ -51,13 +51,14 @@ C = Document("c", "Enable HSTS on every site.", url="https://kb/c")
 def test_failing_and_slow_sources_are_reported_and_others_answer(release: threading.Event) -> None:
     ok = StaticRetriever([A, B, C], name="local")
     down = StaticRetriever([A], name="down", fail=True)
-    fed = FederatedRetriever([ok, down, BlockingRetriever(release)], timeout_s=0.2)
+    # a generous budget: the quick sources must answer within it on a loaded 2-core CI host
+    fed = FederatedRetriever([ok, down, BlockingRetriever(release)], timeout_s=1.0)
     docs = fed.retrieve("parameterised queries", 2)
     assert [d.id for d in docs] == ["a", "b"]
     assert [d.rank for d in docs] == [1, 2]
     assert fed.last_warnings == [
         "retrieval source 'down' failed: retriever 'down' is down (simulated)",
-        "retrieval source 'slow' timed out after 0.2 s",
+        "retrieval source 'slow' timed out after 1 s",
     ]
     expected = ok.retrieve("parameterised queries", 2)
     assert [d.score for d in docs] == [d.score for d in expected]  # original cosine kept
