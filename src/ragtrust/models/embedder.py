@@ -304,6 +304,9 @@ def _session(path: Path, threads: int, disabled_optimizers: Sequence[str] = (), 
     options.enable_cpu_mem_arena = False
     # Busy-waiting worker threads collapse throughput on a shared 2-core machine.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    import os
+    if os.environ.get("EXP_X64QUANTPRECISION") == "1":
+        options.add_session_config_entry("session.x64quantprecision", "1")
     if fold_weights:
         # int8 weights with DequantizeLinear are turned back into float on every call (about
         # 10 ms a call for MiniLM); folded once at load, the session keeps float weights
