@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pytest
 
+import ragtrust.models.embedder as embedder_module
+from ragtrust.models.embedder import saturates_without_vnni
 from ragtrust.models.nli import MANIFEST_FILE, OnnxNLI, default_nli
 from ragtrust.models.nli_eval import SANITY_CASES
 
@@ -75,3 +77,35 @@ def test_a_pair_scores_the_same_whatever_is_scored_beside_it() -> None:
     assert np.array_equal(model.predict([pair, *neighbours]), one_by_one)
     copy = pickle.loads(pickle.dumps(model))  # the worker pool does not travel
     assert copy._pool is None and np.array_equal(copy.predict([pair])[0], alone)
+
+
+@pytest.mark.parametrize(
+    ("flags", "saturates"),
+    [
+        ("flags : fpu sse4_2 avx avx2 fma", True),  # AVX2 only (an AMD EPYC of this CI, many laptops)
+        ("flags : avx2 avx512f avx512bw", True),  # AVX-512 without VNNI (Skylake-X)
+        ("flags : avx2 avx512f avx512_vnni", False),
+        ("flags : avx2 avx_vnni", False),  # AVX-VNNI (Alder Lake and later)
+        ("flags : avx2 amx_int8 amx_tile", False),
+    ],
+)
+def test_cpus_without_vnni_need_the_exact_int8_kernels(flags: str, saturates: bool) -> None:
+    assert saturates_without_vnni(flags) is saturates
+
+
+@pytest.mark.parametrize("saturates", [True, False])
+def test_the_exact_int8_kernels_are_used_where_the_fast_ones_saturate(
+    monkeypatch: pytest.MonkeyPatch, saturates: bool
+) -> None:
+    monkeypatch.setattr(embedder_module, "int8_saturates", lambda: saturates)
+    model = OnnxNLI()
+    model.warm_up()
+    options = model._session.get_session_options()
+    if saturates:
+        assert options.get_session_config_entry("session.x64quantprecision") == "1"
+        # results of the exact kernels never share a cache with the fast kernels' results
+        assert model.fingerprint.endswith("+exact-int8")
+    else:
+        with pytest.raises(RuntimeError):
+            options.get_session_config_entry("session.x64quantprecision")
+        assert "+" not in model.fingerprint

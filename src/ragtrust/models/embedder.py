@@ -22,8 +22,11 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import platform
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -135,7 +138,9 @@ def open_manifest_model(
         sha=sha,
         tokenizer_file=tokenizer_file,
         model_id=found_id,
-        fingerprint=f"{found_id}@{sha[:16]}",
+        # results of the exact int8 kernels (:func:`int8_saturates`) are kept apart from those
+        # of the fast ones that a cache on such a CPU may hold from before
+        fingerprint=f"{found_id}@{sha[:16]}" + ("+exact-int8" if int8_saturates() else ""),
         max_length=int(manifest.get("max_length", max_length)),
         temperature=float(manifest.get("temperature", 1.0)),
     )
@@ -289,6 +294,34 @@ def length_batches(lengths: Sequence[int], max_batch: int, overhead: int = 32) -
     return batches[::-1]
 
 
+#: CPU flags whose int8 dot products ONNX Runtime computes exactly
+_VNNI = re.compile(r"\b(?:avx512_vnni|avx_vnni|amx_int8)\b")
+
+
+def saturates_without_vnni(cpuinfo: str) -> bool:
+    """Whether an x86 CPU with these ``/proc/cpuinfo`` flags lacks exact int8 dot products (VNNI, AMX)."""
+    return _VNNI.search(cpuinfo) is None
+
+
+@functools.lru_cache(maxsize=1)
+def int8_saturates() -> bool:
+    """Whether ONNX Runtime's fast int8 kernels may saturate on this CPU: x86 without VNNI.
+
+    There its u8s8 matrix products add pairs into 16 bits, which can overflow; the session
+    option ``session.x64quantprecision`` makes it use exact u8u8 kernels (slower). With VNNI
+    (or AMX) the products are exact anyway, and ARM CPUs do not use these kernels. An x86 CPU
+    whose flags cannot be read (no ``/proc/cpuinfo``) gets the exact kernels: slower, never
+    wrong.
+    """
+    if platform.machine().lower() not in {"x86_64", "amd64", "x86", "i386", "i686"}:
+        return False
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True
+    return saturates_without_vnni(cpuinfo)
+
+
 def _session(path: Path, threads: int, disabled_optimizers: Sequence[str] = (), fold_weights: bool = False) -> Any:
     try:
         import onnxruntime as ort
@@ -304,8 +337,9 @@ def _session(path: Path, threads: int, disabled_optimizers: Sequence[str] = (), 
     options.enable_cpu_mem_arena = False
     # Busy-waiting worker threads collapse throughput on a shared 2-core machine.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    import os
-    if os.environ.get("EXP_X64QUANTPRECISION") == "1":
+    if int8_saturates():
+        # exact int8 products where the fast kernels saturate (docs/benchmarks.md, "int8
+        # arithmetic on CPUs without VNNI"): the models were calibrated on exact arithmetic
         options.add_session_config_entry("session.x64quantprecision", "1")
     if fold_weights:
         # int8 weights with DequantizeLinear are turned back into float on every call (about
@@ -558,12 +592,14 @@ __all__ = [
     "TransformersEmbedder",
     "default_embedder",
     "embedder_spec",
+    "int8_saturates",
     "length_batches",
     "load_hf_classifier",
     "load_tokenizer",
     "onnx_logits",
     "open_manifest_model",
     "read_model_manifest",
+    "saturates_without_vnni",
     "sha256_file",
     "softmax",
     "verified_model_files",

@@ -182,7 +182,7 @@ def calibrate_injection(
         "created": utc_iso(),
         "elapsed_s": round(time.perf_counter() - started, 1),
         "model_id": getattr(model, "model_id", type(model).__name__),
-        "sha256": getattr(model, "fingerprint", "").split("@")[-1],
+        "sha256": getattr(model, "fingerprint", "").split("@")[-1].split("+")[0],
         "fpr_budget": fpr,
         "fpr_level": "document (strongest sentence window)",
         "budget_scope": "each corpus" if per_corpus else "all corpora pooled",
