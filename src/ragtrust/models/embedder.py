@@ -322,7 +322,20 @@ def int8_saturates() -> bool:
     return saturates_without_vnni(cpuinfo)
 
 
-def _session(path: Path, threads: int, disabled_optimizers: Sequence[str] = (), fold_weights: bool = False) -> Any:
+def _session(
+    path: Path,
+    threads: int,
+    disabled_optimizers: Sequence[str] = (),
+    fold_weights: bool = False,
+    int8_arithmetic: bool = False,
+) -> Any:
+    """An ONNX Runtime CPU session for ``path``.
+
+    ``int8_arithmetic``: the model multiplies int8 matrices (the NLI and injection models), so
+    it gets ONNX Runtime's exact int8 kernels where the fast ones saturate
+    (:func:`int8_saturates`). Not for a model with int8 weights only (the embedder): the
+    option rewrites its weights' zero points, which per-axis dequantisation refuses.
+    """
     try:
         import onnxruntime as ort
     except ImportError as exc:  # pragma: no cover - a core dependency
@@ -337,7 +350,7 @@ def _session(path: Path, threads: int, disabled_optimizers: Sequence[str] = (), 
     options.enable_cpu_mem_arena = False
     # Busy-waiting worker threads collapse throughput on a shared 2-core machine.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    if int8_saturates():
+    if int8_arithmetic and int8_saturates():
         # exact int8 products where the fast kernels saturate (docs/benchmarks.md, "int8
         # arithmetic on CPUs without VNNI"): the models were calibrated on exact arithmetic
         options.add_session_config_entry("session.x64quantprecision", "1")

@@ -213,7 +213,7 @@ class OnnxInjection(SideBySide, ReloadsAfterPickle):
         tok = load_tokenizer(found.tokenizer_file, self.max_length)
         tok.enable_truncation(max_length=self.max_length)
         try:
-            session = _session(found.model_file, self._session_threads, SLOW_FUSIONS)
+            session = _session(found.model_file, self._session_threads, SLOW_FUSIONS, int8_arithmetic=True)
         except Exception as exc:
             raise ModelError(f"{found.model_file}: ONNX Runtime cannot load the injection model ({exc})") from exc
         self._tokenizer = tok

@@ -146,7 +146,7 @@ class OnnxNLI(SideBySide, ReloadsAfterPickle):
         tok = load_tokenizer(found.tokenizer_file, self.max_length)
         tok.enable_truncation(max_length=self.max_length, strategy="longest_first")
         self._tokenizer = tok
-        self._session = _session(found.model_file, self._session_threads, SLOW_FUSIONS)
+        self._session = _session(found.model_file, self._session_threads, SLOW_FUSIONS, int8_arithmetic=True)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     @property

@@ -274,20 +274,23 @@ def quantity_conflict(left: str, right: str) -> DiffFinding | None:
         DiffFinding(kind='number', left='23 episodes', right='24 episodes')
     """
     a, b = _quantities(left), _quantities(right)
-    for unit_a, lo_a, hi_a, phrase_a, written_a in a:
-        same = [q for q in b if q[0] == unit_a]
-
-        def overlap(lo_b: float, hi_b: float, written_b: str) -> bool:
-            # a shared value means the claims may be talking about different things; durations
-            # in two units get 5% slack (a year is 12 months, 52 weeks or 365 days), durations
-            # in one unit none: "45 years" / "47 years" differ
-            slack = 1.05 if unit_a == "time" and written_b != written_a else 1.0001
-            return lo_b <= hi_a * slack and lo_a <= hi_b * slack
-
-        if not same or any(overlap(lo_b, hi_b, written_b) for _, lo_b, hi_b, _, written_b in same):
+    for qa in a:
+        same = [qb for qb in b if qb[0] == qa[0]]
+        if not same or any(_overlap(qa, qb) for qb in same):
             continue
-        return DiffFinding("number", phrase_a, same[0][3])
+        return DiffFinding("number", qa[3], same[0][3])
     return None
+
+
+def _overlap(a: tuple[str, float, float, str, str], b: tuple[str, float, float, str, str]) -> bool:
+    """Whether two quantities of one unit (:func:`_quantities`) may be the same value.
+
+    A shared value means the claims may be talking about different things. Durations in two
+    units get 5% slack (a year is 12 months, 52 weeks or 365 days); in one unit none: "45
+    years" / "47 years" differ.
+    """
+    slack = 1.05 if a[0] == "time" and a[4] != b[4] else 1.0001
+    return b[1] <= a[2] * slack and a[1] <= b[2] * slack
 
 
 def diff_conflict(left: str, right: str, names: frozenset[str] = frozenset()) -> DiffFinding | None:
