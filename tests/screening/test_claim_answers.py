@@ -102,10 +102,15 @@ def test_values_are_the_names_times_or_quantities_the_question_does_not_hold() -
     claim = "The theme music of the film Harbour Lights was composed in March 1994 by Jonas Berg and two others."
     assert answer_values(claim, asked, "name") == {"jona berg": "Jonas Berg"}
     assert answer_values(claim, asked, "time") == {"march": "March", "1994": "1994"}
-    assert answer_values(claim, asked, "quantity") == {"#2": "two"}
-    # the question's own number is not an answer
+    # a number, and the number with its unit (the quantity the conflict diff reads)
+    assert set(answer_values(claim, asked, "quantity").values()) == {"two", "two others"}
+    # the question's own number is not an answer, alone or with its unit
     episodes = question_words("How many episodes are in season 4?")
-    assert answer_values("Season 4 has 23 episodes.", episodes, "quantity") == {"#23": "23"}
+    assert set(answer_values("Season 4 has 23 episodes.", episodes, "quantity").values()) == {"23", "23 episodes"}
+    assert set(answer_values("Its fourth season has 23 episodes.", episodes, "quantity").values()) == {
+        "23",
+        "23 episodes",
+    }
     # "one" and "first" are rarely an answer
     assert answer_values("It was one of the first scores.", asked, "quantity") == {}
 
@@ -246,3 +251,45 @@ def test_digits_that_int_cannot_read_do_not_break_the_signal() -> None:
         retrieved([odd, CLEAN_1, CLEAN_2]), "When was the theme music of Harbour Lights composed?"
     )
     assert len(results) == 3
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        # one range, and a value inside it or the same span in months: agreement, not a conflict
+        ("A queen bee lives two to five years in a healthy hive.", "In a healthy hive a queen bee lives three years."),
+        ("A queen bee lives 2 to 5 years.", "A queen bee lives 36 months."),
+    ],
+)
+def test_quantities_of_one_unit_that_overlap_agree(left: str, right: str) -> None:
+    asked = question_words("How long does a queen bee live?")
+    lv, rv = answer_values(left, asked, "quantity"), answer_values(right, asked, "quantity")
+    assert answer_conflict(lv, rv, left, right) is None
+    assert values_agree(lv, rv, left, right)
+
+
+def test_a_count_is_no_answer_to_a_duration() -> None:
+    asked = question_words("How long does a queen bee live?")
+    eggs, weeks = "She lays up to 2,000 eggs a day in spring.", "A queen bee lives about three weeks."
+    lv, rv = answer_values(eggs, asked, "quantity"), answer_values(weeks, asked, "quantity")
+    assert answer_conflict(lv, rv, eggs, weeks) is None
+    assert not values_agree(lv, rv, eggs, weeks)
+    # two durations that do not overlap, or a number beside a bare number, still conflict
+    years = "A queen bee lives two to five years."
+    finding = answer_conflict(answer_values(years, asked, "quantity"), rv, years, weeks)
+    assert finding is not None and finding.kind == "answer"
+    bare = "The answer to how long a queen bee lives is 4."
+    assert answer_conflict(answer_values(bare, asked, "quantity"), rv, bare, weeks) is not None
+
+
+def test_the_queen_bee_shows_one_conflict_not_a_second_about_eggs() -> None:
+    question = "How long does a queen bee live?"
+    docs = retrieved(
+        [
+            "A queen bee lives two to five years in a healthy hive. She lays up to 2,000 eggs a day in spring.",
+            "A queen bee lives about three weeks. Worker bees gather nectar from flowers.",
+        ]
+    )
+    found = _conflicts(_signal().score_batch(docs, question))
+    assert found, "the two lifespans were not compared"
+    assert not any("eggs" in f"{c['left']['text']} {c['right']['text']}" for c in found)

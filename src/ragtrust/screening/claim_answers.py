@@ -68,6 +68,8 @@ from ragtrust.screening.claim_diff import (
     _is_date,
     _is_entity,
     _number,
+    _overlap,
+    _quantities,
     _tokens,
     stem,
 )
@@ -277,6 +279,15 @@ def answer_values(
         else:
             close()
     close()
+    if kind == "quantity" and out:
+        # and each number with its unit, as the conflict diff reads it ("two to five years" is
+        # one range, compared in days), for :func:`answer_conflict` and :func:`values_agree`
+        for unit, low, high, phrase, written in _quantities(claim):
+            first = _tokens(phrase)[0][0]
+            number = _number(first)
+            if stem(first) in asked or (number is not None and f"{number:g}" in asked):
+                continue  # the question's own quantity ("season 4" / "its fourth season")
+            out["|".join(("q", unit, repr(low), repr(high), written))] = phrase
     return out
 
 
@@ -286,10 +297,50 @@ def _mentions(text: str, words: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(words)}(?!\w)", text, re.IGNORECASE) is not None
 
 
+def _quantity(key: str) -> tuple[str, float, float, str, str] | None:
+    """The quantity a ``quantity`` value's key holds (:func:`answer_values`), ``None`` for another key."""
+    parts = key.split("|")
+    if len(parts) != 5 or parts[0] != "q":
+        return None
+    return parts[1], float(parts[2]), float(parts[3]), "", parts[4]
+
+
+def _units(values: Mapping[str, str]) -> dict[str, list[tuple[tuple[str, float, float, str, str], str]]]:
+    """A claim's quantities by unit, each with its phrase."""
+    out: dict[str, list[tuple[tuple[str, float, float, str, str], str]]] = {}
+    for key, phrase in values.items():
+        quantity = _quantity(key)
+        if quantity is not None:
+            out.setdefault(quantity[0], []).append((quantity, phrase))
+    return out
+
+
+def _incomparable(left: Mapping[str, str], right: Mapping[str, str]) -> bool:
+    """Whether two claims' quantities say they are not two answers to one quantity question.
+
+    They agree on a quantity when two of one unit overlap ("two to five years" / "36
+    months"), and a duration is not a count ("She lays up to 2,000 eggs a day." / "A queen
+    bee lives about three weeks."): neither is a conflict of values.
+    """
+    units_left, units_right = _units(left), _units(right)
+    if any(_overlap(a, b) for unit, mine in units_left.items() for a, _ in mine for b, _ in units_right.get(unit, [])):
+        return True
+    shared = units_left.keys() & units_right.keys()
+    return bool(units_left and units_right and not shared and ("time" in units_left) != ("time" in units_right))
+
+
+def _plain(values: Mapping[str, str]) -> dict[str, str]:
+    """The values less the quantities' keys (:func:`answer_values`)."""
+    return {k: v for k, v in values.items() if _quantity(k) is None}
+
+
 def answer_conflict(
     left: Mapping[str, str], right: Mapping[str, str], left_document: str, right_document: str
 ) -> DiffFinding | None:
     """The conflict between two answering claims' values ``left`` / ``right`` (module docstring)."""
+    if _incomparable(left, right):
+        return None
+    left, right = _plain(left), _plain(right)
     if not left or not right or left.keys() & right.keys():
         return None
     # a document that names the other side's value anywhere is comparing, not disagreeing
@@ -304,8 +355,13 @@ def values_agree(left: Mapping[str, str], right: Mapping[str, str], left_documen
     """Whether two answering claims share a value, and not each one the other's document never mentions.
 
     "British actress Emma Watson" and "British actress Ariana Richards" share "British" but
-    name two different people: no agreement.
+    name two different people: no agreement. Quantities agree when two of one unit overlap
+    ("two to five years" / "36 months").
     """
+    units_left, units_right = _units(left), _units(right)
+    if any(_overlap(a, b) for unit, mine in units_left.items() for a, _ in mine for b, _ in units_right.get(unit, [])):
+        return True
+    left, right = _plain(left), _plain(right)
     if not left.keys() & right.keys():
         return False
     own_left = any(not _mentions(right_document, w) for w in left.values())
