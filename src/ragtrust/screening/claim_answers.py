@@ -29,7 +29,11 @@ names and numbers each claim adds to the question.
 * Its *values* (:func:`answer_values`) are the values of the kind asked for: its names
   (capitalised mid-sentence, all capitals, letters mixed with digits; consecutive name words
   are one value), its dates (years, months, weekdays) or its other numbers, less every word
-  of the question.
+  of the question. A number is also read with its unit, as the conflict diff reads it
+  (:mod:`ragtrust.screening.claim_diff`: "two to five years" is one range, in days): two
+  claims whose quantities of one unit overlap agree ("2 to 5 years" / "36 months"), and a
+  duration is no answer where the other claim gives a count ("She lays up to 2,000 eggs a
+  day" / "A queen bee lives about three weeks").
 * Two answering claims of two documents *conflict* (:func:`answer_conflict`) when each has a
   value, no value is shared, and neither document mentions anywhere a value of the other
   claim (a document that names both candidates is comparing them, not disagreeing). They
