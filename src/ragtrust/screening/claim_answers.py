@@ -319,6 +319,14 @@ def _units(values: Mapping[str, str]) -> dict[str, list[tuple[tuple[str, float, 
     return out
 
 
+def _overlapping(left: Mapping[str, str], right: Mapping[str, str]) -> bool:
+    """Whether two claims give quantities of one unit that overlap (:func:`answer_values`)."""
+    units_right = _units(right)
+    return any(
+        _overlap(a, b) for unit, mine in _units(left).items() for a, _ in mine for b, _ in units_right.get(unit, [])
+    )
+
+
 def _incomparable(left: Mapping[str, str], right: Mapping[str, str]) -> bool:
     """Whether two claims' quantities say they are not two answers to one quantity question.
 
@@ -326,9 +334,9 @@ def _incomparable(left: Mapping[str, str], right: Mapping[str, str]) -> bool:
     months"), and a duration is not a count ("She lays up to 2,000 eggs a day." / "A queen
     bee lives about three weeks."): neither is a conflict of values.
     """
-    units_left, units_right = _units(left), _units(right)
-    if any(_overlap(a, b) for unit, mine in units_left.items() for a, _ in mine for b, _ in units_right.get(unit, [])):
+    if _overlapping(left, right):
         return True
+    units_left, units_right = _units(left), _units(right)
     shared = units_left.keys() & units_right.keys()
     return bool(units_left and units_right and not shared and ("time" in units_left) != ("time" in units_right))
 
@@ -362,8 +370,7 @@ def values_agree(left: Mapping[str, str], right: Mapping[str, str], left_documen
     name two different people: no agreement. Quantities agree when two of one unit overlap
     ("two to five years" / "36 months").
     """
-    units_left, units_right = _units(left), _units(right)
-    if any(_overlap(a, b) for unit, mine in units_left.items() for a, _ in mine for b, _ in units_right.get(unit, [])):
+    if _overlapping(left, right):
         return True
     left, right = _plain(left), _plain(right)
     if not left.keys() & right.keys():
