@@ -9,7 +9,8 @@ overlap 50). Each pass uses a fresh signal (empty window cache), documents in ba
 chunks in the same run, so the ratio holds on a noisy host even when the seconds do not.
 ``--model-batch A B`` times the classifier with each inference batch size (windows per ONNX
 call), alternating them within every pass, and reports each under ``model_batch_<n>``;
-``--concurrency on off`` does the same for one-window calls scored side by side on
+``--max-words 40 24`` times the default model with those window sizes beside the shipped one
+(reported under ``max_words_<n>`` with the ratio to the default). ``--concurrency on off`` does the same for one-window calls scored side by side on
 single-threaded workers (``on``, the default) or one after another on ``--threads`` intra-op
 threads (``off``), reported under ``concurrent_on`` / ``concurrent_off``.
 """
@@ -50,6 +51,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--model-batch", type=int, nargs="+", default=None, help="ONNX batch sizes to compare")
+    ap.add_argument(
+        "--max-words", type=int, nargs="+", default=None, help="window sizes (words) to time beside the default"
+    )
     ap.add_argument("--concurrency", choices=["on", "off"], nargs="+", default=None, help="schedules to compare")
     a = ap.parse_args()
     files = sorted(p for p in Path(a.data).glob("*.md") if p.name != "LICENSE.md")
@@ -71,6 +75,9 @@ def main() -> None:
         r.details.get("windows", 0) for r in InjectionSignal(model=warm.model, window_overlap=False).score_batch(docs)
     ]
     result["windows_per_chunk_without_overlap"] = {"mean": statistics.mean(single), "max": max(single)}
+    for words in a.max_words or ():
+        counts = [r.details.get("windows", 0) for r in InjectionSignal(model=warm.model, max_words=words).score_batch(docs)]
+        result[f"windows_per_chunk_max_words_{words}"] = {"mean": statistics.mean(counts), "max": max(counts)}
     models: dict[str, object] = {"default": warm.model}
     if a.model_batch:
         models = {f"model_batch_{n}": OnnxInjection(threads=a.threads, batch_size=n) for n in a.model_batch}
@@ -86,6 +93,7 @@ def main() -> None:
     for batch in a.batch:
         model_ms: dict[str, list[float]] = {n: [] for n in models}
         single_ms: dict[str, list[float]] = {n: [] for n in models}
+        words_ms: dict[int, list[float]] = {w: [] for w in a.max_words or ()}
         regex_ms = []
         for _ in range(a.passes):
             for n, model in models.items():
@@ -93,6 +101,9 @@ def main() -> None:
                 model_ms[n].append(1000 * timed(signal, docs, batch) / len(docs))
                 signal = InjectionSignal(model=model, cache_size=0, window_overlap=False)
                 single_ms[n].append(1000 * timed(signal, docs, batch) / len(docs))
+            for words in a.max_words or ():
+                signal = InjectionSignal(model=warm.model, cache_size=0, max_words=words)
+                words_ms[words].append(1000 * timed(signal, docs, batch) / len(docs))
             regex_ms.append(1000 * timed(LinguisticSignal(), docs, batch) / len(docs))
         regex = statistics.median(regex_ms)
         per_model = {
@@ -103,7 +114,16 @@ def main() -> None:
             }
             for n in models
         }
-        result[f"batch_{batch}"] = {"regex_ms_per_chunk": round(regex, 2), **per_model}
+        by_words = {
+            f"max_words_{w}": {
+                "injection_ms_per_chunk": round(statistics.median(ms), 2),
+                "ratio_to_default": round(statistics.median(ms) / statistics.median(model_ms["default"]), 2)
+                if "default" in model_ms
+                else None,
+            }
+            for w, ms in words_ms.items()
+        }
+        result[f"batch_{batch}"] = {"regex_ms_per_chunk": round(regex, 2), **per_model, **by_words}
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print(json.dumps(result, indent=2))
 
