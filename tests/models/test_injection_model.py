@@ -309,6 +309,37 @@ def test_threshold_comes_from_a_calibration_keyed_to_the_model_file(
         assert (model.calibration is not None) == (calibrated is not None and sha_matches)
 
 
+@pytest.mark.parametrize(
+    ("window", "signal_shape", "expected"),
+    [
+        (None, (80, True), "calibrated"),  # a calibration from before window shapes were recorded
+        ({"max_words": 80, "overlap": True}, (80, True), "calibrated"),
+        (
+            {"max_words": 80, "overlap": True},
+            (24, False),
+            "calibrated for windows of 80 words with overlap (these are 24 words without overlap)",
+        ),
+    ],
+)
+def test_a_calibration_says_which_windows_it_was_set_for(
+    model_copy: Path, window: dict[str, Any] | None, signal_shape: tuple[int, bool], expected: str
+) -> None:
+    from ragtrust.screening.injection import InjectionSignal
+    from ragtrust.training.injection_eval import window_shape, write_calibration
+
+    report: dict[str, Any] = {"threshold": 0.42, "fpr_budget": 0.01, "clean_documents": 100, "created": "2025-01-01"}
+    if window is not None:
+        report["window"] = window
+    write_calibration(model_copy, report)
+    assert json.loads(model_copy.read_text())["calibration"].get("window") == window
+    words, overlap = signal_shape
+    signal = InjectionSignal(
+        model=OnnxInjection(manifest_path=str(model_copy), threads=1), max_words=words, window_overlap=overlap
+    )
+    assert window_shape(signal) == {"max_words": words, "overlap": overlap}
+    assert signal.resolved_threshold() == (0.42, expected)
+
+
 # -- training ---------------------------------------------------------------------------------
 
 

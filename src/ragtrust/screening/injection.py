@@ -11,7 +11,11 @@ explainable first pass; this signal is the main injection detector.
    letters split apart by one repeated separator ("I g n o r e", "I.g.n.o.r.e",
    "I🐝g🐝n🐝o🐝r🐝e") joined back into words. Every offset maps back to the original text.
 2. It is cut into sentence windows (:func:`ragtrust.models.windows.sentence_windows`), so a
-   directive buried in a long benign document is read with its neighbours only.
+   directive buried in a long benign document is read with its neighbours only (windows of
+   at most 80 words, consecutive windows sharing their boundary sentence; 24-word windows
+   were measured and rejected: docs/benchmarks.md, "Injection windows of at most 24
+   words"). A calibrated threshold holds for the window shape it was set for, which
+   ``ragtrust injection calibrate`` records in the manifest.
 3. Every window of every document in the batch goes to the classifier in one batched call;
    results are cached by the window's content hash (LRU), so a document seen again, or a
    boilerplate window repeated across chunks, costs nothing.
@@ -152,9 +156,9 @@ class InjectionSignal(Signal):
             Hugging Face id / path.
         threshold: window probability at which a document is flagged; ``None`` reads the
             model's calibration (or :data:`DEFAULT_THRESHOLD` without one).
-        max_words: words per window (the shipped model reads 128 word-pieces).
-        window_overlap: consecutive windows share their boundary sentence (about twice the
-            windows of a long document; see ``docs/benchmarks.md`` for the cost).
+        max_words: words per window (the shipped model reads up to 128 word-pieces).
+        window_overlap: consecutive windows share their boundary sentence (more windows, so
+            a pair of sentences is always read together once; see ``docs/benchmarks.md``).
         max_windows: documents with more windows are refused (split them into chunks).
         decode_encoded: also read the decoded text of encoded runs (see step 3a of the module
             docstring).
@@ -207,8 +211,20 @@ class InjectionSignal(Signal):
             except (KeyError, TypeError, ValueError) as exc:
                 raise InputError(f"injection model calibration is malformed: {exc!r}") from exc
             if 0.0 < value < 1.0:
-                return value, "calibrated"
+                return value, self._calibrated_for(calibration.get("window"))
         return DEFAULT_THRESHOLD, "default"
+
+    def _calibrated_for(self, window: object) -> str:
+        """``calibrated``, or what the calibration was set for when these windows differ."""
+        if not isinstance(window, dict):
+            return "calibrated"
+        words, overlap = window.get("max_words"), window.get("overlap")
+        if (words, overlap) == (self.max_words, self.window_overlap):
+            return "calibrated"
+        return (
+            f"calibrated for windows of {words} words{' with' if overlap else ' without'} overlap "
+            f"(these are {self.max_words} words{' with' if self.window_overlap else ' without'} overlap)"
+        )
 
     def window_probabilities(self, texts: Sequence[str]) -> list[float]:
         """P(injection) per window text, through the cache, in one batched call."""

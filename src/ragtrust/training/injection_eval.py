@@ -185,6 +185,7 @@ def calibrate_injection(
         "sha256": getattr(model, "fingerprint", "").split("@")[-1].split("+")[0],
         "fpr_budget": fpr,
         "fpr_level": "document (strongest sentence window)",
+        "window": window_shape(signal),
         "budget_scope": "each corpus" if per_corpus else "all corpora pooled",
         "threshold": round(threshold, 6),
         "clean_documents": len(clean),
@@ -193,6 +194,11 @@ def calibrate_injection(
         "recall_by_family": by_family,
         "seed": seed,
     }
+
+
+def window_shape(signal: Any) -> dict[str, Any]:
+    """The sentence windows ``signal`` scores: a threshold holds only for windows of that shape."""
+    return {"max_words": int(signal.max_words), "overlap": bool(signal.window_overlap)}
 
 
 def write_calibration(manifest_file: Path, report: dict[str, Any]) -> None:
@@ -206,6 +212,8 @@ def write_calibration(manifest_file: Path, report: dict[str, Any]) -> None:
         "clean_documents": report["clean_documents"],
         "created": report["created"],
     }
+    if "window" in report:
+        manifest["calibration"]["window"] = report["window"]
     atomic_write_text(manifest_file, json.dumps(manifest, indent=2) + "\n")
 
 
@@ -301,5 +309,6 @@ __all__ = [
     "rates",
     "signal_scores",
     "threshold_at_fpr",
+    "window_shape",
     "write_calibration",
 ]
