@@ -84,6 +84,13 @@ class TrustConfig(_Section):
         description="an unsupported answer sentence: 'refuse' = the answer is not trusted (fail closed); "
         "'drop' = the sentence is removed from the answer and the rest is decided on",
     )
+    #: a store that vets its documents (the provenance ledger's tiers): an answer sentence
+    #: that rests only on documents that were never vetted, while vetted ones were retrieved.
+    unvetted: Literal["refuse", "warn"] = Field(
+        "refuse",
+        description="an answer sentence resting only on never-vetted documents while vetted ones were retrieved: "
+        "'refuse' = the answer is not trusted; 'warn' = a warning only",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> TrustConfig:

@@ -7,7 +7,8 @@ every sentence of it grounded (``trust.unsupported = "refuse"``; under ``"drop"`
 suspicious document in the context, no text in the context that screening could not read
 (a script the injection classifier's vocabulary lacks), evidence about the question and an
 answer that addresses it, no "does not explicitly state", no answer built on a contested
-claim.
+claim, and, when vetted documents were retrieved, no sentence resting only on never-vetted
+ones (``trust.unvetted``).
 :func:`failed_conditions` lists the conditions that failed (in words, the
 ``decision_reasons``) with the warnings that go with them; :func:`decide` scores T (see
 :mod:`ragtrust.trust`) and assembles the verdict.
@@ -22,7 +23,14 @@ from typing import TYPE_CHECKING
 from ragtrust.config import Settings
 from ragtrust.documents import AnswerSentence, Conflict, Passage, RetrievedDoc, Verdict
 from ragtrust.pipeline.gating import Gated
-from ragtrust.pipeline.rules import conflict_use, score_reason, suspicious_use, unchecked_answer, unsupported_use
+from ragtrust.pipeline.rules import (
+    conflict_use,
+    score_reason,
+    suspicious_use,
+    unchecked_answer,
+    unsupported_use,
+    unvetted_use,
+)
 from ragtrust.pipeline.stopwatch import Stopwatch
 from ragtrust.trust import TrustResult, compute_trust
 
@@ -142,6 +150,12 @@ def failed_conditions(out: Outcome, settings: Settings) -> tuple[list[str], list
     conflict_reasons, conflict_warnings = conflict_use(out.stage, out.conflicts, out.sentences, out.gated.documents)
     reasons.extend(conflict_reasons)
     warnings.extend(conflict_warnings)
+    # A store that vets its documents: a sentence resting only on never-vetted ones (added
+    # beside the vetted sources and never checked) is not what the store vouches for.
+    if out.stage != "screen":
+        unvetted_reasons, unvetted_warnings = unvetted_use(out.sentences, out.gated.documents, settings.trust.unvetted)
+        reasons.extend(unvetted_reasons)
+        warnings.extend(unvetted_warnings)
     return reasons, warnings
 
 

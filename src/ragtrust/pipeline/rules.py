@@ -2,8 +2,9 @@
 
 A suspicious document kept in the context (policy ``flag``) or a claim that another source
 contradicts fails the decision when the answer used it; so does an answer sentence that the
-evidence does not support, unless ``trust.unsupported = "drop"`` removed it, and an answer
-with no sentence that can be checked at all.
+evidence does not support, unless ``trust.unsupported = "drop"`` removed it, an answer
+with no sentence that can be checked at all, and, in a store that vets its documents, a
+sentence that rests only on documents nobody vetted.
 
 Each rule returns the decision reasons (conditions that failed, in words) and the warnings
 for a person; :mod:`ragtrust.pipeline.decision` adds them to the verdict.
@@ -84,6 +85,62 @@ def conflict_use(
         reasons.append(f"the answer {use} a claim that another source contradicts ({c.kind}, {how}): {said}")
         warnings.append(f"Sources disagree ({c.kind}, {how}): {said}. The answer {use} one side; check which is right.")
     return reasons, warnings
+
+
+def unvetted_use(
+    sentences: Sequence[AnswerSentence], screenings: Sequence[DocumentScreening], mode: str
+) -> tuple[list[str], list[str]]:
+    """Decision reasons and warnings for answer sentences that rest only on never-vetted documents.
+
+    A store that vets documents (``ragtrust ingest --tier vetted``, ``ragtrust vet``) says which
+    sources a person checked. When the context holds a vetted document (the provenance
+    signal's ``details["tier"]``), a sentence whose verified spans and NLI support all come
+    from documents that are not vetted (``unvetted``, or no tier recorded: added later and
+    never checked) is the unchecked part of the store speaking: under ``"refuse"`` the answer
+    is not trusted, under ``"warn"`` it is only said. A context with no vetted document (a
+    store without tiers, documents passed in without a ledger) is unaffected.
+
+    Example:
+        >>> from ragtrust.documents import SignalResult, Span
+        >>> tier = lambda t: (SignalResult("provenance", 0.0, details={"tier": t}),)
+        >>> docs = [DocumentScreening(i, None, 0.0, tier(t)) for i, t in (("kb#0", "vetted"), ("new#0", None))]
+        >>> s = AnswerSentence("Use MD5.", spans=(Span("new#0", 0, 8, "Use MD5."),), supported=True)
+        >>> unvetted_use([s], docs, "refuse")[0][0].split(", while")[0]
+        'sentence 1 rests only on documents that were never vetted (new#0: no tier)'
+        >>> unvetted_use([s], docs, "warn")[0], len(unvetted_use([s], docs, "warn")[1])
+        ([], 1)
+    """
+    tiers = {d.doc_id: _tier(d) for d in screenings if d.action != "dropped"}
+    if "vetted" not in tiers.values():
+        return [], []
+    reasons: list[str] = []
+    warnings: list[str] = []
+    for n, sentence in enumerate(sentences, start=1):
+        sources = {sp.doc_id for sp in sentence.spans} | ({sentence.best_doc_id} if sentence.best_doc_id else set())
+        sources &= tiers.keys()
+        if not sources or any(tiers[d] == "vetted" for d in sources):
+            continue
+        named = ", ".join(f"{d}: {tiers[d] or 'no tier'}" for d in sorted(sources))
+        if mode == "refuse":
+            reasons.append(
+                f"sentence {n} rests only on documents that were never vetted ({named}), "
+                "while vetted documents were retrieved"
+            )
+        warnings.append(
+            f"Sentence {n} rests only on documents that were never vetted ({named}) while the other sources of this "
+            f"question are vetted: {_short(sentence.text)} Vet them (ragtrust vet) or check the claim yourself."
+        )
+    return reasons, warnings
+
+
+def _tier(screening: DocumentScreening) -> str | None:
+    """The ledger tier the provenance signal found for a document (``None``: none recorded or not known)."""
+    from ragtrust.screening.provenance import PROVENANCE
+
+    for r in screening.signals:
+        if r.name == PROVENANCE and not r.skipped and isinstance(r.details.get("tier"), str):
+            return str(r.details["tier"])
+    return None
 
 
 def touches(sentence: AnswerSentence, claim: ClaimRef) -> bool:
@@ -175,4 +232,12 @@ def _short(text: str, limit: int = 100) -> str:
     return repr(text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026")
 
 
-__all__ = ["conflict_use", "score_reason", "suspicious_use", "touches", "unchecked_answer", "unsupported_use"]
+__all__ = [
+    "conflict_use",
+    "score_reason",
+    "suspicious_use",
+    "touches",
+    "unchecked_answer",
+    "unsupported_use",
+    "unvetted_use",
+]
