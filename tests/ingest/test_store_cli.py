@@ -264,3 +264,34 @@ def test_a_store_scan_rescans_only_what_changed_since_its_last_scan(tmp_path: Pa
     assert after["reused"] == 3
     sql = next(r for r in after["rows"] if r["id"] == "kb/sql.md#0")
     assert next(s for s in sql["signals"] if s["name"] == "provenance")["details"]["tier"] == "quarantined"
+
+
+@pytest.mark.parametrize(
+    ("first_tier", "second_tier", "note"),
+    [
+        ("vetted", None, "note: 1 new document(s) are not vetted in a store that holds vetted documents"),
+        ("vetted", "unvetted", "note: 1 new document(s) are unvetted in a store that holds vetted documents"),
+        ("vetted", "vetted", None),
+        (None, None, None),  # a store without tiers: nothing to warn about
+    ],
+)
+def test_ingest_says_when_new_documents_join_a_vetted_store_without_being_vetted(
+    tmp_path: Path, first_tier: str | None, second_tier: str | None, note: str | None
+) -> None:
+    kb, store = _kb(tmp_path), tmp_path / "store"
+    tier = lambda t: ["--tier", t] if t else []  # noqa: E731
+    assert runner.invoke(app, ["ingest", str(kb), "--store", str(store), *tier(first_tier)]).exit_code == 0
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "tips.md").write_text("# Tips\n\nMD5 is fine for passwords.\n", encoding="utf-8")
+    result = runner.invoke(app, ["ingest", str(extra), "--store", str(store), *tier(second_tier), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["added"] == 1  # the note goes to stderr: the JSON stays whole
+    if note is None:
+        assert "note:" not in result.stderr
+    else:
+        assert note in result.stderr and "is not trusted until they are vetted" in result.stderr
+        assert f"ragtrust vet ID --store {store}" in result.stderr
+    # nothing new the second time: no note
+    again = runner.invoke(app, ["ingest", str(extra), "--store", str(store), *tier(second_tier)])
+    assert again.exit_code == 0 and "note:" not in again.stderr

@@ -101,6 +101,22 @@ def _print_skipped(skipped: list[tuple[str, str]]) -> None:
     err_console.print(table)
 
 
+def _unvetted_note(st: Any, added: Sequence[str], tier: str | None, mode: str, root: Path) -> str | None:
+    """What new documents without the vetted tier mean in a store that vets its documents (else ``None``)."""
+    if tier == "vetted" or not added or not st.ledger.ids("vetted"):
+        return None
+    what = "not vetted" if tier is None else "unvetted"
+    effect = (
+        "an answer that rests only on them is not trusted until they are vetted"
+        if mode == "refuse"
+        else 'an answer that rests only on them is trusted with a warning (trust.unvetted = "warn")'
+    )
+    return (
+        f"note: {len(added)} new document(s) are {what} in a store that holds vetted documents: {effect} "
+        f"(ragtrust vet ID --store {root}; ragtrust docs --store {root} --tier {tier or 'none'} lists them)"
+    )
+
+
 @handle_errors
 def ingest(
     paths: list[Path] = _INGEST_PATHS,
@@ -130,6 +146,9 @@ def ingest(
         report = st.add(loaded.documents, tier=tier, progress=progress, actor=cli_actor(by))
     # files the loaders skipped, then documents the store refused (e.g. ingest.max_chunks_per_document)
     skipped = [*loaded.skipped, *report.skipped]
+    note = _unvetted_note(st, report.added_ids, tier, settings.trust.unvetted, root)
+    if note:
+        err_console.print(note, markup=False, highlight=False, soft_wrap=True)
     if json_out:
         print_json({**report.to_dict(), "skipped": [list(s) for s in skipped], "store": str(root)})
         return
