@@ -775,3 +775,23 @@ def test_an_answer_resting_on_a_document_nobody_vetted_beside_vetted_ones(
         ]
         assert not verdict.trusted and verdict.trust_level in ("LOW", "VERY LOW")
     assert_decision_is_consistent(verdict)
+
+
+def test_a_source_outside_the_ledger_beside_vetted_ones_is_named_as_such() -> None:
+    from ragtrust.documents import AnswerSentence, DocumentScreening, Span
+    from ragtrust.pipeline.rules import unvetted_use
+
+    vetted = SignalResult("provenance", 0.0, details={"tier": "vetted"})
+    outside = SignalResult("provenance", 0.0, skipped=True, skip_reason="'web-1' is not in the provenance ledger")
+    docs = [DocumentScreening("kb#0", None, 0.0, (vetted,)), DocumentScreening("web-1", None, 0.0, (outside,))]
+    from_web = AnswerSentence("Use MD5.", spans=(Span("web-1", 0, 8, "Use MD5."),), supported=True)
+    from_both = AnswerSentence("Use MD5.", spans=(Span("web-1", 0, 8, "Use MD5."),), supported=True, best_doc_id="kb#0")
+    reasons, warnings = unvetted_use([from_web, from_both], docs, "refuse")
+    assert reasons == [
+        "sentence 1 rests only on documents that were never vetted (web-1: not in the ledger), "
+        "while vetted documents were retrieved"
+    ]
+    assert len(warnings) == 1
+    # without the provenance signal nothing is known: no condition
+    bare = [DocumentScreening("kb#0", None, 0.0), DocumentScreening("web-1", None, 0.0)]
+    assert unvetted_use([from_web], bare, "refuse") == ([], [])

@@ -95,14 +95,15 @@ def unvetted_use(
     A store that vets documents (``ragtrust ingest --tier vetted``, ``ragtrust vet``) says which
     sources a person checked. When the context holds a vetted document (the provenance
     signal's ``details["tier"]``), a sentence whose verified spans and NLI support all come
-    from documents that are not vetted (``unvetted``, or no tier recorded: added later and
-    never checked) is the unchecked part of the store speaking: under ``"refuse"`` the answer
-    is not trusted, under ``"warn"`` it is only said. A context with no vetted document (a
-    store without tiers, documents passed in without a ledger) is unaffected.
+    from documents that are not vetted (``unvetted``, no tier recorded: added later and never
+    checked, or not in the store's ledger at all: a federated source) is the unchecked part of
+    the context speaking: under ``"refuse"`` the answer is not trusted, under ``"warn"`` it is
+    only said. A context with no vetted document (a store without tiers, documents passed in
+    without a ledger, the provenance signal turned off) is unaffected.
 
     Example:
         >>> from ragtrust.documents import SignalResult, Span
-        >>> tier = lambda t: (SignalResult("provenance", 0.0, details={"tier": t}),)
+        >>> tier = lambda t: (SignalResult("provenance", 0.0, details={"tier": t}),)  # t None: no tier
         >>> docs = [DocumentScreening(i, None, 0.0, tier(t)) for i, t in (("kb#0", "vetted"), ("new#0", None))]
         >>> s = AnswerSentence("Use MD5.", spans=(Span("new#0", 0, 8, "Use MD5."),), supported=True)
         >>> unvetted_use([s], docs, "refuse")[0][0].split(", while")[0]
@@ -134,12 +135,19 @@ def unvetted_use(
 
 
 def _tier(screening: DocumentScreening) -> str | None:
-    """The ledger tier the provenance signal found for a document (``None``: none recorded or not known)."""
+    """What the provenance signal found for a document (``None`` when the signal did not run).
+
+    Its ledger tier, ``"no tier"``, or ``"not in the ledger"`` (e.g. a federated source beside
+    the store).
+    """
     from ragtrust.screening.provenance import PROVENANCE
 
     for r in screening.signals:
-        if r.name == PROVENANCE and not r.skipped and isinstance(r.details.get("tier"), str):
-            return str(r.details["tier"])
+        if r.name == PROVENANCE:
+            if r.skipped:
+                return "not in the ledger"
+            tier = r.details.get("tier")
+            return tier if isinstance(tier, str) else "no tier"
     return None
 
 
