@@ -777,21 +777,28 @@ def test_an_answer_resting_on_a_document_nobody_vetted_beside_vetted_ones(
     assert_decision_is_consistent(verdict)
 
 
-def test_a_source_outside_the_ledger_beside_vetted_ones_is_named_as_such() -> None:
+def test_a_source_outside_the_store_is_not_judged_by_the_vetting_rule() -> None:
     from ragtrust.documents import AnswerSentence, DocumentScreening, Span
     from ragtrust.pipeline.rules import unvetted_use
 
+    def screening(doc_id: str, result: SignalResult | None) -> DocumentScreening:
+        return DocumentScreening(doc_id, None, 0.0, () if result is None else (result,))
+
     vetted = SignalResult("provenance", 0.0, details={"tier": "vetted"})
+    untiered = SignalResult("provenance", 0.0, details={"tier": None})
     outside = SignalResult("provenance", 0.0, skipped=True, skip_reason="'web-1' is not in the provenance ledger")
-    docs = [DocumentScreening("kb#0", None, 0.0, (vetted,)), DocumentScreening("web-1", None, 0.0, (outside,))]
-    from_web = AnswerSentence("Use MD5.", spans=(Span("web-1", 0, 8, "Use MD5."),), supported=True)
-    from_both = AnswerSentence("Use MD5.", spans=(Span("web-1", 0, 8, "Use MD5."),), supported=True, best_doc_id="kb#0")
-    reasons, warnings = unvetted_use([from_web, from_both], docs, "refuse")
+    docs = [screening("kb#0", vetted), screening("new#0", untiered), screening("web-1", outside)]
+
+    def rests_on(*ids: str) -> AnswerSentence:
+        return AnswerSentence("Use MD5.", spans=tuple(Span(i, 0, 8, "Use MD5.") for i in ids), supported=True)
+
+    reasons, warnings = unvetted_use([rests_on("web-1"), rests_on("new#0", "web-1"), rests_on("new#0")], docs, "refuse")
+    # a federated source cannot be vetted here, and one beside the new page settles nothing
     assert reasons == [
-        "sentence 1 rests only on documents that were never vetted (web-1: not in the ledger), "
+        "sentence 3 rests only on documents that were never vetted (new#0: no tier), "
         "while vetted documents were retrieved"
     ]
     assert len(warnings) == 1
     # without the provenance signal nothing is known: no condition
-    bare = [DocumentScreening("kb#0", None, 0.0), DocumentScreening("web-1", None, 0.0)]
-    assert unvetted_use([from_web], bare, "refuse") == ([], [])
+    bare = [screening("kb#0", None), screening("new#0", None)]
+    assert unvetted_use([rests_on("new#0")], bare, "refuse") == ([], [])

@@ -95,11 +95,12 @@ def unvetted_use(
     A store that vets documents (``ragtrust ingest --tier vetted``, ``ragtrust vet``) says which
     sources a person checked. When the context holds a vetted document (the provenance
     signal's ``details["tier"]``), a sentence whose verified spans and NLI support all come
-    from documents that are not vetted (``unvetted``, no tier recorded: added later and never
-    checked, or not in the store's ledger at all: a federated source) is the unchecked part of
-    the context speaking: under ``"refuse"`` the answer is not trusted, under ``"warn"`` it is
-    only said. A context with no vetted document (a store without tiers, documents passed in
-    without a ledger, the provenance signal turned off) is unaffected.
+    from store documents that are not vetted (``unvetted``, or no tier recorded: added later and
+    never checked) is the unchecked part of the store speaking: under ``"refuse"`` the answer
+    is not trusted, under ``"warn"`` it is only said. A context with no vetted document (a
+    store without tiers, documents passed in without a ledger, the provenance signal turned
+    off) is unaffected, and so is a sentence that a document from outside the store supports
+    (a federated source: the store cannot vet it).
 
     Example:
         >>> from ragtrust.documents import SignalResult, Span
@@ -119,9 +120,11 @@ def unvetted_use(
     for n, sentence in enumerate(sentences, start=1):
         sources = {sp.doc_id for sp in sentence.spans} | ({sentence.best_doc_id} if sentence.best_doc_id else set())
         sources &= tiers.keys()
-        if not sources or any(tiers[d] == "vetted" for d in sources):
+        # only store documents a person could have vetted and did not: one the ledger does not
+        # know (another source) or a vetted one among the sources settles nothing here
+        if not sources or any(tiers[d] is None or tiers[d] == "vetted" for d in sources):
             continue
-        named = ", ".join(f"{d}: {tiers[d] or 'no tier'}" for d in sorted(sources))
+        named = ", ".join(f"{d}: {tiers[d]}" for d in sorted(sources))
         if mode == "refuse":
             reasons.append(
                 f"sentence {n} rests only on documents that were never vetted ({named}), "
@@ -135,17 +138,15 @@ def unvetted_use(
 
 
 def _tier(screening: DocumentScreening) -> str | None:
-    """What the provenance signal found for a document (``None`` when the signal did not run).
+    """A store document's ledger tier or ``"no tier"``; ``None`` when the ledger does not know it.
 
-    Its ledger tier, ``"no tier"``, or ``"not in the ledger"`` (e.g. a federated source beside
-    the store).
+    ``None`` covers a document from outside the store (a federated source: no one can vet it
+    here) and a context screened without the provenance signal.
     """
     from ragtrust.screening.provenance import PROVENANCE
 
     for r in screening.signals:
-        if r.name == PROVENANCE:
-            if r.skipped:
-                return "not in the ledger"
+        if r.name == PROVENANCE and not r.skipped:
             tier = r.details.get("tier")
             return tier if isinstance(tier, str) else "no tier"
     return None
