@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragtrust.text import assertions, fold, split_sentences, word_tokens
+from ragtrust.text import assertions, fold, one_line, split_sentences, word_tokens
 
 
 def test_sentences_keep_offsets_and_abbreviations() -> None:
@@ -142,3 +142,20 @@ def test_fold_is_nfkc_and_casefold_on_every_text() -> None:
     samples = [chr(c) for c in range(128)] + ["Straße", "ＡＢＣ", "ﬁle", "İstanbul", "Ω", "HTTP/2 Header", "x²"]
     for text in samples:
         assert fold(text) == unicodedata.normalize("NFKC", text).casefold(), repr(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Use bcrypt .", "Use bcrypt."),
+        ("Store it , then hash it ; done !", "Store it, then hash it; done!"),
+        ("Cite it [1] .", "Cite it [1]."),
+        # punctuation that starts a name keeps its space (the answer read "In.NET" and "and.NET Core")
+        ("In .NET Framework 4.6 and .NET Core, use PBKDF2.", "In .NET Framework 4.6 and .NET Core, use PBKDF2."),
+        ("Keep secrets out of .env files and :root rules .", "Keep secrets out of .env files and :root rules."),
+        ("Wait ...", "Wait..."),
+        ("  many \n\t spaces  ", "many spaces"),
+    ],
+)
+def test_one_line_removes_spaces_before_closing_punctuation_only(text: str, expected: str) -> None:
+    assert one_line(text) == expected

@@ -74,6 +74,21 @@ def words(text: str) -> list[str]:
     return [t.text for t in word_tokens(text)]
 
 
+#: a space left before punctuation that ends a word ("bcrypt ." -> "bcrypt."), not before
+#: punctuation that starts a name (".NET", ".env", ":root", "!important")
+_SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?]+)(?=\s|$|[)\]}\"'])")
+
+
+def one_line(text: str) -> str:
+    r"""Whitespace collapsed to single spaces and spaces left before closing punctuation removed.
+
+    Example:
+        >>> one_line("Use  bcrypt .  In .NET Core ,\n use :root and .env files .")
+        'Use bcrypt. In .NET Core, use :root and .env files.'
+    """
+    return _SPACE_BEFORE_PUNCT.sub(r"\1", " ".join(text.split()))
+
+
 def split_sentences(text: str) -> list[Sentence]:
     r"""Split into sentences with offsets; abbreviations like "e.g." do not end a sentence.
 
@@ -192,6 +207,7 @@ __all__ = [
     "fold",
     "is_heading",
     "is_question",
+    "one_line",
     "split_sentences",
     "word_tokens",
     "words",

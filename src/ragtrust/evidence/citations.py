@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragtrust.documents import AnswerSentence, Passage, RetrievedDoc, Span
 from ragtrust.evidence.align import NGramAligner, resolve_source
-from ragtrust.text import split_sentences, word_tokens
+from ragtrust.text import one_line, split_sentences, word_tokens
 
 if TYPE_CHECKING:  # generation imports evidence, not the other way round at run time
     from ragtrust.generation.base import GeneratedAnswer
@@ -52,7 +52,6 @@ _MARKER = re.compile(r"\[([^\[\]\n]{1,300})\]")
 # markers after the sentence's final punctuation move before it: "Text. [1] Next" -> "Text [1]. Next"
 _TRAILING_MARKERS = re.compile(r"([.!?])((?:[ \t]*\[[^\[\]\n]{1,300}\])+)")
 _URLISH = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|www\.)\S+$|^\S*/\S*$", re.IGNORECASE)
-_SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?])")
 
 
 @dataclass(frozen=True)
@@ -121,8 +120,8 @@ def render_answer(
 
 
 def clean_sentence(text: str) -> str:
-    """Collapse whitespace and remove spaces left before punctuation."""
-    return _SPACE_BEFORE_PUNCT.sub(r"\1", " ".join(text.split()))
+    """Collapse whitespace and remove spaces left before punctuation (:func:`~ragtrust.text.one_line`)."""
+    return one_line(text)
 
 
 @dataclass

@@ -58,7 +58,7 @@ from ragtrust.generation.base import GeneratedAnswer
 from ragtrust.http import bearer_client
 from ragtrust.prompts import PROMPT_VERSIONS, ContextBudget, build_answer_messages
 from ragtrust.registry import register
-from ragtrust.text import split_sentences
+from ragtrust.text import one_line, split_sentences
 
 _BASE_URL_HINT = "set RAGTRUST_GENERATOR__BASE_URL (or [generator] base_url in ragtrust.toml)"
 #: how servers say a prompt is longer than the model's window (llama.cpp, OpenAI, vLLM, Ollama)
@@ -348,7 +348,7 @@ def sentences_with_citations(text: str, passages: Sequence[Passage]) -> tuple[tu
                     targets.append(p.url or p.doc_id or p.passage_id)
                 else:
                     targets.append(f"[{k}]")
-        body = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(_MARKER.sub("", sentence.text).split()))
+        body = one_line(_MARKER.sub("", sentence.text))
         if not body.strip(" .!?") and out:
             out[-1] = (out[-1][0], tuple(dict.fromkeys(out[-1][1] + tuple(targets))))
             continue

@@ -60,13 +60,12 @@ from ragtrust.documents import RetrievedDoc, _JsonMixin
 from ragtrust.errors import InputError
 from ragtrust.models.base import ENTAILMENT, NLIModel
 from ragtrust.registry import warm_up
-from ragtrust.text import split_sentences, words
+from ragtrust.text import one_line, split_sentences, words
 
 _CITATION = re.compile(
     r"\s*\[(?:\s*\d+(?:\s*[,;\u2013-]\s*\d+)*\s*|(?:https?://|www\.)[^\]\s]+|[\w.:/#-]*\d[\w.:/#-]*|[\w-]+#[\w-]+)\]"
 )
 _MD_LINK = re.compile(r"\[([^\]]+)\]\((?:https?://|www\.)[^)\s]+\)")
-_SPACE_PUNCT = re.compile(r"\s+([.,;:!?])")
 
 
 def strip_citations(text: str) -> str:
@@ -78,7 +77,7 @@ def strip_citations(text: str) -> str:
     """
     text = _MD_LINK.sub(r"\1", text)
     text = _CITATION.sub("", text)
-    return _SPACE_PUNCT.sub(r"\1", " ".join(text.split())).strip()
+    return one_line(text)
 
 
 @dataclass(frozen=True)
