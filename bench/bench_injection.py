@@ -10,7 +10,8 @@ chunks in the same run, so the ratio holds on a noisy host even when the seconds
 ``--model-batch A B`` times the classifier with each inference batch size (windows per ONNX
 call), alternating them within every pass, and reports each under ``model_batch_<n>``;
 ``--max-words 40 24`` times the default model with those window sizes beside the shipped one
-(reported under ``max_words_<n>`` with the ratio to the default). ``--concurrency on off`` does the same for one-window calls scored side by side on
+(reported under ``max_words_<n>`` with the ratio to the default).
+``--concurrency on off`` compares, the same way, one-window calls scored side by side on
 single-threaded workers (``on``, the default) or one after another on ``--threads`` intra-op
 threads (``off``), reported under ``concurrent_on`` / ``concurrent_off``.
 """
@@ -76,7 +77,8 @@ def main() -> None:
     ]
     result["windows_per_chunk_without_overlap"] = {"mean": statistics.mean(single), "max": max(single)}
     for words in a.max_words or ():
-        counts = [r.details.get("windows", 0) for r in InjectionSignal(model=warm.model, max_words=words).score_batch(docs)]
+        sized = InjectionSignal(model=warm.model, max_words=words)
+        counts = [r.details.get("windows", 0) for r in sized.score_batch(docs)]
         result[f"windows_per_chunk_max_words_{words}"] = {"mean": statistics.mean(counts), "max": max(counts)}
     models: dict[str, object] = {"default": warm.model}
     if a.model_batch:
