@@ -118,6 +118,41 @@ def check_url(value: Any, what: str = "url") -> str | None:
     return value
 
 
+def check_document_id(doc_id: str, where: str = "document") -> None:
+    r"""Refuse an id a store cannot take or serve; every reader of ids from outside calls it.
+
+    Ids may hold ``/`` (``ragtrust ingest`` names a file by its path below the folder), but
+    not a ``.`` or ``..`` segment (a URL resolver drops or climbs it: ``/v1/documents/{id}``),
+    nor leading or trailing whitespace, nor control or format characters (a newline, NUL,
+    U+200B: they hide in a listing and break a URL or a log line); a blank id names nothing,
+    and ``<id>#<n>`` is how the store names a document's chunks.
+
+    Raises:
+        InputError: ``"{where}: 'id' must ..."``, naming the rule and quoting the id.
+
+    Example:
+        >>> check_document_id("kb/a.md")
+        >>> check_document_id("kb/a.md#3", "line 2")
+        Traceback (most recent call last):
+        ...
+        ragtrust.errors.InputError: line 2: 'id' looks like a chunk id (<id>#<n>), got 'kb/a.md#3'; rename the document
+    """
+    if is_blank(doc_id):
+        raise InputError(f"{where}: 'id' must have visible characters, got {doc_id!r}")
+    if doc_id != doc_id.strip():
+        raise InputError(f"{where}: 'id' must not start or end with whitespace, got {doc_id!r}")
+    bad = next((c for c in doc_id if unicodedata.category(c) in _INVISIBLE), None)
+    if bad is not None:
+        raise InputError(
+            f"{where}: 'id' must not contain control or invisible characters (found U+{ord(bad):04X}), got {doc_id!r}"
+        )
+    if any(part in (".", "..") for part in doc_id.split("/")):
+        raise InputError(f"{where}: 'id' must not have a '.' or '..' path segment, got {doc_id!r}")
+    _, sep, tail = doc_id.rpartition("#")
+    if sep and tail.isdigit():
+        raise InputError(f"{where}: 'id' looks like a chunk id (<id>#<n>), got {doc_id!r}; rename the document")
+
+
 #: deepest nesting of objects and arrays a document's metadata may have; the same bound as
 #: ``ingest.max_depth`` for folders. Serialising recurses, so an unbounded depth (a
 #: 900-deep JSON list) raised RecursionError where it should refuse the input.
@@ -592,6 +627,7 @@ __all__ = [
     "Span",
     "TrustLevel",
     "Verdict",
+    "check_document_id",
     "check_metadata_depth",
     "check_rank",
     "check_similarity",

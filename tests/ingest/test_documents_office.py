@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -226,3 +227,14 @@ def test_cli_json_spans_carry_the_pdf_page(tmp_path: Path) -> None:
         assert span["page"] == number
     assert 2 in {s["page"] for s in pdf}
     assert all(s["page"] is None for s in spans if not s["doc_id"].startswith("guide.pdf"))
+
+
+def test_a_truncated_pdf_is_one_skipped_line_and_no_stray_library_warnings(tmp_path: Path) -> None:
+    # pypdf logs "EOF marker not found" and the like; with no logging set up Python's last-resort
+    # handler printed them to stderr: lines naming no file, before the skipped-files table
+    data = make_pdf(["Use TLS 1.2 or later."])
+    (tmp_path / "cut.pdf").write_bytes(data[: len(data) // 2])
+    code = f"from ragtrust.ingest.loaders import load_paths; print(load_paths([{str(tmp_path / 'cut.pdf')!r}]).skipped)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert "damaged or unreadable PDF" in done.stdout or "no text layer" in done.stdout, done.stdout
+    assert done.stderr == ""

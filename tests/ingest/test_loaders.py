@@ -194,3 +194,37 @@ def test_a_low_confidence_guess_is_reported_not_used() -> None:
     data = "パスワードは安全に保存してください。".encode("shift_jis")
     with pytest.raises(InputError, match=r"no reliable encoding detected \(best guess cp932, language coherence"):
         decode_bytes(data)
+
+
+def test_a_record_with_an_unusable_id_is_skipped_and_the_rest_of_the_file_loads(tmp_path: Path) -> None:
+    # a chunk-style id made the store refuse the whole batch; control characters and "." / ".."
+    # segments are ids the HTTP ingest refuses (a listing hides them, a URL cannot carry them)
+    rows = [
+        {"id": "ok", "text": "Use TLS 1.2 or later."},
+        {"id": "rule#1", "text": "Looks like a chunk of 'rule'."},
+        {"id": "evil\x1b[2J", "text": "Clears the terminal."},
+        {"id": "../up", "text": "Climbs a URL."},
+    ]
+    jsonl = _write(tmp_path / "r.jsonl", "\n".join(json.dumps(r) for r in rows))
+    csv_file = _write(tmp_path / "r.csv", "id,text\nfine,Rotate keys yearly.\nrule#2,A chunk id.\n")
+    report = load_paths([jsonl, csv_file])
+    assert [d.id for d in report.documents] == ["ok", "fine"]
+    reasons = dict(report.skipped)
+    assert "looks like a chunk id" in reasons[f"{jsonl}:2"]
+    assert "control or invisible characters" in reasons[f"{jsonl}:3"]
+    assert "'.' or '..' path segment" in reasons[f"{jsonl}:4"]
+    assert "looks like a chunk id" in reasons[f"{csv_file}:3"]
+
+
+def test_a_store_under_an_ingested_folder_is_not_read_as_documents(tmp_path: Path) -> None:
+    from ragtrust.ingest.store import Store
+    from ragtrust.testing import HashingEmbedder
+
+    kb = tmp_path / "kb"
+    _write(kb / "a.md", "# TLS\n\nUse TLS 1.2 or later.")
+    for root in (kb / "store", kb):  # a store in a subfolder, and a store in the folder itself
+        Store.open(root, HashingEmbedder(), create=True).add(load_paths([kb]).documents)
+        report = load_paths([kb])
+        assert [d.id for d in report.documents] == ["kb/a.md"], report.skipped
+        assert (str(root), "a ragtrust store: its own files are not documents") in report.skipped
+        assert {path for path, _ in report.skipped} <= {str(kb), str(kb / "store")}  # no line per store file

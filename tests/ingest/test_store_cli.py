@@ -295,3 +295,25 @@ def test_ingest_says_when_new_documents_join_a_vetted_store_without_being_vetted
     # nothing new the second time: no note
     again = runner.invoke(app, ["ingest", str(extra), "--store", str(store), *tier(second_tier)])
     assert again.exit_code == 0 and "note:" not in again.stderr
+
+
+def test_ids_and_paths_are_shown_as_text_never_as_markup_or_terminal_escapes(tmp_path: Path) -> None:
+    # "[/]" in an id was read as rich markup: ingest (after committing), docs, ledger and vet
+    # ended in "internal error (MarkupError)"; an ESC in a file name reached the terminal
+    kb, store = tmp_path / "kb", tmp_path / "store"
+    kb.mkdir()
+    rows = [{"id": "rule[/]", "text": "Use TLS 1.2 or later."}, {"id": "rule[/]", "text": "Again."}]
+    (kb / "r.jsonl").write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    (kb / "[red]x\x1b[2J.bin").write_text("not a document", encoding="utf-8")
+    for args in (
+        ["ingest", str(kb), "--store", str(store)],
+        ["docs", "--store", str(store)],
+        ["ledger", "rule[/]", "--store", str(store)],
+        ["vet", "rule[/]", "--store", str(store)],
+        ["quarantine", "rule[/]", "--store", str(store)],
+    ):
+        result = runner.invoke(app, args, env={"COLUMNS": "300"})
+        assert result.exit_code == 0, result.output
+        assert "rule[/]" in result.output and "\x1b" not in result.output
+    ingested = runner.invoke(app, ["ingest", str(kb), "--store", str(store)], env={"COLUMNS": "300"})
+    assert "[red]x\\x1b[2J.bin" in ingested.output and "duplicate document id 'rule[/]'" in ingested.output

@@ -107,11 +107,13 @@ def test_a_damaged_ledger_is_caught_before_an_ingest_publishes(tmp_path: Path) -
 def test_cli_commands_on_a_store_without_ledger_exit_2_with_one_line(tmp_path: Path) -> None:
     root = _store(tmp_path)
     (root / "ledger.sqlite").unlink()
+    new = tmp_path / "new.md"  # not the folder holding the store: its own files are never documents
+    new.write_text("# TLS\n\nUse TLS 1.2 or later.\n", encoding="utf-8")
     for args in (
         ["ask", "How should I store passwords?", "--store", str(root)],
         ["scan", "--store", str(root)],
         ["vet", "md5", "--store", str(root)],
-        ["ingest", str(tmp_path), "--store", str(root)],
+        ["ingest", str(new), "--store", str(root)],
     ):
         result = runner.invoke(app, args)
         assert result.exit_code == 2, (args, result.output)

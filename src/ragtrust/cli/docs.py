@@ -15,6 +15,7 @@ import typer
 from rich.table import Table
 
 from ragtrust.cli.common import StoreOption, console, handle_errors, print_json, store_path
+from ragtrust.cli.render import plain
 from ragtrust.errors import InputError
 
 #: ``--tier`` values: the ledger's tiers, and ``none`` for documents whose tier was never set
@@ -86,10 +87,10 @@ def docs_command(
         print_json(rows)
         return
     if not rows:
-        console.print(f"no documents in store {root}" + (f" with tier {tier}" if tier else ""), highlight=False)
+        console.print(plain(f"no documents in store {root}" + (f" with tier {tier}" if tier else "")), highlight=False)
         return
     table = Table(
-        title=f"{len(rows)} document(s) in store {root}",
+        title=plain(f"{len(rows)} document(s) in store {root}"),
         title_justify="left",
         caption="changed: the content changed since it was vetted",
         caption_justify="left",
@@ -103,12 +104,12 @@ def docs_command(
     table.add_column("source", overflow="fold", min_width=8, max_width=48)  # the id gets the room first
     for row in rows:
         table.add_row(
-            row["id"],
+            plain(row["id"]),
             row["tier"] or "(none)",
             str(row["versions"]),
             "YES" if row["changed_since_vetted"] else "no",
             (row["deleted"] or "")[:19].replace("T", " ") or "no",
-            row["source"],
+            plain(row["source"]),
         )
     console.print(table)
 

@@ -17,6 +17,7 @@ import typer
 from rich.table import Table
 
 from ragtrust.cli.common import StoreOption, console, handle_errors, print_json, store_path
+from ragtrust.cli.render import plain
 
 _VET_IDS = typer.Argument(..., help="document ids (a chunk id vets its document)")
 _QUARANTINE_IDS = typer.Argument(..., help="document ids (a chunk id quarantines its document)")
@@ -92,7 +93,7 @@ def ledger_command(
             }
         )
         return
-    summary = Table(title=f"Provenance of {key}", title_justify="left", show_header=False)
+    summary = Table(title=plain(f"Provenance of {key}"), title_justify="left", show_header=False)
     summary.add_column("field")
     summary.add_column("value")
     for name, value in (
@@ -106,19 +107,19 @@ def ledger_command(
         ("last changed", record.last_changed),
         ("deleted", record.deleted_at or "no"),
     ):
-        summary.add_row(name, str(value))
+        summary.add_row(name, plain(str(value)))
     console.print(summary)
     versions = Table(title="Versions", title_justify="left")
     for col in ("version", "hash", "recorded", "source"):
         versions.add_column(col)
     for v in history:
-        versions.add_row(str(v.version), v.content_hash[:16], v.recorded_at, v.source)
+        versions.add_row(str(v.version), v.content_hash[:16], v.recorded_at, plain(v.source))
     console.print(versions)
     log = Table(title="Events", title_justify="left")
     for col in ("at", "event", "by", "detail"):
         log.add_column(col)
     for e in events:
-        log.add_row(e.at, e.kind, e.actor, e.detail)
+        log.add_row(e.at, e.kind, plain(e.actor), plain(e.detail))
     console.print(log)
 
 
@@ -158,7 +159,7 @@ def _set_tier(root: Path, ids: list[str], tier: str, reason: str, actor: str) ->
             raise InputError(f"not in the ledger of store {root}: {names}{hint}")
         for key in dict.fromkeys(keys):
             db.set_tier(key, tier, reason, actor=actor)
-    console.print(f"{tier} by {actor}: {', '.join(dict.fromkeys(keys))}")
+    console.print(plain(f"{tier} by {actor}: {', '.join(dict.fromkeys(keys))}"), highlight=False)
 
 
 __all__ = ["ByOption", "cli_actor", "ledger_command", "quarantine", "vet"]

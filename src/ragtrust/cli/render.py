@@ -60,6 +60,19 @@ def printable(text: str, *, one_line: bool = False) -> str:
     return (_UNSAFE if one_line else _UNSAFE_IN_TEXT).sub(_escape, text)
 
 
+def plain(text: str) -> Text:
+    r"""A one-line name (an id, a path, a reason quoting one) for a table cell or a line.
+
+    Shown as text, never as rich markup (``"rule[/]"`` is an id, not a closing tag), with
+    control and bidi-control characters escaped (:func:`printable`).
+
+    Example:
+        >>> plain("rule[/]\x1b[2J").plain
+        'rule[/]\\x1b[2J'
+    """
+    return Text(printable(text, one_line=True))
+
+
 def printable_fields(value: _T, *, one_line: bool = False) -> _T:
     """A copy of ``value`` (a verdict, or any of its parts) with :func:`printable` on every string.
 
@@ -302,6 +315,7 @@ __all__ = [
     "conflicts_table",
     "decision_line",
     "diff_ranges",
+    "plain",
     "print_verdict",
     "printable",
     "printable_fields",

@@ -35,6 +35,7 @@ from ragtrust.cli.common import (
     store_path,
 )
 from ragtrust.cli.ledger import ByOption, cli_actor, ledger_command, quarantine, vet
+from ragtrust.cli.render import plain
 from ragtrust.config import Settings
 
 _INGEST_PATHS = typer.Argument(..., help="files or folders (.txt .md .html .jsonl .csv; .pdf .docx: docs extra)")
@@ -97,7 +98,7 @@ def _print_skipped(skipped: list[tuple[str, str]]) -> None:
     table.add_column("path")
     table.add_column("reason")
     for path, reason in skipped:
-        table.add_row(path, reason)
+        table.add_row(plain(path), plain(reason))
     err_console.print(table)
 
 
@@ -152,7 +153,7 @@ def ingest(
     if json_out:
         print_json({**report.to_dict(), "skipped": [list(s) for s in skipped], "store": str(root)})
         return
-    table = Table(title=f"Ingested into {root}", title_justify="left")
+    table = Table(title=plain(f"Ingested into {root}"), title_justify="left")
     for col in ("added", "updated", "unchanged", "chunks written", "chunks in store", "skipped files", "seconds"):
         table.add_column(col, justify="right")
     table.add_row(

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -93,6 +94,7 @@ def pdf_text(data: bytes) -> tuple[str, dict[str, Any]]:
         from pypdf import PdfReader
     except ImportError:
         raise InputError(INSTALL_HINT.format(kind="PDF")) from None
+    _quiet("pypdf")
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not _opens_without_password(reader):
@@ -110,6 +112,18 @@ def pdf_text(data: bytes) -> tuple[str, dict[str, Any]]:
     if isinstance(title, str) and title.strip():
         meta["title"] = title.strip()
     return text, meta
+
+
+def _quiet(library: str) -> None:
+    """Give a library's logger a NullHandler, once, so its warnings go to a configured log or nowhere.
+
+    pypdf logs what it repairs ("EOF marker not found"); with no logging set up, Python's
+    last-resort handler printed that to stderr: lines that name no file, beside the one
+    line a skipped file gets. An application that configures logging still receives them.
+    """
+    logger = logging.getLogger(library)
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
 
 
 def _opens_without_password(reader: Any) -> bool:

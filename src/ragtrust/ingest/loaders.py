@@ -18,7 +18,8 @@ Supported formats (by extension, case-insensitive):
     one document per line: ``text`` (required, non-empty string), ``id`` (recommended; without
     it the id is ``<file id>:<line number>``, which is stable only while lines keep their
     place), ``url``, ``metadata`` (an object); any other key is kept in the metadata. A bad
-    line is listed in :attr:`LoadReport.skipped` and the rest of the file still loads.
+    line (an id :func:`~ragtrust.documents.check_document_id` refuses, such as ``x#1``, is
+    one) is listed in :attr:`LoadReport.skipped` and the rest of the file still loads.
 ``.csv``
     one document per row with a header: ``text`` (required), ``id``, ``url`` columns; any
     other column goes to the metadata. The delimiter (``,`` ``;`` tab ``|``) is sniffed.
@@ -40,7 +41,8 @@ than ``max_file_bytes`` (20 MB), a JSONL line or CSV record larger than ``max_li
 (2 MB) and a folder more than ``max_depth`` (32) levels below a given folder are skipped with
 a one-line reason naming the setting; the rest is still loaded. Folders are walked with an
 explicit stack (no recursion limit); links to folders are not followed (no link loops),
-links to files are read.
+links to files are read. A store met under a folder (``--store`` inside the corpus) is left
+out, its own files only: the documents beside it are read.
 
 Encodings: UTF-8 (with or without BOM) and UTF-16/32 with a BOM are read directly. Other
 files are read as Windows-1252 (Western European; a superset of Latin-1's printable
@@ -72,10 +74,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ragtrust.config import IngestConfig
-from ragtrust.documents import Document
+from ragtrust.documents import Document, check_document_id
 from ragtrust.errors import InputError
 from ragtrust.ingest.documents_office import OFFICE_EXTENSIONS, office_text
 from ragtrust.ingest.markup import html_to_text, markdown_metadata
+from ragtrust.ingest.store_files import holds_store, is_store_entry
 from ragtrust.io import format_bytes
 
 #: extensions that :func:`load_paths` reads
@@ -209,8 +212,12 @@ def _walk(
         except OSError as exc:
             report.skipped.append((str(folder), f"cannot read folder: {exc.strerror or exc}"))
             continue
+        # a store kept under the folder (or in it): its segments are JSONL, never documents
+        store = holds_store(folder)
+        if store:
+            report.skipped.append((str(folder), "a ragtrust store: its own files are not documents"))
         for entry in listed:
-            if entry.name.startswith("."):
+            if entry.name.startswith(".") or (store and is_store_entry(entry.name)):
                 continue
             rel_parts = (*parts, entry.name)
             try:
@@ -259,6 +266,7 @@ def _load_one(file: Path, doc_id: str, report: LoadReport, seen: dict[str, str],
         )
         return
     try:
+        check_document_id(doc_id, "the id from the file's path")
         data = _read_bounded(file, limits.max_file_bytes)
         office = suffix in OFFICE_EXTENSIONS  # binary formats: their readers decode them
         text, encoding = ("", "utf-8") if office else decode_bytes(data)
@@ -376,6 +384,7 @@ def _record_document(file: Path, file_id: str, where: str, n: int, row: Any) -> 
         doc_id = str(raw_id)
     else:
         raise InputError(f"{where}: 'id' must be a string or an integer, got {type(raw_id).__name__}")
+    check_document_id(doc_id, where)
     url = row.get("url") or None
     if url is not None and not isinstance(url, str):
         raise InputError(f"{where}: 'url' must be a string")

@@ -66,6 +66,29 @@ def store_exists(path: str | Path) -> bool:
     return os.path.lexists(root / CURRENT) or _has_store_files(root)
 
 
+def holds_store(folder: str | Path) -> bool:
+    """Tell whether a folder met while reading documents holds a store (its ledger, or ``CURRENT`` and segments).
+
+    Stricter than :func:`store_exists`: a corpus may have a ``segments/`` folder of its own.
+    """
+    root = Path(folder)
+    return (root / LEDGER_FILE).is_file() or (os.path.lexists(root / CURRENT) and (root / "segments").is_dir())
+
+
+def is_store_entry(name: str) -> bool:
+    """Tell whether an entry of a folder that :func:`holds_store`, by name, is one of the store's own.
+
+    ``CURRENT``, ``generations/``, ``segments/`` and the SQLite files (the ledger, the
+    caches, their ``-wal`` / ``-shm`` files and the copies ``store repair`` keeps); anything
+    else is a file kept beside the store.
+
+    Example:
+        >>> [is_store_entry(n) for n in ("segments", "ledger.sqlite-wal", "notes.md")]
+        [True, True, False]
+    """
+    return name in (CURRENT, "generations", "segments") or ".sqlite" in name
+
+
 def _has_store_files(root: Path) -> bool:
     """A manifest, a ledger that records documents (or is not one), or segments without a ledger."""
     gens = root / "generations"
@@ -412,6 +435,8 @@ __all__ = [
     "current_generation",
     "damaged",
     "empty_manifest",
+    "holds_store",
+    "is_store_entry",
     "ledger_damage",
     "missing_message",
     "open_ledger",

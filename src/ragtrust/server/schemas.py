@@ -9,13 +9,12 @@ responses are built *from* the domain objects' ``to_dict()``.
 from __future__ import annotations
 
 import collections
-import unicodedata
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
-from ragtrust.documents import Document, Passage, RetrievedDoc, is_blank
+from ragtrust.documents import Document, Passage, RetrievedDoc, check_document_id, is_blank
 from ragtrust.errors import InputError
 from ragtrust.io import parse_document_row
 
@@ -146,38 +145,17 @@ def to_passages(passages: Sequence[PassageIn]) -> list[Passage]:
     return [Passage(passage_id=p.passage_id, text=p.text, url=p.url, doc_id=p.doc_id) for p in passages]
 
 
-def _check_ingest_id(doc_id: str, where: str) -> None:
-    """Refuse an id the store's URLs (``/v1/documents/{id}``) and the web UI cannot carry.
-
-    Ids may hold ``/`` (``ragtrust ingest`` names a file by its path below the folder), but
-    not a ``.`` or ``..`` segment (a URL resolver drops or climbs it), nor leading or
-    trailing whitespace, nor control or format characters (a newline, NUL, U+200B: they
-    hide in a listing and break a URL or a log line); a blank id names nothing.
-    """
-    if is_blank(doc_id):
-        raise InputError(f"{where}: 'id' must have visible characters, got {doc_id!r}")
-    if doc_id != doc_id.strip():
-        raise InputError(f"{where}: 'id' must not start or end with whitespace, got {doc_id!r}")
-    bad = next((c for c in doc_id if unicodedata.category(c) in ("Cc", "Cf")), None)
-    if bad is not None:
-        raise InputError(
-            f"{where}: 'id' must not contain control or invisible characters (found U+{ord(bad):04X}), got {doc_id!r}"
-        )
-    if any(part in (".", "..") for part in doc_id.split("/")):
-        raise InputError(f"{where}: 'id' must not have a '.' or '..' path segment, got {doc_id!r}")
-
-
 def to_documents(documents: Sequence[IngestDocumentIn]) -> list[Document]:
     """Request documents as domain :class:`Document` objects for ingestion.
 
     Raises:
-        InputError: an id is unusable (:func:`_check_ingest_id`), a text has nothing visible
+        InputError: an id is unusable (:func:`~ragtrust.documents.check_document_id`), a text has nothing visible
             (:func:`~ragtrust.documents.is_blank`), the metadata is too deep, or ids repeat.
     """
     _unique_ids([d.id for d in documents], "document")
     out = []
     for i, doc in enumerate(documents):
-        _check_ingest_id(doc.id, f"documents[{i}]")
+        check_document_id(doc.id, f"documents[{i}]")
         if is_blank(doc.text):
             raise InputError(f"documents[{i}]: 'text' must have visible characters (not only whitespace or controls)")
         out.append(Document(id=doc.id, text=doc.text, url=doc.url, source=doc.source or "api", metadata=doc.metadata))
