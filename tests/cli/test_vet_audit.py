@@ -73,3 +73,11 @@ def test_an_empty_by_is_a_one_line_error_and_changes_nothing(tmp_path: Path) -> 
         "error: the actor recorded with a ledger change must be a non-empty one-line name, got ' '"
     ]
     assert _events(store) == [("added", "os-user")]
+
+
+@pytest.mark.parametrize(("by", "actor"), [((), "os-user"), (("--by", "cleanup-job"), "cleanup-job")])
+def test_delete_records_the_os_user_or_by(tmp_path: Path, by: tuple[str, ...], actor: str) -> None:
+    store = _store(tmp_path)
+    result = runner.invoke(app, ["delete", "kb/keys.md", "--store", str(store), *by])
+    assert result.exit_code == 0, result.output
+    assert _events(store)[-1] == ("deleted", actor)  # was always "unknown"

@@ -290,13 +290,14 @@ def delete_command(
     ids: list[str] = _DELETE_IDS,
     store: Path | None = StoreOption,
     config: Path | None = ConfigOption,
+    by: str | None = ByOption,
 ) -> None:
     """Delete documents (and their chunks) from a store; the ledger keeps their history."""
     from ragtrust.ingest.store import Store
 
     settings = settings_from(config)
     st = Store.open(store_path(store), _embedder(settings), settings=settings)
-    count = st.delete(ids)
+    count = st.delete(ids, actor=cli_actor(by))
     console.print(f"deleted {count} document(s); {len(st)} chunks remain")
 
 

@@ -67,7 +67,7 @@ from ragtrust.documents import Document
 from ragtrust.errors import ConfigError, InputError
 from ragtrust.ingest.chunker import chunk_document
 from ragtrust.ingest.ingest_report import IngestReport, Progress
-from ragtrust.ingest.ledger import TIERS, Ledger
+from ragtrust.ingest.ledger import TIERS, UNKNOWN_ACTOR, Ledger
 from ragtrust.ingest.snapshot import Snapshot, live_rows, stack_vectors
 from ragtrust.ingest.store_check import REPAIR_REASON, StoreCheck, StoreRepair, check_store, repair_store
 from ragtrust.ingest.store_files import (
@@ -301,7 +301,7 @@ class Store:
         tier: str | None = None,
         source: str = "",
         progress: Progress | None = None,
-        actor: str = "unknown",
+        actor: str = UNKNOWN_ACTOR,
     ) -> IngestReport:
         """Add or update parent documents; unchanged ones are left as they are.
 
@@ -392,8 +392,10 @@ class Store:
         if docs:
             self.ledger.record_many(docs, source, tier, actor=actor)
 
-    def delete(self, doc_ids: Sequence[str]) -> int:
+    def delete(self, doc_ids: Sequence[str], *, actor: str = UNKNOWN_ACTOR) -> int:
         """Delete parent documents (all their chunks); returns how many were deleted.
+
+        ``actor`` is who the ledger records the deletion as (as for :meth:`add`).
 
         Raises:
             InputError: an id that is not a document of the store (nothing is deleted).
@@ -421,7 +423,7 @@ class Store:
                 parents={k: v for k, v in known.items() if k not in targets},
             )
             for doc_id in wanted:
-                self.ledger.delete(doc_id)
+                self.ledger.delete(doc_id, actor=actor)
             self._collect_garbage()
         return len(wanted)
 
