@@ -74,6 +74,23 @@ def words(text: str) -> list[str]:
     return [t.text for t in word_tokens(text)]
 
 
+#: what a reader does not see of a Markdown link (its target) and bare URLs
+_LINK_TARGET = re.compile(r"(?<=\])\(\s*[^)\s]+[^)\n]*\)")
+_BARE_URL = re.compile(r"(?:[a-z][a-z0-9+.-]*://|www\.)\S+", re.IGNORECASE)
+
+
+def visible_words(text: str) -> list[str]:
+    """The normalised words of ``text`` that a reader sees: a link's text, not its target.
+
+    Example:
+        >>> visible_words("- [Java RegEx](https://docs.oracle.com/javase/8/docs/api/Pattern.html)")
+        ['java', 'regex']
+        >>> len(visible_words("See https://owasp.org/www-project-top-ten/ for the list."))
+        4
+    """
+    return words(_BARE_URL.sub(" ", _LINK_TARGET.sub(" ", text)))
+
+
 #: a space left before punctuation that ends a word ("bcrypt ." -> "bcrypt."), not before
 #: punctuation that starts a name (".NET", ".env", ":root", "!important")
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?]+)(?=\s|$|[)\]}\"'])")
@@ -209,6 +226,7 @@ __all__ = [
     "is_question",
     "one_line",
     "split_sentences",
+    "visible_words",
     "word_tokens",
     "words",
 ]

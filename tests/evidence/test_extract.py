@@ -208,3 +208,17 @@ def test_context_rank_and_relative_cutoff_focus_the_evidence() -> None:
     assert {p.doc_id for p in ExtractiveExtractor(relative_cutoff=0.0).extract(query, docs)} == {"kb-01", "kb-33"}
     with pytest.raises(ConfigError, match="rank_weight"):
         ExtractiveExtractor(rank_weight=2.0)
+
+
+def test_a_link_alone_is_not_evidence_however_long_its_target() -> None:
+    # "- [Java RegEx](https://docs.oracle.com/...)" answered "How do I prevent XXE in Java?": the
+    # URL's pieces counted as words
+    docs = retrieved(
+        [
+            "## References\n\n- [Java RegEx](https://docs.oracle.com/javase/8/docs/api/java/util/regex/Pattern.html)\n"
+            "- Java parsers such as DocumentBuilderFactory must disable external entities to prevent XXE.",
+        ]
+    )
+    passages = ExtractiveExtractor(relative_cutoff=0.0).extract("How do I prevent XXE in Java?", docs)
+    assert passages and all("Java RegEx" not in p.text for p in passages)
+    assert any("DocumentBuilderFactory" in p.text for p in passages)

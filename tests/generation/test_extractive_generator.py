@@ -119,3 +119,14 @@ def test_focus_keeps_the_lead_source_first_and_drops_weak_neighbours() -> None:
     # the lead source opens the answer although the neighbour has the single best sentence
     assert focused.sentences[0] == ("Bind every SQL variable with prepared statements.", ("lead",))
     assert focused.sentences[1] == ("Prepared statements bind SQL variables in every SQL query.", ("other",))
+
+
+def test_a_link_alone_is_not_an_answer_sentence() -> None:
+    passages = [
+        Passage("p1", "- [Java RegEx](https://docs.oracle.com/javase/8/docs/api/java/util/regex/Pattern.html)"),
+        Passage("p2", "Java XML parsers must disable external entities to prevent XXE."),
+    ]
+    answer = ExtractiveGenerator(relative_cutoff=0.0, focus_cutoff=0.0).generate(
+        "How do I prevent XXE in Java?", passages
+    )
+    assert "Java RegEx" not in answer.text and "external entities" in answer.text

@@ -54,7 +54,7 @@ from ragtrust.evidence.extract_llm import ChatModel, ExtractionError, LLMExtract
 from ragtrust.evidence.passages_json import passages_from_json, read_passages_json
 from ragtrust.models.base import Embedder
 from ragtrust.registry import register, warm_up
-from ragtrust.text import Sentence, split_sentences, word_tokens
+from ragtrust.text import Sentence, split_sentences, visible_words, word_tokens
 
 _STOPWORD_TEXT = """a an the of to in on at is are was were be been being by for with and or as that this these those
 it its from into than then there their them they he she we you your our i me my do does did doing done can could
@@ -220,7 +220,8 @@ class ExtractiveExtractor:
         max_sentences_per_doc: most sentences taken from one document (adjacent chosen
             sentences merge into one passage).
         lexical_weight: weight of the lexical score when an embedder is given.
-        min_tokens: sentences with fewer word tokens (headings, list bullets) are skipped.
+        min_tokens: sentences with fewer words a reader sees (headings, list bullets, a link alone:
+            :func:`~ragtrust.text.visible_words`) are skipped.
         min_score: sentences scoring at or below this are never selected.
         context_weight: weight of the sentence's topic context (:func:`sentence_context`:
             title, question, section heading) in its score; 0 scores sentences alone.
@@ -268,7 +269,7 @@ class ExtractiveExtractor:
         for d, doc in enumerate(docs):
             sentences = sentences_by_doc[d]
             for k, sentence in enumerate(sentences):
-                if len(word_tokens(sentence.text)) >= self.min_tokens and is_evidence_sentence(sentence.text):
+                if len(visible_words(sentence.text)) >= self.min_tokens and is_evidence_sentence(sentence.text):
                     context = sentence_context(doc.document, sentence.start, sentences) if self.context_weight else ""
                     candidates.append((d, k, sentence, context))
         # one pass over sentences and distinct contexts (embedding calls are the cost)

@@ -36,7 +36,7 @@ from ragtrust.evidence.extract import is_evidence_sentence, relevance_scores
 from ragtrust.generation.base import GeneratedAnswer
 from ragtrust.models.base import Embedder
 from ragtrust.registry import register, warm_up
-from ragtrust.text import split_sentences, words
+from ragtrust.text import split_sentences, visible_words, words
 
 _EMPHASIS = re.compile(r"\*\*|__")
 
@@ -50,7 +50,8 @@ class ExtractiveGenerator:
         max_sentences: most sentences in the answer (SPEC: ``evidence.max_answer_sentences``).
         embedder: optional sentence embedder for semantic relevance.
         lexical_weight: weight of lexical relevance when an embedder is given.
-        min_tokens: sentences with fewer word tokens (headings, fragments) are skipped.
+        min_tokens: sentences with fewer words a reader sees (headings, fragments, a link alone:
+            :func:`~ragtrust.text.visible_words`) are skipped.
         relative_cutoff: sentences scoring below this fraction of the best sentence's score
             are left out.
         focus_cutoff: sentences from a source other than the lead source (that of the first
@@ -89,7 +90,7 @@ class ExtractiveGenerator:
             for si, sentence in enumerate(parts):
                 # Markdown emphasis is dropped (it carries no tokens, so spans still align)
                 text = " ".join(_EMPHASIS.sub("", sentence.text).split())
-                if len(words(text)) >= self.min_tokens and is_evidence_sentence(text):
+                if len(visible_words(text)) >= self.min_tokens and is_evidence_sentence(text):
                     candidates.append((pi, si, text, source))
         scores = relevance_scores(query, [c[2] for c in candidates], self.embedder, self.lexical_weight)
         ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i][0], candidates[i][1]))
