@@ -317,3 +317,15 @@ def test_ids_and_paths_are_shown_as_text_never_as_markup_or_terminal_escapes(tmp
         assert "rule[/]" in result.output and "\x1b" not in result.output
     ingested = runner.invoke(app, ["ingest", str(kb), "--store", str(store)], env={"COLUMNS": "300"})
     assert "[red]x\\x1b[2J.bin" in ingested.output and "duplicate document id 'rule[/]'" in ingested.output
+
+
+@pytest.mark.parametrize(("command", "verb"), [("vet", "vet"), ("quarantine", "quarantine")])
+def test_a_deleted_document_is_named_deleted_not_unknown(tmp_path: Path, command: str, verb: str) -> None:
+    kb, store = _kb(tmp_path), tmp_path / "store"
+    assert runner.invoke(app, ["ingest", str(kb), "--store", str(store)]).exit_code == 0
+    assert runner.invoke(app, ["delete", "kb/keys.md", "--store", str(store)]).exit_code == 0
+    result = runner.invoke(app, [command, "kb/keys.md#0", "--store", str(store)], env={"COLUMNS": "300"})
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()  # was "not in the ledger of store ...", history and all
+    assert line.startswith(f"error: deleted from store {store}: kb/keys.md#0 (deleted 20")
+    assert line.endswith(f"; ingest it again to {verb} it")

@@ -146,6 +146,11 @@ def _did_you_mean(db: Any, unknown: list[tuple[str, str]], *, include_deleted: b
     return f"; did you mean {', '.join(parts)}?" if parts else ""
 
 
+def _tier_verb(tier: str) -> str:
+    """The command that sets ``tier``: ``vetted`` -> ``vet``, ``quarantined`` -> ``quarantine``."""
+    return {"vetted": "vet", "quarantined": "quarantine"}.get(tier, f"mark {tier}")
+
+
 def _set_tier(root: Path, ids: list[str], tier: str, reason: str, actor: str) -> None:
     from ragtrust.errors import InputError
     from ragtrust.ingest.store import open_ledger
@@ -153,6 +158,11 @@ def _set_tier(root: Path, ids: list[str], tier: str, reason: str, actor: str) ->
     with open_ledger(root) as db:
         keys = [_parent_key(db, i) for i in ids]
         unknown = [(i, k) for i, k in zip(ids, keys, strict=True) if db.get(k) is None]
+        deleted = [(i, r) for i, k in unknown if (r := db.get(k, include_deleted=True)) is not None]
+        if deleted:
+            # its history is still in the ledger (``ragtrust ledger``), but there is nothing to vet
+            names = ", ".join(f"{i} (deleted {str(r.deleted_at)[:19].replace('T', ' ')})" for i, r in deleted)
+            raise InputError(f"deleted from store {root}: {names}; ingest it again to {_tier_verb(tier)} it")
         if unknown:
             names = ", ".join(i for i, _ in unknown)
             hint = _did_you_mean(db, unknown) or " (see `ragtrust ingest`)"
