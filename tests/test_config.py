@@ -142,11 +142,11 @@ def test_a_table_is_json_or_one_variable_per_key() -> None:
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
-        (
+        (  # the variable is named (it was 'error parsing value for field "screening" from source ...')
             {"RAGTRUST_SCREENING__SIGNALS": '["injection"'},
-            'invalid configuration: error parsing value for field "screening"',
+            "invalid configuration: RAGTRUST_SCREENING__SIGNALS is not valid JSON (Expecting ',' delimiter",
         ),
-        ({"RAGTRUST_EVIDENCE__TERMS": "{oops"}, 'invalid configuration: error parsing value for field "evidence"'),
+        ({"RAGTRUST_EVIDENCE__TERMS": "{oops"}, "invalid configuration: RAGTRUST_EVIDENCE__TERMS is not valid JSON"),
         (
             {"RAGTRUST_RETRIEVAL__TOP_K": "many"},
             "invalid configuration: retrieval.top_k: Input should be a valid integer",

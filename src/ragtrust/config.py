@@ -528,7 +528,22 @@ def load_settings(
     except ValidationError as exc:
         raise ConfigError(f"invalid configuration: {_problems(exc)}") from exc
     except SettingsError as exc:  # a variable's value is not valid JSON
-        raise ConfigError(f"invalid configuration: {exc}: {exc.__cause__}") from exc
+        raise ConfigError(f"invalid configuration: {_bad_json(env) or f'{exc}: {exc.__cause__}'}") from exc
+
+
+def _bad_json(env: Mapping[str, str]) -> str:
+    """``RAGTRUST_X is not valid JSON (why)`` for each variable with a list or table value that does not parse."""
+    import json
+
+    bad = []
+    for name, value in sorted(env.items()):
+        if not name.upper().startswith("RAGTRUST_") or not value.lstrip().startswith(("[", "{")):
+            continue
+        try:
+            json.loads(value)
+        except ValueError as exc:
+            bad.append(f"{name} is not valid JSON ({exc})")
+    return "; ".join(bad)
 
 
 __all__ = [
