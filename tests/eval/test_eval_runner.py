@@ -48,6 +48,15 @@ def test_parse_suite():
         parse_suite("kb", ks=[0])
 
 
+def test_parse_suite_unknown_name_lists_suites_and_datasets():
+    with pytest.raises(
+        ConfigError, match=r"unknown suite or dataset 'papr'; suites: paper, quick, threats; datasets: "
+    ):
+        parse_suite("papr")
+    with pytest.raises(ConfigError, match=r"^unknown dataset 'nope'"):  # inside a list: the item is a dataset
+        parse_suite("kb:mixed,nope")
+
+
 def test_mini_suite_records_reports_and_calibration(tmp_path, fake_gate_factory):
     specs = parse_suite("kb:instruction_injection,kb:entity_swap", ks=[3, 5])
     base = load_settings(env={})

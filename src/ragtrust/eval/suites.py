@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ragtrust.errors import ConfigError
 from ragtrust.eval.attacks import ATTACK_STRATEGIES
-from ragtrust.eval.datasets import canonical_dataset
+from ragtrust.eval.datasets import DATASETS, canonical_dataset
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,15 @@ def parse_suite(
         specs = []
         for item in name.split(","):
             dataset, _, strategy = item.strip().partition(":")
-            dataset = canonical_dataset(dataset)
+            try:
+                dataset = canonical_dataset(dataset)
+            except ConfigError:
+                if "," in name or ":" in name:
+                    raise
+                raise ConfigError(
+                    f"unknown suite or dataset {name!r}; suites: {', '.join([*SUITES, 'threats'])}; "
+                    f"datasets: {', '.join(DATASETS)}"
+                ) from None
             for strat in [strategy.strip()] if strategy.strip() else list(ATTACK_STRATEGIES):
                 if strat not in ATTACK_STRATEGIES:
                     raise ConfigError(f"unknown attack strategy {strat!r}; valid: {', '.join(ATTACK_STRATEGIES)}")
