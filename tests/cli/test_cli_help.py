@@ -104,3 +104,28 @@ def test_no_arguments_still_print_the_help() -> None:
 def test_help_and_version_still_exit_0() -> None:
     assert runner.invoke(app, ["--help"]).exit_code == 0
     assert runner.invoke(app, ["--version"]).exit_code == 0
+
+
+def _help_texts(command, path: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+    """(command path, text) of every command's help and every option's help, subcommands included."""
+    yield path, command.help or ""
+    for param in command.params:
+        yield (*path, param.name or ""), getattr(param, "help", None) or ""
+    for name, sub in sorted(getattr(command, "commands", {}).items()):
+        yield from _help_texts(sub, (*path, name))
+
+
+def test_help_texts_lose_no_bracketed_words_to_rich_markup() -> None:
+    """``ragtrust[train]`` or ``{question, gold: [file names]}`` in a help text must print as written.
+
+    typer renders help with rich markup, which takes ``[train]`` for a style tag and drops it.
+    """
+    from rich.markup import render
+    from typer.main import get_command
+
+    lost = [
+        (" ".join(path), text)
+        for path, text in _help_texts(get_command(app))
+        if render(text).plain != text.replace("\\[", "[")
+    ]
+    assert not lost, lost

@@ -32,7 +32,7 @@ def evidence(
         show_default=False,
     ),
     questions: Path | None = typer.Option(
-        None, "--questions", help="JSONL of {question, gold: [file names]} (default: the shipped OWASP set)."
+        None, "--questions", help="JSONL of {question, gold: list of file names} (default: the shipped OWASP set)."
     ),
     out: Path = typer.Option(
         Path("docs/results/evidence_owasp"), "--out", "-o", help="Output prefix: writes OUT.md and OUT.json."

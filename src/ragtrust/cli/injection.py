@@ -123,7 +123,7 @@ def train_cmd(
     data_file: Path | None = DataFileOption,
     freeze_embeddings: bool = FreezeEmbeddingsOption,
 ) -> None:
-    """Fine-tune the packaged MiniLM as an injection classifier (needs ragtrust[train]); resumes if interrupted."""
+    """Fine-tune the packaged MiniLM as an injection classifier (needs the "train" extra); resumes if interrupted."""
     from ragtrust.training.injection_data import DataConfig, check_excluded_families, save_training_set
 
     check_excluded_families(exclude_dev_family)  # before minutes of data building

@@ -158,7 +158,7 @@ def train_cmd(
     data_file: Path | None = DataFileOption,
     freeze_embeddings: bool = FreezeEmbeddingsOption,
 ) -> None:
-    """Fine-tune the packaged MiniLM as a 3-way NLI cross-encoder (needs ragtrust[train])."""
+    """Fine-tune the packaged MiniLM as a 3-way NLI cross-encoder (needs the "train" extra)."""
     from ragtrust.training.nli_data import TrainConfig, save_dataset
 
     check_data_options(save_data, data_file)
