@@ -9,15 +9,16 @@ contradiction merged), as the data README prescribes.
 from __future__ import annotations
 
 import csv
-import json
+import io
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ragtrust.errors import InputError, MissingDependencyError
+from ragtrust.io import iter_jsonl, read_text_file
 from ragtrust.models.base import NLI_LABELS, NLIModel
 
 _RULE = (
@@ -61,24 +62,33 @@ def sanity_check(model: NLIModel) -> list[dict[str, Any]]:
 
 
 def read_labelled(path: str | Path, limit: int | None = None) -> list[tuple[str, str, str]]:
-    """(premise, hypothesis, label) rows of a JSONL or TSV file."""
+    """(premise, hypothesis, label) rows of a JSONL or TSV file.
+
+    Raises:
+        InputError: a missing, binary or non-UTF-8 file, a row that is not an object with text
+            ``premise`` and ``hypothesis`` and a ``label``, a TSV without those columns.
+    """
     file = Path(path)
-    if not file.exists():
-        raise InputError(f"{file}: no such file")
+    text = read_text_file(file)
     rows: list[tuple[str, str, str]] = []
+    records: Iterable[tuple[int, Any]]
     if file.suffix == ".tsv":
-        with file.open(encoding="utf-8", newline="") as handle:
-            for rec in csv.DictReader(handle, delimiter="\t"):
-                rows.append((rec["premise"], rec["hypothesis"], rec["label"].strip().lower()))
+        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t")
+        missing = [c for c in ("premise", "hypothesis", "label") if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"{file}: the TSV header lacks {', '.join(missing)} (columns: premise, hypothesis, label)")
+        records = ((n, rec) for n, rec in enumerate(reader, start=2))
     else:
-        for lineno, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                rows.append((rec["premise"], rec["hypothesis"], str(rec["label"]).strip().lower()))
-            except (ValueError, KeyError) as exc:
-                raise InputError(f"{file}:{lineno}: expected JSON with premise, hypothesis, label ({exc})") from exc
+        records = iter_jsonl(text.splitlines(), file)
+    for lineno, rec in records:
+        if not (
+            isinstance(rec, dict)
+            and isinstance(rec.get("premise"), str)
+            and isinstance(rec.get("hypothesis"), str)
+            and rec.get("label") is not None
+        ):
+            raise InputError(f"{file}:{lineno}: expected an object with text premise and hypothesis and a label")
+        rows.append((rec["premise"], rec["hypothesis"], str(rec["label"]).strip().lower()))
     if limit is not None:
         rows = rows[:limit]
     if not rows:
