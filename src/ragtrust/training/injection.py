@@ -34,6 +34,7 @@ from ragtrust.training.injection_data import (
 )
 from ragtrust.training.loop import (
     _ResumableRun,
+    check_run_options,
     data_file_recipe,
     expected_calibration_error,
     fit_temperature,
@@ -101,6 +102,7 @@ def train(  # noqa: C901 - one loop, as in training.nli
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+    check_run_options(cfg)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)

@@ -295,6 +295,46 @@ def freeze_word_embeddings(model: Any) -> int:
     return int(weight.numel())
 
 
+def check_run_options(cfg: Any) -> None:
+    """Reject a training run's impossible options before minutes of data building and model loading.
+
+    ``cfg`` is an ``nli`` or ``injection`` training config: positive epochs, learning rate,
+    batch size and threads, a step limit and budget above zero when given, and a base model
+    and warm-start model that transformers can load (:func:`check_model_source`).
+
+    Raises:
+        InputError: the first bad option, named as on the command line.
+    """
+    positive = {"--epochs": cfg.epochs, "--lr": cfg.lr, "--threads": cfg.threads, "batch size": cfg.batch_size}
+    optional = {"--max-steps": cfg.max_steps, "--budget-min": cfg.time_budget_min}
+    for option, value in [*positive.items(), *((k, v) for k, v in optional.items() if v is not None)]:
+        if not value > 0:
+            raise InputError(f"{option} must be above 0, got {value}")
+    for option, name in (("--base-model", cfg.base_model), ("--init-from", cfg.init_from)):
+        if name:
+            check_model_source(option, str(name))
+
+
+def check_model_source(option: str, name: str) -> None:
+    """``name`` (a folder or a Hugging Face id) has a model configuration transformers can read, here and now.
+
+    Reads only the configuration (a folder's ``config.json``, or the id's in the local Hugging
+    Face cache; the network when the user allows it), so a typo fails in a second, not after
+    the data is built.
+    """
+    from transformers import AutoConfig
+
+    if name.startswith(("/", ".", "~")) or Path(name).exists():  # a path, never a Hugging Face id
+        if not Path(name).expanduser().is_dir():
+            raise InputError(f"{option} {name}: no such model folder")
+        name = str(Path(name).expanduser())
+    try:
+        AutoConfig.from_pretrained(name)
+    except (OSError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{option} {name}: cannot load a model from it ({reason})") from None
+
+
 def use_device(name: str) -> Any:
     """The torch device for ``name``; on CUDA, TF32 matrix products (the report's ``matmul_precision``)."""
     import torch

@@ -28,6 +28,7 @@ from typing import Any
 from ragtrust.errors import InputError
 from ragtrust.training.loop import (
     _ResumableRun,
+    check_run_options,
     data_file_recipe,
     expected_calibration_error,
     fit_temperature,
@@ -55,6 +56,7 @@ def train(cfg: TrainConfig, log: Any = print) -> dict[str, Any]:  # noqa: C901 -
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+    check_run_options(cfg)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)
