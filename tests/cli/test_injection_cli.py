@@ -92,6 +92,16 @@ def test_a_missing_model_exits_1_with_one_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["injection", TEXT, "--model", str(tmp_path / "nope"), "--json"])
     assert result.exit_code == 1, result.output
     _one_line_error(result.stderr, "cannot load injection model")
+    assert "no such folder" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["injection", "nli"])
+def test_export_of_a_folder_without_a_checkpoint_is_an_input_error(command: str, tmp_path: Path) -> None:
+    for folder, reason in ((tmp_path / "nope", "no such folder"), (tmp_path, "no config.json in it")):
+        result = runner.invoke(app, [command, "export", str(folder), "--out", str(tmp_path / "out")])
+        assert result.exit_code == 2, result.output
+        _one_line_error(result.stderr, f"{folder}: {reason}; pass the final/ folder of a training run")
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(

@@ -179,6 +179,9 @@ def export_checkpoint(hf_dir: Path, out: Path, temperature: float | None, quanti
     """
     from ragtrust.models.export import package_model, run_temperature
 
+    if not (hf_dir / "config.json").is_file():
+        what = "no such folder" if not hf_dir.is_dir() else "no config.json in it"
+        raise InputError(f"{hf_dir}: {what}; pass the final/ folder of a training run")
     if temperature is None:
         temperature = run_temperature(hf_dir)
     manifest = package_model(hf_dir, out, temperature=temperature, quantize=quantize, **package)

@@ -146,6 +146,21 @@ def open_manifest_model(
     )
 
 
+def missing_model_folder(name: str) -> bool:
+    """``name`` is written as a path (``/``, ``.`` or ``~`` first, or it exists) and is not a folder.
+
+    Such a name is never a Hugging Face id, so it is reported as a missing folder rather than
+    as transformers' "Repo id must be in the form ..." error.
+
+    Example:
+        >>> missing_model_folder("./no/such/model"), missing_model_folder("org/model")
+        (True, False)
+    """
+    if not (name.startswith(("/", ".", "~")) or Path(name).exists()):
+        return False
+    return not Path(name).expanduser().is_dir()
+
+
 def load_hf_classifier(model: str, owner: str, kind: str) -> tuple[Any, Any]:
     """``(tokenizer, sequence classifier)`` of a Hugging Face checkpoint (id or local path).
 
@@ -157,12 +172,14 @@ def load_hf_classifier(model: str, owner: str, kind: str) -> tuple[Any, Any]:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
     except ImportError as exc:
         raise MissingDependencyError(owner, 'pip install "ragtrust[train]"') from exc
+    if missing_model_folder(model):
+        raise ModelError(f"cannot load {kind} model {model!r}: no such folder")
     try:
         return AutoTokenizer.from_pretrained(model), AutoModelForSequenceClassification.from_pretrained(model)
     except Exception as exc:
         raise ModelError(
-            f"cannot load {kind} model {model!r}: {exc}. Offline machines need a local path "
-            "or a model already in the Hugging Face cache"
+            f"cannot load {kind} model {model!r}: {' '.join(str(exc).split()).rstrip('.')}. Offline machines need "
+            "a local path or a model already in the Hugging Face cache"
         ) from exc
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ragtrust.errors import InputError, MissingDependencyError
+from ragtrust.models.embedder import missing_model_folder
 from ragtrust.models.nli_eval import expected_calibration_error
 
 
@@ -324,10 +325,8 @@ def check_model_source(option: str, name: str) -> None:
     """
     from transformers import AutoConfig
 
-    if name.startswith(("/", ".", "~")) or Path(name).exists():  # a path, never a Hugging Face id
-        if not Path(name).expanduser().is_dir():
-            raise InputError(f"{option} {name}: no such model folder")
-        name = str(Path(name).expanduser())
+    if missing_model_folder(name):
+        raise InputError(f"{option} {name}: no such model folder")
     try:
         AutoConfig.from_pretrained(name)
     except (OSError, ValueError) as exc:
