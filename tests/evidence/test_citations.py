@@ -130,3 +130,31 @@ def test_reattribution_between_sources_keeps_the_url_wording() -> None:
     raw = GeneratedAnswer("Store passwords with a slow salted hash such as Argon2id [1].")
     g = CitationGuard().apply(raw, PASSAGES, DOCS)
     assert f"sentence 1: cited {U0} but its text comes from {U1}; citation re-attributed" in g.warnings
+
+
+def test_brackets_quoted_from_a_document_are_its_text_not_citations() -> None:
+    # a slash made "[read/write]" and a Markdown link's text look like URL citations, which
+    # were removed: the quoted sentence lost a word ("Grant the scope ...") and its link text
+    docs = retrieved(
+        [
+            "Grant the [read/write] scope only to administrators of the service.",
+            "See [grafana/shared-workflows](https://github.com/grafana/shared-workflows) for a pinned workflow.",
+            "Read a[0] first, then the rest of the array.",
+        ]
+    )
+    passages = [Passage(f"p{i + 1}", d.document.text, url=d.document.url, doc_id=d.id) for i, d in enumerate(docs)]
+    sentences = tuple((d.document.text, (d.document.url,)) for d in docs)
+    for raw in (
+        GeneratedAnswer(" ".join(s for s, _ in sentences), sentences=sentences),
+        GeneratedAnswer(" ".join(f"{d.document.text} [{i + 1}]" for i, d in enumerate(docs))),
+    ):
+        g = CitationGuard().apply(raw, passages, docs)
+        assert [s.text for s in g.sentences] == [d.document.text for d in docs]
+        assert g.removed_citations == 0 and g.unsupported_sentences == 0
+        assert g.sources == tuple(d.document.url for d in docs)
+
+
+def test_a_bracketed_url_beside_quoted_text_is_still_a_citation() -> None:
+    raw = GeneratedAnswer("Store passwords with a slow salted hash such as Argon2id [https://evil.example/md5].")
+    g = CitationGuard().apply(raw, PASSAGES, DOCS)
+    assert g.removed_citations == 1 and "evil.example" not in g.text

@@ -6,9 +6,10 @@
    (sentence, targets) pairs are used; otherwise the text is split into sentences and
    bracketed markers are read: ``[n]`` (or ``[1, 2]``) names the n-th passage given to the
    generator (1-based, prompt order), ``[target]`` names a URL, document id or passage id.
-   A bracket that is neither a number, a known id nor URL-like (``[sic]``, ``a[0]``) is
-   ordinary text. Markers written after the full stop (``"Text. [1]"``) belong to the
-   sentence before them.
+   A bracket that is neither a number, a known id nor URL-like (``[sic]``) is ordinary
+   text, and so is one a retrieved document has at that place, with the words either side
+   (``[read/write]``, a Markdown link's ``[owner/repo]``, ``a[0]``): the writer quoted it.
+   Markers written after the full stop (``"Text. [1]"``) belong to the sentence before them.
 2. **Remove out-of-set citations.** A target that resolves to no retrieved document (a URL
    never retrieved, ``[7]`` with five passages) is removed and counted in
    ``removed_citations``; the final text therefore cites only retrieved documents.
@@ -253,7 +254,7 @@ def _parts(content: str) -> list[str]:
 
 
 def _is_citation(match: re.Match[str], passages: Sequence[Passage], docs: Sequence[RetrievedDoc]) -> bool:
-    """Tell whether a bracket is a citation: every part a number, URL-like, or a known id."""
+    """Tell whether a bracket is a citation: every part a number, URL-like, or a known id, and not quoted text."""
     parts = _parts(match.group(1))
     if not parts:
         return False
@@ -262,7 +263,24 @@ def _is_citation(match: re.Match[str], passages: Sequence[Passage], docs: Sequen
         if part.isdigit() or _URLISH.match(part) or part in known or resolve_source(part, docs) is not None:
             continue
         return False
-    return True
+    return not _quoted(match, parts, docs)
+
+
+def _quoted(match: re.Match[str], parts: Sequence[str], docs: Sequence[RetrievedDoc]) -> bool:
+    """Tell whether a bracket is a document's own text: with the words either side of it, a document has it.
+
+    ``"Grant the [read/write] scope"``, a Markdown link ``"[owner/repo](https://...)"`` or
+    ``"a[0]"`` quoted from a document are its text; a marker the writer added (``"... scope
+    [2]."``) is in no document. A number after a space or punctuation (a footnote,
+    ``"blue.[1]"``) stays a marker: shown as text it would read as one of the answer's citations.
+    """
+    head, tail = match.string[: match.start()], match.string[match.end() :]
+    if all(part.isdigit() for part in parts) and not (head[-1:].isalnum() or head[-1:] == "_"):
+        return False
+    left = (head.split() or [""])[-1] + (" " if head[-1:].isspace() else "")
+    right = (" " if tail[:1].isspace() else "") + (tail.split() or [""])[0]
+    context = " ".join(f"{left}{match.group(0)}{right}".split())
+    return any(context in " ".join(d.document.text.split()) for d in docs)
 
 
 def _targets(content: str, passages: Sequence[Passage]) -> list[str]:
