@@ -108,7 +108,7 @@ def run_demo(
     embedder: Any = None,
     nli: Any = None,
 ) -> DemoResult:
-    """Run the demo; returns every verdict (clean then poisoned)."""
+    """Run the demo in the store ``store_dir/store`` (temporary when ``None``): every verdict, clean then poisoned."""
     from ragtrust.data.kb import load_knowledge_base
     from ragtrust.ingest.store import Store
     from ragtrust.models.embedder import default_embedder
@@ -147,7 +147,7 @@ def run_demo(
         if tmp is not None:
             tmp.cleanup()
     return DemoResult(
-        tuple(runs), tuple(targets), str(root if tmp is None else "(temporary)"), time.perf_counter() - start
+        tuple(runs), tuple(targets), str(root / "store" if tmp is None else "(temporary)"), time.perf_counter() - start
     )
 
 

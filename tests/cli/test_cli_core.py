@@ -594,6 +594,10 @@ def test_demo_json_compares_clean_and_poisoned(tmp_path: Path) -> None:
     assert flagged, "a poisoned rule must flag at least one demo question"
     for q in flagged:
         assert dirty[q]["trust_score"] < clean[q]["trust_score"]
+    # the store it names is the one it built: `ragtrust docs --store` opens it
+    listed = runner.invoke(app, ["docs", "--store", data["store"], "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert len(json.loads(listed.stdout)) == 40
 
 
 def _dev_docs(folder: Path) -> Path:

@@ -151,7 +151,9 @@ def verify(
 
 @handle_errors
 def demo(
-    store: Path | None = typer.Option(None, "--store", help="Where to build the demo store (default: a temp dir)."),
+    store: Path | None = typer.Option(
+        None, "--store", help="Folder to build the demo store in, as DIR/store (default: a temp dir)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the demo results as JSON."),
     config: Path | None = ConfigOption,
 ) -> None:
