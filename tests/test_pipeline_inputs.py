@@ -98,6 +98,18 @@ def test_anything_else_is_one_clear_input_error(gate: TrustGate, docs: Any, mess
     assert "\n" not in str(err.value)
 
 
+def test_from_documents_takes_the_same_kinds_of_documents() -> None:
+    # was AttributeError: 'str' object has no attribute 'text' (and a lone str indexed its characters)
+    items: list[Any] = [BCRYPT, {"id": "kb-2", "text": SQL, "url": "https://example.org/sql"}]
+    gate = TrustGate.from_documents(items, _settings(), nli=LexicalNLI(), embedder=HashingEmbedder())
+    verdict = gate.ask("How should passwords be stored?")
+    assert {d.doc_id for d in verdict.documents} == {"doc-1", "kb-2"}
+    one = TrustGate.from_documents(BCRYPT, _settings(), nli=LexicalNLI(), embedder=HashingEmbedder())
+    assert [d.doc_id for d in one.ask("How should passwords be stored?").documents] == ["doc-1"]
+    with pytest.raises(InputError, match=r"documents\[0\]: expected a str"):
+        TrustGate.from_documents([42], _settings(), nli=LexicalNLI(), embedder=HashingEmbedder())
+
+
 def test_retrieved_doc_similarity_is_its_score() -> None:
     doc = as_retrieved_docs([{"id": "x", "text": SQL, "similarity": 0.7}])[0]
     assert doc.score == doc.similarity == 0.7

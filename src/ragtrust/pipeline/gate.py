@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragtrust import registry
 from ragtrust.config import Settings, load_settings
-from ragtrust.documents import AnswerSentence, Document, DocumentScreening, Passage, Query, RetrievedDoc, Verdict
+from ragtrust.documents import AnswerSentence, DocumentScreening, Passage, Query, RetrievedDoc, Verdict
 from ragtrust.errors import ConfigError, InputError
 from ragtrust.models.base import Embedder, NLIModel
 from ragtrust.pipeline.calibration import apply_calibration, load_calibration
@@ -117,22 +117,27 @@ class TrustGate:
     @classmethod
     def from_documents(
         cls,
-        documents: Sequence[Document],
+        documents: Sequence[DocsIn] | DocsIn,
         settings: Settings | None = None,
         *,
         nli: NLIModel | None = None,
         embedder: Embedder | None = None,
         generator: Generator | None = None,
     ) -> TrustGate:
-        """A gate over an in-memory dense index of ``documents`` (no store on disk)."""
+        """A gate over an in-memory dense index of ``documents`` (no store on disk).
+
+        ``documents``: the kinds :meth:`screen` takes (str, dict ``{id, text, url?}``, Document
+        or RetrievedDoc); anything else is an :class:`~ragtrust.errors.InputError`.
+        """
         from ragtrust.models.embedder import default_embedder
         from ragtrust.retrieval.dense import DenseIndex, DenseRetriever
 
         settings = settings or load_settings(env={})
-        if not documents:
+        docs = [d.document for d in as_retrieved_docs(documents, allow_empty=True)]
+        if not docs:
             raise InputError("from_documents needs at least one document")
         embedder = embedder or default_embedder(settings)
-        index = DenseIndex.from_documents(documents, embedder)
+        index = DenseIndex.from_documents(docs, embedder)
         retriever = DenseRetriever(index=index, default_top_k=settings.retrieval.top_k)
         return cls.from_settings(settings, retriever=retriever, nli=nli, embedder=embedder, generator=generator)
 
