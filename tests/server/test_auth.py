@@ -232,6 +232,20 @@ async def test_only_a_vet_key_revets_and_the_ledger_says_who(tmp_path: Path, mak
     assert tiers[-2:] == [("vetted", "vetter", "reviewed"), ("quarantined", "vetter", "MD5")]
 
 
+async def test_an_unknown_ingest_tier_is_a_validation_error_not_a_missing_scope(make_client: Any) -> None:
+    gate = InstrumentedGate(store=memory_store())
+    new = {"documents": [{"id": "csrf", "text": "Use anti-CSRF tokens."}]}
+    async with make_client(create_app(gate=gate, api_keys=KEYS)) as client:
+        typo = await client.post("/v1/documents", json={**new, "tier": "unveted"}, headers=WRITE)
+        vet_typo = await client.post("/v1/documents", json={**new, "tier": "Vetted"}, headers=VET)
+    # was 403 "lacks the 'vet' scope needed for ingesting with tier 'unveted'" for a write key
+    for refused in (typo, vet_typo):
+        assert "tier: Input should be 'vetted', 'unvetted' or 'quarantined'" in error_of(
+            refused, 422, "validation_error"
+        )
+    assert gate.store is not None and "csrf" not in gate.store.docs
+
+
 async def test_anonymous_and_unnamed_keys_are_recorded_without_their_secret(tmp_path: Path, make_client: Any) -> None:
     gate, store = store_gate(tmp_path)
     async with make_client(create_app(gate=gate)) as client:

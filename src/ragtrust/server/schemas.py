@@ -103,7 +103,10 @@ class IngestRequest(_Request):
     """Documents to add to the store, all or nothing."""
 
     documents: list[IngestDocumentIn] = Field(min_length=1, max_length=MAX_DOCUMENTS)
-    tier: str | None = Field(None, max_length=64, description="source trust tier recorded in the provenance ledger")
+    # a Literal, so a misspelt tier is a 422 naming the three, not a 403 asking for the 'vet' scope
+    tier: Literal["vetted", "unvetted", "quarantined"] | None = Field(
+        None, description="source trust tier recorded in the provenance ledger"
+    )
 
 
 class TierRequest(_Request):
