@@ -138,7 +138,7 @@ class Ledger:
     def get(self, parent_id: str) -> Record | None:
         return self.records.get(parent_id)
 
-    def get_many(self, parent_ids: Sequence[str]) -> dict[str, Record]:
+    def get_many(self, parent_ids: Sequence[str], *, include_deleted: bool = False) -> dict[str, Record]:
         return {i: self.records[i] for i in parent_ids if i in self.records}
 
 

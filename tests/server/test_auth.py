@@ -232,6 +232,18 @@ async def test_only_a_vet_key_revets_and_the_ledger_says_who(tmp_path: Path, mak
     assert tiers[-2:] == [("vetted", "vetter", "reviewed"), ("quarantined", "vetter", "MD5")]
 
 
+async def test_a_write_key_cannot_lift_the_quarantine_of_a_deleted_document(tmp_path: Path, make_client: Any) -> None:
+    gate, store = store_gate(tmp_path)
+    store.ledger.set_tier("password-storage", "quarantined", "MD5", actor="ops")
+    store.delete(["password-storage"], actor="ops")  # the ledger keeps its tier: a re-ingest stays quarantined
+    async with make_client(create_app(gate=gate, api_keys=KEYS)) as client:
+        lift = await client.post("/v1/documents", json={"documents": [POISON], "tier": "unvetted"}, headers=WRITE)
+    # was 200 and tier 'unvetted': the quarantine lifted by a key without 'vet'
+    assert "changing the tier of 'password-storage'" in error_of(lift, 403, "forbidden")
+    record = store.ledger.get("password-storage", include_deleted=True)
+    assert record is not None and record.tier == "quarantined"
+
+
 async def test_an_unknown_ingest_tier_is_a_validation_error_not_a_missing_scope(make_client: Any) -> None:
     gate = InstrumentedGate(store=memory_store())
     new = {"documents": [{"id": "csrf", "text": "Use anti-CSRF tokens."}]}

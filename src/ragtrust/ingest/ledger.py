@@ -383,11 +383,11 @@ class Ledger:
             return None
         return ProvenanceRecord(*row)
 
-    def get_many(self, doc_ids: Sequence[str]) -> dict[str, ProvenanceRecord]:
-        """Return the records of the given live documents (unknown ids are absent from the result)."""
+    def get_many(self, doc_ids: Sequence[str], *, include_deleted: bool = False) -> dict[str, ProvenanceRecord]:
+        """Return the records of the given live documents (unknown ids, and deleted ones unless asked, are absent)."""
         out: dict[str, ProvenanceRecord] = {}
         for doc_id in dict.fromkeys(doc_ids):
-            rec = self.get(doc_id)
+            rec = self.get(doc_id, include_deleted=include_deleted)
             if rec is not None:
                 out[doc_id] = rec
         return out

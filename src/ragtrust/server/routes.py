@@ -167,7 +167,8 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
 
         def add() -> Any:
             if body.tier is not None and not who.can("vet"):  # "unvetted": checked under the write lock
-                records = store.ledger.get_many([d.id for d in documents])
+                # a deleted document keeps its tier in the ledger, and an ingest brings it back with it
+                records = store.ledger.get_many([d.id for d in documents], include_deleted=True)
                 tiered = [i for i, rec in records.items() if rec.tier not in (None, body.tier)]
                 if tiered:
                     raise ApiError(403, "forbidden", who.refusal("vet", f"changing the tier of {tiered[0]!r}"))
