@@ -126,6 +126,7 @@ class Record:
     doc_id: str
     content_hash: str
     tier: str | None
+    deleted_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"doc_id": self.doc_id, "content_hash": self.content_hash, "tier": self.tier}
@@ -135,7 +136,7 @@ class Record:
 class Ledger:
     records: dict[str, Record] = field(default_factory=dict)
 
-    def get(self, parent_id: str) -> Record | None:
+    def get(self, parent_id: str, *, include_deleted: bool = False) -> Record | None:
         return self.records.get(parent_id)
 
     def get_many(self, parent_ids: Sequence[str], *, include_deleted: bool = False) -> dict[str, Record]:
@@ -146,6 +147,7 @@ class Ledger:
 class IngestReport:
     added: tuple[str, ...]
     tier: str | None
+    deleted_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"added": list(self.added), "tier": self.tier}

@@ -244,6 +244,19 @@ async def test_a_write_key_cannot_lift_the_quarantine_of_a_deleted_document(tmp_
     assert record is not None and record.tier == "quarantined"
 
 
+async def test_the_tier_of_a_deleted_document_is_named_deleted_not_unknown(tmp_path: Path, make_client: Any) -> None:
+    gate, store = store_gate(tmp_path)
+    store.delete(["sql"], actor="ops")
+    async with make_client(create_app(gate=gate, api_keys=KEYS)) as client:
+        chunk = await client.post("/v1/documents/sql%230/tier", json={"tier": "quarantined"}, headers=VET)
+        parent = await client.post("/v1/documents/sql/tier", json={"tier": "vetted"}, headers=VET)
+    # was "document 'sql#0' is not in the store's provenance ledger", as `ragtrust vet` said before
+    message = error_of(chunk, 404, "not_found")
+    assert message.startswith("document 'sql#0' was deleted from the store (deleted 20")
+    assert message.endswith("; ingest it again to quarantine it")
+    assert error_of(parent, 404, "not_found").endswith("; ingest it again to vet it")
+
+
 async def test_an_unknown_ingest_tier_is_a_validation_error_not_a_missing_scope(make_client: Any) -> None:
     gate = InstrumentedGate(store=memory_store())
     new = {"documents": [{"id": "csrf", "text": "Use anti-CSRF tokens."}]}

@@ -203,8 +203,17 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
             head, sep, tail = doc_id.rpartition("#")
             if ledger.get(doc_id) is None and sep and tail.isdigit():
                 key = head
-            if ledger.get(key) is None:
+            record = ledger.get(key, include_deleted=True)
+            if record is None:
                 raise ApiError(404, "not_found", f"document {doc_id!r} is not in the store's provenance ledger")
+            if record.deleted_at:  # its history is in the ledger, but there is nothing to vet (as `ragtrust vet` says)
+                then = {"vetted": "vet it", "quarantined": "quarantine it"}.get(body.tier, "change its tier")
+                deleted = str(record.deleted_at)[:19].replace("T", " ")
+                raise ApiError(
+                    404,
+                    "not_found",
+                    f"document {doc_id!r} was deleted from the store (deleted {deleted}); ingest it again to {then}",
+                )
             ledger.set_tier(key, body.tier, body.reason, actor=who.name)
             return ledger.get(key)
 
