@@ -308,6 +308,32 @@ async def test_malformed_json_and_validation_errors(gate: InstrumentedGate, make
 
 
 @pytest.mark.parametrize(
+    "headers",
+    [
+        {"content-type": "text/plain"},
+        {"content-type": "application/x-www-form-urlencoded"},  # what `curl -d` sends without -H
+        {},
+    ],
+)
+async def test_a_body_that_is_not_sent_as_json_is_415_naming_the_content_type(
+    gate: InstrumentedGate, make_client: Any, headers: dict[str, str]
+) -> None:
+    body = json.dumps({"question": "How should I store passwords?"}).encode()
+    async with make_client(create_app(gate=gate)) as client:
+        asked = await client.post("/v1/ask", content=body, headers=headers)
+        ingested = await client.post("/v1/documents", content=b'{"documents": []}', headers=headers)
+        utf8 = {"content-type": "application/json; charset=utf-8"}
+        as_json = await client.post("/v1/ask", content=body, headers=utf8)
+    # was 422 "body: Input should be a valid dictionary or object to extract fields from"
+    for refused in (asked, ingested):
+        message = assert_error(refused, 415, "unsupported_media_type")["message"]
+        assert "Content-Type: application/json" in message
+        assert repr(headers.get("content-type", "")) in message or "no Content-Type" in message
+    assert as_json.status_code == 200, as_json.text
+    assert gate.calls == 1
+
+
+@pytest.mark.parametrize(
     ("exc", "status", "kind"),
     [
         (ModelError("NLI session crashed"), 503, "model_error"),

@@ -58,12 +58,12 @@ def _responses(spec: dict[str, Any], path: str, method: str) -> set[str]:
 async def test_openapi_declares_only_the_errors_each_route_can_return(gate: InstrumentedGate, make_client: Any) -> None:
     async with make_client(create_app(gate=gate)) as client:
         spec = (await client.get("/openapi.json")).json()
-    assert _responses(spec, "/v1/ask", "post") == {"200", "400", "413", "422", "502", "503"}
+    assert _responses(spec, "/v1/ask", "post") == {"200", "400", "413", "415", "422", "502", "503"}
     for path in ("/v1/screen", "/v1/verify", "/v1/align"):
-        assert _responses(spec, path, "post") == {"200", "400", "413", "422", "503"}, path
+        assert _responses(spec, path, "post") == {"200", "400", "413", "415", "422", "503"}, path
     # a tier needs the vet scope (403); a read-only store refuses writes (409)
-    assert _responses(spec, "/v1/documents", "post") == {"200", "400", "403", "409", "413", "422", "503"}
-    tier = {"200", "400", "403", "404", "409", "413", "422", "503"}
+    assert _responses(spec, "/v1/documents", "post") == {"200", "400", "403", "409", "413", "415", "422", "503"}
+    tier = {"200", "400", "403", "404", "409", "413", "415", "422", "503"}
     assert _responses(spec, "/v1/documents/{doc_id}/tier", "post") == tier
     assert _responses(spec, "/v1/documents/{doc_id}", "get") == {"200", "404", "503"}
     assert _responses(spec, "/healthz", "get") == {"200"}

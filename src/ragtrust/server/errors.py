@@ -99,6 +99,7 @@ _ERROR_DESCRIPTIONS = {
     404: "no document with this id",
     409: "the store is read-only: queries work, writes do not",
     413: "request body too large",
+    415: "the body was not sent as JSON (Content-Type: application/json)",
     422: "request failed validation",
     502: "the answer writer or another backend failed",
     503: "models not ready, overloaded, timed out, or no store",
@@ -111,11 +112,22 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 
 #: errors of a route that reads a JSON body and calls the gate
-ERROR_RESPONSES = error_responses(400, 413, 422, 503)
+ERROR_RESPONSES = error_responses(400, 413, 415, 422, 503)
 
 
-def _validation_message(exc: RequestValidationError) -> tuple[str, str, int]:
+def _is_json(content_type: str) -> bool:
+    """``application/json`` or ``application/<x>+json`` (parameters ignored): what FastAPI parses as JSON."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _validation_message(exc: RequestValidationError, content_type: str | None) -> tuple[str, str, int]:
     errors = exc.errors()
+    unparsed = content_type is None or not _is_json(content_type)
+    if unparsed and any(tuple(e.get("loc", ()))[:1] == ("body",) for e in errors):
+        # FastAPI left the body unparsed: its errors ("a valid dictionary") would hide the cause
+        got = f"got {content_type!r}" if content_type else "the request has no Content-Type"
+        return "unsupported_media_type", f"send the body as JSON with 'Content-Type: application/json' ({got})", 415
     if any(e.get("type") == "json_invalid" for e in errors):
         ctx: Any = next((e.get("ctx", {}) for e in errors if e.get("type") == "json_invalid"), {})
         detail = ctx.get("error", "invalid JSON") if isinstance(ctx, dict) else "invalid JSON"
@@ -135,9 +147,9 @@ def install_error_handlers(app: FastAPI) -> None:
         err = map_exception(exc)
         return error_response(err.status, err.type, err.message, err.headers)
 
-    async def validation_error(_: Request, exc: Exception) -> JSONResponse:
+    async def validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        kind, message, status = _validation_message(exc)
+        kind, message, status = _validation_message(exc, request.headers.get("content-type"))
         return error_response(status, kind, message)
 
     async def http_error(_: Request, exc: Exception) -> JSONResponse:

@@ -72,7 +72,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
 
     @app.post(
         "/v1/ask",
-        responses=error_responses(400, 413, 422, 502, 503),
+        responses=error_responses(400, 413, 415, 422, 502, 503),
         response_model=S.VerdictOut,
         tags=["trust"],
         summary="Full pipeline on the store",
@@ -145,7 +145,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
 
     @app.post(
         "/v1/documents",
-        responses=error_responses(400, 403, 409, 413, 422, 503),
+        responses=error_responses(400, 403, 409, 413, 415, 422, 503),
         response_model=S.IngestResponse,
         tags=["store"],
         summary="Ingest documents",
@@ -180,7 +180,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
 
     @app.post(
         "/v1/documents/{doc_id:path}/tier",
-        responses=error_responses(400, 403, 404, 409, 413, 422, 503),
+        responses=error_responses(400, 403, 404, 409, 413, 415, 422, 503),
         response_model=S.ProvenanceOut,
         tags=["store"],
         summary="Set a document's trust tier",
