@@ -93,3 +93,15 @@ async def test_two_apps_in_one_process_count_apart(gate: InstrumentedGate, make_
     assert 'ragtrust_http_requests_total{method="GET",route="/healthz",status="200"} 1' in first.text
     assert "/healthz" not in second.text
     assert _samples(second.text)  # parses as Prometheus text
+
+
+@pytest.mark.anyio
+async def test_the_web_uis_static_files_count_under_their_mount(gate: InstrumentedGate, make_client: Any) -> None:
+    async with make_client(create_app(gate=gate)) as client:
+        assert (await client.get("/static/app.js")).status_code == 200
+        assert (await client.get("/static/no-such-file.js")).status_code == 404
+        text = (await client.get("/metrics")).text
+    # were route="<unmatched>": the mount had rewritten the scope's path before the label was looked up
+    assert 'ragtrust_http_requests_total{method="GET",route="/static",status="200"} 1' in text
+    assert 'ragtrust_http_requests_total{method="GET",route="/static",status="404"} 1' in text
+    assert "<unmatched>" not in text

@@ -33,11 +33,12 @@ from ragtrust.server.metrics import ServerMetrics
 PROTECTED_PREFIXES = ("/v1/", "/metrics")
 
 
-def _route_label(app: FastAPI, scope: Scope) -> str:
+def _route_label(app: FastAPI, scope: Scope, unrouted: Scope) -> str:
     route = scope.get("route")
-    if route is None:  # answered before routing (401, 413): find the route it would hit
+    if route is None:  # answered before routing (401, 413), or by a mount: find the route the request hits
         for candidate in app.router.routes:
-            match, _ = candidate.matches(scope)
+            # ``unrouted``: the scope as it came in (a mount rewrites its path, and FastAPI names no route for it)
+            match, _ = candidate.matches(unrouted)
             if match is not Match.NONE:
                 route = candidate
                 break
@@ -69,12 +70,13 @@ class MetricsMiddleware:
                 status = int(message["status"])
             await send(message)
 
+        unrouted = dict(scope)
         self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
             self.metrics.in_flight.dec()
-            route = _route_label(self.fastapi_app, scope)
+            route = _route_label(self.fastapi_app, scope, unrouted)
             method = str(scope.get("method", ""))
             self.metrics.requests.labels(method=method, route=route, status=str(status)).inc()
             self.metrics.latency.labels(method=method, route=route).observe(time.perf_counter() - started)
