@@ -62,6 +62,22 @@ def test_incremental_add_update_delete(tmp_path: Path) -> None:
     assert reopened.ledger.get("tls") is None and reopened.ledger.get("pwd").versions == 2
 
 
+def test_a_new_url_or_metadata_over_the_same_text_is_an_update(tmp_path: Path) -> None:
+    st = _open(tmp_path / "s", create=True)
+    st.add(DOCS, tier="vetted")
+    moved = Document(id="sql", text=DOCS[0].text, source="sql.md", url="https://kb.example/sql", metadata={"t": ["a"]})
+    report = st.add([moved, DOCS[1]])
+    # was "unchanged": the old URL (the citation target) and metadata stayed, silently
+    assert (report.added, report.updated, report.unchanged, report.updated_ids) == (0, 1, 1, ("sql",))
+    reopened = _open(tmp_path / "s")
+    for doc_id in ("sql", "sql#0"):
+        assert (reopened.get(doc_id).url, reopened.get(doc_id).metadata["t"]) == ("https://kb.example/sql", ["a"])
+    again = reopened.add([moved])  # the same url and metadata (a list read back from JSON) are unchanged
+    assert (again.updated, again.unchanged) == (0, 1)
+    record = reopened.ledger.get("sql")
+    assert record is not None and (record.tier, record.versions, record.changed_since_vetted) == ("vetted", 1, False)
+
+
 def test_retrieval_modes_find_paraphrases(tmp_path: Path) -> None:
     st = _open(tmp_path / "s", create=True)
     st.add(DOCS)

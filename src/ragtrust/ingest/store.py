@@ -9,9 +9,10 @@ Layout::
       ledger.sqlite               provenance ledger (WAL)
       .lock                       writer lock (one writer at a time)
 
-**Incremental.** An ingest embeds only new and changed documents and writes them as a new
-immutable *segment*; replaced or deleted chunks are listed as deleted in the next
-manifest. Unchanged documents are neither re-chunked nor re-embedded. When more than a
+**Incremental.** An ingest embeds only new and changed documents (new text, or the same text
+with another URL or metadata) and writes them as a new immutable *segment*; replaced or
+deleted chunks are listed as deleted in the next manifest. Unchanged documents are neither
+re-chunked nor re-embedded. When more than a
 third of the stored rows are deleted the live rows are compacted into one segment.
 
 **Atomic.** A write builds its segment and manifest under new names and only then
@@ -341,7 +342,7 @@ class Store:
             manifest = snap.manifest
             known: dict[str, Any] = manifest["parents"]
             new = [d for d in docs if d.id not in known]
-            changed = [d for d in docs if d.id in known and known[d.id]["hash"] != d.content_hash]
+            changed = [d for d in docs if d.id in known and _changed(d, known[d.id]["hash"], snap.parents.get(d.id))]
             unchanged = len(docs) - len(new) - len(changed)
             report_chunks = 0
             generation = snap.generation
@@ -492,6 +493,14 @@ class Store:
     def _collect_garbage(self) -> None:
         """Remove generations beyond the newest few and segments none of them uses."""
         collect_garbage(self.root, self._current())
+
+
+def _changed(doc: Document, stored_hash: str, stored: Document | None) -> bool:
+    """New text, or the same text with another URL (the citation target) or metadata than the stored parent."""
+    if doc.content_hash != stored_hash:
+        return True
+    # compared as the store writes them (JSON: a tuple reads back as a list)
+    return stored is not None and (doc.url, doc.to_dict()["metadata"]) != (stored.url, stored.to_dict()["metadata"])
 
 
 __all__ = [
