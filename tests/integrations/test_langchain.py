@@ -123,6 +123,20 @@ def test_documents_become_retrieved_docs_with_distinct_ids() -> None:
     assert [d.rank for d in docs] == [1, 2, 3]
 
 
+def test_documents_of_two_trust_retrievers_verify_together() -> None:
+    # two gated retrievers (an ensemble, or two contexts joined) each name their id-less documents lc-1, ...
+    gate = _gate()
+    first = TrustRetriever(retriever=RunnableLambda(lambda q: [LCDocument(page_content=CLEAN[0])]), gate=gate)
+    second = TrustRetriever(retriever=RunnableLambda(lambda q: [LCDocument(page_content=CLEAN[1])]), gate=gate)
+    context = first.invoke(QUESTION) + second.invoke(QUESTION)
+    assert [d.metadata["ragtrust"]["id"] for d in context] == ["lc-1", "lc-1"]
+    assert [d.id for d in to_retrieved(context)] == ["lc-1", "lc-1#2"]
+    # was InputError: duplicate document id(s) lc-1: ids must be unique
+    out = verify_answer(gate).invoke({"question": QUESTION, "context": context, "answer": CLEAN[0]})
+    assert [d.doc_id for d in out["verdict"].documents] == ["lc-1", "lc-1#2"]
+    assert len(TrustRetriever(retriever=RunnableLambda(lambda q: context), gate=gate).invoke(QUESTION)) == 2
+
+
 def test_the_gate_must_be_a_trust_gate() -> None:
     with pytest.raises(ValidationError, match="TrustGate"):
         TrustRetriever(retriever=RunnableLambda(lambda q: []), gate=object())

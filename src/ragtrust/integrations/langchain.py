@@ -134,15 +134,14 @@ def _lc_documents(found: Any) -> list[LCDocument]:
 def to_retrieved(documents: Sequence[LCDocument]) -> list[RetrievedDoc]:
     """LangChain documents as ragtrust's :class:`RetrievedDoc` (rank = position, URL = ``source``).
 
-    The id is the document's ``id`` (else ``metadata["id"]``, else ``lc-N``); a retrieval
-    score in ``metadata["score"]`` within [0, 1] is kept as the similarity.
+    The id is the one a :class:`TrustRetriever` screened the document under (else its ``id``,
+    else ``metadata["id"]``, else ``lc-N``), made distinct (see
+    :func:`~ragtrust.integrations._gate.unique_ids`); a retrieval score in ``metadata["score"]``
+    within [0, 1] is kept as the similarity.
     """
-    ids = unique_ids([d.id or _str_or_none(d.metadata.get("id")) for d in documents], "lc")
+    ids = unique_ids([_screened_id(d) or d.id or _str_or_none(d.metadata.get("id")) for d in documents], "lc")
     out = []
     for rank, (doc, doc_id) in enumerate(zip(documents, ids, strict=True), start=1):
-        note = doc.metadata.get(METADATA_KEY)
-        if isinstance(note, dict) and isinstance(note.get("id"), str):
-            doc_id = note["id"]  # screened before: keep the id it was screened under
         score = doc.metadata.get("score")
         similarity = float(score) if isinstance(score, (int, float)) else None
         out.append(retrieved(doc_id, doc.page_content, doc.metadata, rank, similarity, "langchain"))
@@ -242,6 +241,12 @@ def _context(value: Any, context_key: str) -> list[LCDocument]:
                 f"{context_key!r} item {i} must be a LangChain Document or a string, got {type(item).__name__}"
             )
     return without_blank(docs, [d.page_content for d in docs], "document")
+
+
+def _screened_id(doc: LCDocument) -> str | None:
+    """The id a :class:`TrustRetriever` screened ``doc`` under (two of them may both say ``lc-1``)."""
+    note = doc.metadata.get(METADATA_KEY)
+    return _str_or_none(note.get("id")) if isinstance(note, dict) else None
 
 
 def _str_or_none(value: Any) -> str | None:
