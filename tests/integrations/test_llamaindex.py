@@ -80,6 +80,8 @@ def test_the_screening_is_kept_from_the_llm_and_the_embedder_and_the_input_is_no
     assert "poison_probability" not in node.get_content(metadata_mode=MetadataMode.LLM)
     assert "poison_probability" not in node.get_content(metadata_mode=MetadataMode.EMBED)
     assert "ragtrust" not in nodes[0].node.metadata  # a copy was annotated
+    # were ['ragtrust']: the copy shared the input node's lists of excluded keys and appended to them
+    assert nodes[0].node.excluded_llm_metadata_keys == nodes[0].node.excluded_embed_metadata_keys == []
 
 
 def test_flag_keeps_every_node_and_marks_the_suspicious_one() -> None:

@@ -119,12 +119,16 @@ class TrustNodePostprocessor(BaseNodePostprocessor):
 
 def _annotated(scored: NodeWithScore, note: dict[str, Any]) -> NodeWithScore:
     """A copy of the node with the screening in its metadata, hidden from the LLM and the embedder."""
-    node = scored.node.model_copy()
+    node = scored.node.model_copy()  # shallow: its lists are the input node's, so new ones are set
     node.metadata = {**scored.node.metadata, METADATA_KEY: note}
-    for keys in (node.excluded_llm_metadata_keys, node.excluded_embed_metadata_keys):
-        if METADATA_KEY not in keys:
-            keys.append(METADATA_KEY)
+    node.excluded_llm_metadata_keys = _with_key(node.excluded_llm_metadata_keys)
+    node.excluded_embed_metadata_keys = _with_key(node.excluded_embed_metadata_keys)
     return NodeWithScore(node=node, score=scored.score)
+
+
+def _with_key(keys: list[str]) -> list[str]:
+    """A new list of excluded metadata keys that holds :data:`METADATA_KEY`."""
+    return keys if METADATA_KEY in keys else [*keys, METADATA_KEY]
 
 
 def _visible(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
