@@ -257,6 +257,15 @@ async def test_the_tier_of_a_deleted_document_is_named_deleted_not_unknown(tmp_p
     assert error_of(parent, 404, "not_found").endswith("; ingest it again to vet it")
 
 
+async def test_an_empty_x_api_key_header_does_not_hide_a_bearer_key(make_client: Any) -> None:
+    gate = InstrumentedGate(store=memory_store())
+    async with make_client(create_app(gate=gate, api_keys=KEYS)) as client:
+        both = await client.post("/v1/ask", json=QUESTION, headers={"X-API-Key": "", "Authorization": "Bearer rk"})
+        neither = await client.post("/v1/ask", json=QUESTION, headers={"X-API-Key": ""})
+    assert both.status_code == 200, both.text  # was 401 "an API key is required"
+    assert "an API key is required" in error_of(neither, 401, "unauthorized")
+
+
 async def test_an_unknown_ingest_tier_is_a_validation_error_not_a_missing_scope(make_client: Any) -> None:
     gate = InstrumentedGate(store=memory_store())
     new = {"documents": [{"id": "csrf", "text": "Use anti-CSRF tokens."}]}

@@ -110,7 +110,7 @@ class ApiKeyMiddleware:
         headers = dict(scope.get("headers", ()))
         presented = headers.get(b"x-api-key")
         auth = headers.get(b"authorization", b"")
-        if presented is None and auth[:7].lower() == b"bearer ":
+        if not presented and auth[:7].lower() == b"bearer ":  # an empty X-API-Key (a proxy's) is no key
             presented = auth[7:].strip()
         if not presented:
             return "an API key is required: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
