@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragtrust.text import assertions, fold, one_line, split_sentences, word_tokens
+from ragtrust.text import assertions, fold, is_front_matter, one_line, split_sentences, word_tokens
 
 
 def test_sentences_keep_offsets_and_abbreviations() -> None:
@@ -159,3 +159,30 @@ def test_fold_is_nfkc_and_casefold_on_every_text() -> None:
 )
 def test_one_line_removes_spaces_before_closing_punctuation_only(text: str, expected: str) -> None:
     assert one_line(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\ntitle: Front Matter Doc\nauthor: x\n---\n# Passwords\n\nStore passwords with bcrypt.",
+        "---\ntitle: Front Matter Doc\ntags:\n  - auth\n\n# a comment\n...\nStore passwords with bcrypt.",
+        '+++\ntitle = "Front Matter Doc"\ntags = [\n  "auth",\n]\n+++\r\nStore passwords with bcrypt.',
+    ],
+)
+def test_front_matter_is_a_sentence_of_its_own_and_asserts_nothing(text: str) -> None:
+    first, *rest = split_sentences(text)
+    assert is_front_matter(first.text) and first.start == 0
+    assert [s.text for s in rest][-1] == "Store passwords with bcrypt."
+    assert [s.text for s in assertions(text)] == ["Store passwords with bcrypt."]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\n\nAn introduction in prose.\n\n---\n\nMore prose.",  # thematic breaks, not front matter
+        "---\ntitle: x\n\nAn introduction in prose.\n---\n",  # a line of prose: not a block of keys
+        "A sentence.\n---\ntitle: x\n---\n",  # not at the very start
+    ],
+)
+def test_thematic_breaks_and_later_blocks_are_not_front_matter(text: str) -> None:
+    assert not any(is_front_matter(s.text) for s in split_sentences(text))

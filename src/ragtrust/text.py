@@ -33,6 +33,19 @@ _BLANK_LINE = re.compile(r"\n\s*\n")
 _LIST_ITEM = re.compile(r"(?:[-*+]|\d+[.)])\s")
 # "2. Backups." / "## 1.4. Scope": the number of a list item or heading, not a sentence
 _NUMBER_MARK = re.compile(r"[ \t]*(?:#{1,6}[ \t]+)?(?:\d+\.)+")
+#: the opening line of a front-matter block (Jekyll, MkDocs, Docusaurus: YAML between ``---``
+#: lines; Hugo also TOML between ``+++`` lines) and, per opening, the lines that close it
+_FRONT_MATTER_OPEN = re.compile(r"(---|\+\+\+)[ \t]*\r?\n")
+_FRONT_MATTER_CLOSE = {
+    "---": re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE),
+    "+++": re.compile(r"^\+\+\+[ \t]*\r?$", re.MULTILINE),
+}
+#: a line of a front-matter block: a key (``title:``, ``title =``), a table (``[params]``), a
+#: comment, a list item, an indented or bracketed continuation, or blank. A line of prose is
+#: none of these: ``---`` lines around prose are thematic breaks, not front matter.
+_FRONT_MATTER_LINE = re.compile(
+    r"""[ \t]*|[ \t].*|#.*|-(?:[ \t].*)?|[\[\]{}"'].*|(?:"[^"\n]*"|'[^'\n]*'|\w[\w.:/-]*)[ \t]*[:=](?:[ \t].*)?"""
+)
 _ABBREVIATIONS = frozenset("e.g i.e etc vs mr mrs ms dr prof st no fig al approx inc ltd jr sr cf resp".split())
 
 
@@ -106,20 +119,61 @@ def one_line(text: str) -> str:
     return _SPACE_BEFORE_PUNCT.sub(r"\1", " ".join(text.split()))
 
 
+def front_matter_end(text: str) -> int:
+    r"""The end of the front-matter block that ``text`` starts with (its closing line's end), else 0.
+
+    A front-matter block (Jekyll, Hugo, MkDocs, Docusaurus) opens on the very first line with
+    ``---`` (YAML, closed by ``---`` or ``...``) or ``+++`` (TOML, closed by ``+++``), and
+    every line of it reads as one of keys, comments, list items or continuations; a block
+    that holds a line of prose is thematic breaks around prose. Linear in the text's length.
+
+    Example:
+        >>> text = "---\ntitle: Salts\n---\n# Salts\n"
+        >>> text[: front_matter_end(text)], front_matter_end("---\n\nProse here.\n\n---\n")
+        ('---\ntitle: Salts\n---', 0)
+    """
+    opening = _FRONT_MATTER_OPEN.match(text)
+    if opening is None:
+        return 0
+    closing = _FRONT_MATTER_CLOSE[opening.group(1)].search(text, opening.end())
+    if closing is None:
+        return 0
+    body = text[opening.end() : closing.start()]
+    if not all(_FRONT_MATTER_LINE.fullmatch(line.rstrip("\r")) for line in body.split("\n")[:-1]):
+        return 0
+    return closing.end() - (1 if text[closing.end() - 1 : closing.end()] == "\r" else 0)
+
+
+def is_front_matter(sentence: str) -> bool:
+    r"""Whether ``sentence`` is a front-matter block (see :func:`front_matter_end`): metadata, not prose.
+
+    Example:
+        >>> is_front_matter("---\ntitle: Salts\n---"), is_front_matter("---\ntitle: Salts\n---\nUse salts.")
+        (True, False)
+    """
+    end = front_matter_end(sentence)
+    return end > 0 and not sentence[end:].strip()
+
+
 def split_sentences(text: str) -> list[Sentence]:
     r"""Split into sentences with offsets; abbreviations like "e.g." do not end a sentence.
 
     Blank lines and list items are boundaries (Markdown), except a list item that starts
     lower-case after an item left dangling on "," ";" "and" "or" "but" "nor": it is the rest
-    of that item's sentence.
+    of that item's sentence. A front-matter block at the very start of the text
+    (:func:`front_matter_end`) is a sentence of its own (:func:`is_front_matter` tells it).
 
     Example:
         >>> [s.text for s in split_sentences("They\n- Can have attributes and\n- can be overwritten.")]
         ['They', '- Can have attributes and\n- can be overwritten.']
+        >>> [s.text for s in split_sentences("---\ntitle: Salts\n---\nUse salts. Always.")]
+        ['---\ntitle: Salts\n---', 'Use salts.', 'Always.']
     """
     sentences: list[Sentence] = []
-    start = 0
-    for m in _BOUNDARY.finditer(text):
+    start = front_matter_end(text)
+    if start:
+        _append(text, 0, start, sentences)
+    for m in _BOUNDARY.finditer(text, start):
         before = text[start : m.start()].rstrip()
         full_stop = m.group("close") is not None
         # a full stop after "e.g." / "J." / a list number is no boundary, unless a blank line or
@@ -148,7 +202,7 @@ def is_heading(sentence: str) -> bool:
 
 
 def assertions(text: str) -> list[Sentence]:
-    r"""The sentences of ``text`` that assert something: questions and headings removed.
+    r"""The sentences of ``text`` that assert something: questions, headings and front matter removed.
 
     NLI contradiction is only meaningful between claims; a question ("What happens if ...?")
     or a heading ("#### Never transmit secrets to the client") asserts nothing, and small NLI
@@ -164,7 +218,7 @@ def assertions(text: str) -> list[Sentence]:
     """
     out: list[Sentence] = []
     for sentence in split_sentences(text):
-        if is_question(sentence.text):
+        if is_question(sentence.text) or is_front_matter(sentence.text):
             continue
         claim = _without_headings(sentence)
         if claim is not None:
@@ -222,6 +276,8 @@ __all__ = [
     "Token",
     "assertions",
     "fold",
+    "front_matter_end",
+    "is_front_matter",
     "is_heading",
     "is_question",
     "one_line",

@@ -222,3 +222,11 @@ def test_a_link_alone_is_not_evidence_however_long_its_target() -> None:
     passages = ExtractiveExtractor(relative_cutoff=0.0).extract("How do I prevent XXE in Java?", docs)
     assert passages and all("Java RegEx" not in p.text for p in passages)
     assert any("DocumentBuilderFactory" in p.text for p in passages)
+
+
+def test_front_matter_is_not_evidence() -> None:
+    text = "---\ntitle: Front Matter Doc\nauthor: x\n---\n# Passwords\n\nPasswords must be hashed with bcrypt."
+    for question in ("How should passwords be stored?", "What does the front matter doc say about passwords?"):
+        assert [p.text for p in ExtractiveExtractor().extract(question, retrieved([text]))] == [
+            "Passwords must be hashed with bcrypt."
+        ]

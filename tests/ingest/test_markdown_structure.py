@@ -65,6 +65,8 @@ PATHOLOGICAL = {
     "nested list markers": lambda n: "- " * (n // 2) + "# x\n",
     "fences and headings": lambda n: "```\n# in code\n```\n## Real\n" * (n // 24),
     "an open link reference": lambda n: "[a]: <" + "b" * n + "\n# x\n",
+    "an unclosed front matter": lambda n: "---\n" + "key: value\n" * (n // 11) + "# x\n",
+    "a front matter of one long line": lambda n: "---\n" + "k" * n + "\n---\n# x\n",
 }
 
 
@@ -73,3 +75,32 @@ def test_markdown_parsing_grows_linearly_on_pathological_input(make: Callable[[i
     small, large = make(20_000), make(80_000)
     ratio = _seconds(markdown_metadata, large) / max(_seconds(markdown_metadata, small), 1e-4)
     assert ratio < 10, f"4x the input took {ratio:.1f}x the time (linear: about 4, quadratic: 16)"
+
+
+FRONT_MATTER = "---\ntitle: Front Matter Doc\nauthor: x\n---\n# Passwords\n\nPasswords must be hashed with bcrypt.\n"
+
+
+def test_front_matter_is_no_heading_and_its_title_is_the_documents_without_a_level_1_heading() -> None:
+    # Jekyll / Hugo / MkDocs / Docusaurus pages start with a YAML block: its closing '---' made
+    # it a setext heading, "title: Front Matter Doc\nauthor: x", the chunks' section heading
+    assert _headings(FRONT_MATTER) == [(1, "Passwords", "# Pass")]
+    assert markdown_metadata(FRONT_MATTER)["title"] == "Passwords"
+    hugo = "+++\ntitle = 'Salting'\n+++\n\nSalt every hash.\n\n## Why\n"
+    assert markdown_metadata(hugo) == {"headings": [[2, "Why", hugo.index("## Why")]], "title": "Salting"}
+    fence = '---\r\ntitle: "Code: ``` fences"\r\n---\r\n# A\r\n'  # nothing in it is Markdown
+    assert markdown_metadata(fence)["headings"] == [[1, "A", fence.index("# A")]]
+    assert markdown_code_ranges(fence) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "headings"),
+    [
+        ("---\n\nAn introduction in prose.\n\n---\n# A\n", [(1, "A", "# A\n")]),  # thematic breaks around prose
+        ("Intro.\n---\ntitle: x\n---\n", [(2, "Intro.", "Intro."), (2, "title: x", "title:")]),  # not at the start
+        ("---\ntitle: never closed\n# A\n", [(1, "A", "# A\n")]),
+    ],
+)
+def test_only_a_block_of_keys_at_the_very_start_is_front_matter(
+    text: str, headings: list[tuple[int, str, str]]
+) -> None:
+    assert _headings(text) == headings

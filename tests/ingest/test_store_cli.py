@@ -329,3 +329,26 @@ def test_a_deleted_document_is_named_deleted_not_unknown(tmp_path: Path, command
     (line,) = result.output.strip().splitlines()  # was "not in the ledger of store ...", history and all
     assert line.startswith(f"error: deleted from store {store}: kb/keys.md#0 (deleted 20")
     assert line.endswith(f"; ingest it again to {verb} it")
+
+
+@pytest.mark.usefixtures("cli_fakes")
+def test_front_matter_is_stored_as_written_but_never_answered_or_a_heading(tmp_path: Path) -> None:
+    from ragtrust.documents import content_hash
+    from ragtrust.ingest.store import Store
+
+    text = "---\ntitle: Front Matter Doc\nauthor: x\n---\n# Passwords\n\nPasswords must be hashed with bcrypt.\n"
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "fm.md").write_text(text, encoding="utf-8")
+    assert runner.invoke(app, ["ingest", "kb", "--store", "store"]).exit_code == 0
+    store = Store.open(tmp_path / "store", HashingEmbedder())
+    (parent,) = store.parents()
+    (chunk,) = store.documents()
+    assert parent.text == text and chunk.text == text.rstrip() and chunk.metadata["parent_hash"] == content_hash(text)
+    assert parent.metadata["headings"] == [[1, "Passwords", text.index("# Passwords")]]
+    store.close()
+    for question in ("How should passwords be stored?", "What does the front matter doc say about passwords?"):
+        result = runner.invoke(app, ["ask", question, "--store", "store", "--json"])
+        assert result.exit_code in (0, 3), result.output
+        verdict = json.loads(result.stdout)
+        assert "Passwords must be hashed with bcrypt. [1]" in verdict["answer"], verdict["answer"]
+        assert "title:" not in verdict["answer"] and "---" not in verdict["answer"], verdict["answer"]

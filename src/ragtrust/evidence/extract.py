@@ -54,7 +54,7 @@ from ragtrust.evidence.extract_llm import ChatModel, ExtractionError, LLMExtract
 from ragtrust.evidence.passages_json import passages_from_json, read_passages_json
 from ragtrust.models.base import Embedder
 from ragtrust.registry import register, warm_up
-from ragtrust.text import Sentence, split_sentences, visible_words, word_tokens
+from ragtrust.text import Sentence, is_front_matter, split_sentences, visible_words, word_tokens
 
 _STOPWORD_TEXT = """a an the of to in on at is are was were be been being by for with and or as that this these those
 it its from into than then there their them they he she we you your our i me my do does did doing done can could
@@ -93,17 +93,22 @@ _NOT_EVIDENCE = re.compile(r"^\s*(?:#{1,6}\s|\||```|<!--)")
 
 
 def is_evidence_sentence(text: str) -> bool:
-    """Tell whether a sentence can serve as evidence.
+    r"""Tell whether a sentence can serve as evidence.
 
-    Markdown headings, table rows, code fences, HTML comments and questions (they state
-    nothing) cannot.
+    Markdown headings, table rows, code fences, HTML comments, front matter (a page's
+    metadata) and questions (they state nothing) cannot.
 
     Example:
-        >>> [is_evidence_sentence(t) for t in ("## Salting", "Why salt?", "Salt every hash.")]
-        [False, False, True]
+        >>> [is_evidence_sentence(t) for t in ("## Salting", "Why salt?", "---\ntitle: Salts\n---", "Salt every hash.")]
+        [False, False, False, True]
     """
     stripped = text.strip()
-    return bool(stripped) and not _NOT_EVIDENCE.match(stripped) and not stripped.rstrip("*_)\"'").endswith("?")
+    return (
+        bool(stripped)
+        and not _NOT_EVIDENCE.match(stripped)
+        and not stripped.rstrip("*_)\"'").endswith("?")
+        and not is_front_matter(stripped)
+    )
 
 
 #: metadata keys whose values describe a whole document (its topic), in this order

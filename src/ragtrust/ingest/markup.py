@@ -25,8 +25,12 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from ragtrust.text import front_matter_end
+
 #: the line breaks markdown-it-py splits lines at (it normalises all three to ``\n``)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+#: a front-matter block's title (``title: X``, ``title = "X"``); a block scalar (``title: >``) is not read
+_FRONT_MATTER_TITLE = re.compile(r"^title[ \t]*[:=][ \t]*(?![|>])(.+?)[ \t]*\r?$", re.MULTILINE)
 #: block tokens whose lines are code
 _CODE_TOKENS = ("fence", "code_block")
 #: characters of the text the HTML heading search may scan, per character of text: enough
@@ -73,21 +77,31 @@ def _block_parser() -> MarkdownIt:
 
 
 def _parse(text: str) -> tuple[list[Any], list[int]]:
-    """markdown-it-py's block tokens of ``text`` and the character offset of each line's start."""
+    """markdown-it-py's block tokens of ``text`` and the character offset of each line's start.
+
+    A front-matter block at the start (:func:`~ragtrust.text.front_matter_end`) is parsed as
+    blank lines: it is metadata, not Markdown (its closing ``---`` made it a setext heading).
+    """
     starts = [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
+    end = front_matter_end(text)
+    if end:  # as many line breaks as it holds, so the lines after it keep their numbers
+        text = "\n" * len(_LINE_BREAK.findall(text, 0, end)) + text[end:]
     return _block_parser().parse(text), starts
 
 
 def markdown_metadata(text: str) -> dict[str, Any]:
     r"""``title`` (the first level-1 heading) and ``headings`` (``[level, title, offset]``) of a Markdown text.
 
-    The headings CommonMark sees (ATX and setext; none inside code or HTML blocks); a
-    heading's offset is that of its ``#`` (ATX) or of its first character (setext), its
-    title the raw text between the markers. Linear in the text's length.
+    The headings CommonMark sees (ATX and setext; none inside code or HTML blocks or front
+    matter); a heading's offset is that of its ``#`` (ATX) or of its first character (setext),
+    its title the raw text between the markers. Without a level-1 heading, the ``title`` of
+    a front-matter block is the title. Linear in the text's length.
 
     Example:
         >>> markdown_metadata("# A\n\ntext\n\nB\n---\n    # code\n")["headings"]
         [[1, 'A', 0], [2, 'B', 11]]
+        >>> markdown_metadata("---\ntitle: 'Salts'\n---\n## Why\n")
+        {'headings': [[2, 'Why', 23]], 'title': 'Salts'}
     """
     tokens, starts = _parse(text)
     headings: list[list[Any]] = []
@@ -105,10 +119,21 @@ def markdown_metadata(text: str) -> dict[str, Any]:
         title = inline.content.strip() if inline is not None and inline.type == "inline" else ""
         headings.append([int(token.tag[1]), title, max(offset, begin)])
     meta: dict[str, Any] = {"headings": headings}
-    title = next((h[1] for h in headings if h[0] == 1), None)
+    title = next((h[1] for h in headings if h[0] == 1), None) or _front_matter_title(text)
     if title:
         meta["title"] = title
     return meta
+
+
+def _front_matter_title(text: str) -> str | None:
+    """The ``title`` key of the text's front-matter block, unquoted; None without one."""
+    found = _FRONT_MATTER_TITLE.search(text, 0, front_matter_end(text))
+    if found is None:
+        return None
+    value = found.group(1)
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    return value.strip() or None
 
 
 def markdown_code_ranges(text: str, *, labelled_only: bool = False) -> list[tuple[int, int]]:
