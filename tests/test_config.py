@@ -171,3 +171,19 @@ def test_sections_are_frozen() -> None:
         s.trust.tau = 0.1  # type: ignore[misc]
     with pytest.raises(ValidationError, match="frozen"):
         s.seed = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("raw", ["[]", "", " ", ","])
+def test_an_empty_signal_list_is_refused_not_screening_turned_off(raw: str, tmp_path: Path) -> None:
+    # with no signal every document read P = 0 and a planted injection was screened and verified as trusted
+    expected = (
+        "invalid configuration: screening.signals: the list is empty, but screening always runs before generation; "
+        "name at least one of claim_conflict, cross_consistency, injection, intra_consistency, linguistic, "
+        "provenance, semantic_outlier, structural"
+    )
+    assert _error(env={"RAGTRUST_SCREENING__SIGNALS": raw}) == expected
+    config = tmp_path / "ragtrust.toml"
+    config.write_text("[screening]\nsignals = []\n", encoding="utf-8")
+    assert _error(config, env={}) == expected
+    with pytest.raises(ConfigError, match="screening.signals: the list is empty"):
+        load_settings(env={}, overrides={"screening": {"signals": ()}})

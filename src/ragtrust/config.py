@@ -29,6 +29,7 @@ from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -40,7 +41,7 @@ from pydantic_settings import (
 )
 
 from ragtrust.errors import ConfigError
-from ragtrust.registry import canonical_spec
+from ragtrust.registry import canonical_spec, registered
 
 #: the prefix of ragtrust's environment variables
 ENV_PREFIX = "RAGTRUST_"
@@ -160,6 +161,14 @@ class ScreeningConfig(_Section):
     @field_validator("signals", mode="before")
     @classmethod
     def _signal_specs(cls, value: Any) -> Any:
+        # no signal is no screening: every document would read P = 0 and a planted injection
+        # pass as trusted, so an empty list (``[]``, an empty variable) is refused, not obeyed
+        if (isinstance(value, (list, tuple)) and not value) or (isinstance(value, str) and not value.strip()):
+            raise PydanticCustomError(
+                "empty_signals",
+                "the list is empty, but screening always runs before generation; name at least one of {names}",
+                {"names": ", ".join(registered("signal"))},
+            )
         if isinstance(value, (list, tuple)):
             return tuple(_canonical(v) for v in value)
         return value
