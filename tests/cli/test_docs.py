@@ -89,6 +89,12 @@ def test_a_narrow_terminal_folds_the_id_and_never_cuts_it(store: Path) -> None:
     assert "3 document(s)" in out
 
 
+def test_the_changed_note_is_printed_only_under_a_changed_row(store: Path) -> None:
+    note = "changed: the content changed since it was vetted"
+    assert note in ok("docs", "--store", str(store)).stdout  # the vetted page edited since
+    assert note not in ok("docs", "--store", str(store), "--tier", "quarantined").stdout
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

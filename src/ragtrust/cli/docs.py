@@ -89,10 +89,11 @@ def docs_command(
     if not rows:
         console.print(plain(f"no documents in store {root}" + (f" with tier {tier}" if tier else "")), highlight=False)
         return
+    changed = any(row["changed_since_vetted"] for row in rows)  # the note explains a YES: only under one
     table = Table(
         title=plain(f"{len(rows)} document(s) in store {root}"),
         title_justify="left",
-        caption="changed: the content changed since it was vetted",
+        caption="changed: the content changed since it was vetted" if changed else None,
         caption_justify="left",
     )
     # the id is never cut (vet / quarantine / ledger need it whole): it folds onto the next line
