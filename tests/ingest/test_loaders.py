@@ -121,6 +121,18 @@ def test_include_exclude_and_duplicates(tmp_path: Path) -> None:
     assert "duplicate document id 'same'" in dup.skipped[0][1]
 
 
+def test_a_duplicate_record_is_named_by_its_line_like_every_other_skipped_record(tmp_path: Path) -> None:
+    _write(tmp_path / "kb.jsonl", '{"id": "r1", "text": "x"}\n\n{"id": "r1", "text": "y"}\n{"text": ""}\n')
+    _write(tmp_path / "kb.csv", "id,text\nr1,z\n")
+    report = load_paths([tmp_path / "kb.jsonl", tmp_path / "kb.csv"])
+    first = f"{tmp_path / 'kb.jsonl'}:1"
+    assert report.skipped == [
+        (f"{tmp_path / 'kb.jsonl'}:4", "missing or empty 'text' (each record needs a non-empty text)"),
+        (f"{tmp_path / 'kb.jsonl'}:3", f"duplicate document id 'r1' (first loaded from {first})"),
+        (f"{tmp_path / 'kb.csv'}:2", f"duplicate document id 'r1' (first loaded from {first})"),
+    ]
+
+
 def test_licence_files_under_a_folder_are_skipped_not_ingested(tmp_path: Path) -> None:
     root = tmp_path / "kb"
     _write(root / "Password_Storage.md", "# Passwords\n\nUse Argon2id.\n")

@@ -116,7 +116,18 @@ def test_ingest_skips_licence_files_and_counts_them(tmp_path: Path) -> None:
     assert "skipped" in human.stdout
     (row,) = (line for line in human.stdout.splitlines() if line.startswith("│"))
     cells = [cell.strip() for cell in row.strip("│").split("│")]
-    assert cells[0] == "2" and cells[5] == "3"  # added; skipped files: blob.txt, LICENSE.md, COPYING
+    assert cells[0] == "2" and cells[5] == "3"  # added; skipped: blob.txt, LICENSE.md, COPYING
+
+
+def test_skipped_records_are_not_counted_as_files(tmp_path: Path) -> None:
+    (tmp_path / "kb.jsonl").write_text('{"id": "r1", "text": "x"}\n{"id": "r1", "text": "y"}\nnot json\n')
+    result = runner.invoke(app, ["ingest", str(tmp_path / "kb.jsonl"), "--store", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    header = [[c.strip() for c in line.strip("┃").split("┃")] for line in lines if line.startswith("┃")]
+    (row,) = ([c.strip() for c in line.strip("│").split("│")] for line in lines if line.startswith("│"))
+    assert " ".join(filter(None, (cells[5] for cells in header))) == "skipped"  # was "skipped files"
+    assert row[5] == "2"  # two records of one file
 
 
 def test_a_clean_scan_prints_the_highest_scores(tmp_path: Path) -> None:

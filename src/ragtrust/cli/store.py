@@ -154,7 +154,7 @@ def ingest(
         print_json({**report.to_dict(), "skipped": [list(s) for s in skipped], "store": str(root)})
         return
     table = Table(title=plain(f"Ingested into {root}"), title_justify="left")
-    for col in ("added", "updated", "unchanged", "chunks written", "chunks in store", "skipped files", "seconds"):
+    for col in ("added", "updated", "unchanged", "chunks written", "chunks in store", "skipped", "seconds"):
         table.add_column(col, justify="right")
     table.add_row(
         str(report.added),

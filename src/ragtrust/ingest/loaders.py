@@ -270,28 +270,30 @@ def _load_one(file: Path, doc_id: str, report: LoadReport, seen: dict[str, str],
         data = _read_bounded(file, limits.max_file_bytes)
         office = suffix in OFFICE_EXTENSIONS  # binary formats: their readers decode them
         text, encoding = ("", "utf-8") if office else decode_bytes(data)
+        # (where each document came from: the file, or a record's file:line), document
+        docs: list[tuple[str, Document]]
         if office:
-            docs = [_document(file, doc_id, *office_text(suffix, data))]
+            docs = [(str(file), _document(file, doc_id, *office_text(suffix, data)))]
         elif suffix == ".jsonl":
             docs = _jsonl_documents(file, doc_id, text, report, limits.max_line_bytes)
         elif suffix == ".csv":
             docs = _csv_documents(file, doc_id, text, report, limits.max_line_bytes)
         elif suffix in (".md", ".markdown"):
-            docs = [_document(file, doc_id, text, markdown_metadata(text))]
+            docs = [(str(file), _document(file, doc_id, text, markdown_metadata(text)))]
         elif suffix in (".html", ".htm"):
             body, meta = html_to_text(text)
             if not body.strip():
                 raise InputError("no visible text in the HTML")
-            docs = [_document(file, doc_id, body, meta)]
+            docs = [(str(file), _document(file, doc_id, body, meta))]
         else:
-            docs = [_document(file, doc_id, text, {})]
+            docs = [(str(file), _document(file, doc_id, text, {}))]
     except InputError as exc:
         report.skipped.append((str(file), str(exc)))
         return
     except OSError as exc:
         report.skipped.append((str(file), f"cannot read: {exc.strerror or exc}"))
         return
-    for doc in docs:
+    for where, doc in docs:
         if encoding not in ("utf-8", "ascii"):
             doc = Document(
                 id=doc.id,
@@ -301,9 +303,9 @@ def _load_one(file: Path, doc_id: str, report: LoadReport, seen: dict[str, str],
                 metadata={**doc.metadata, "encoding": encoding},
             )
         if doc.id in seen:
-            report.skipped.append((str(file), f"duplicate document id {doc.id!r} (first loaded from {seen[doc.id]})"))
+            report.skipped.append((where, f"duplicate document id {doc.id!r} (first loaded from {seen[doc.id]})"))
             continue
-        seen[doc.id] = str(file)
+        seen[doc.id] = where
         report.documents.append(doc)
 
 
@@ -403,8 +405,11 @@ def _utf8_size(text: str, limit: int) -> int:
     return len(text.encode("utf-8")) if len(text) * 4 > limit else len(text)
 
 
-def _jsonl_documents(file: Path, file_id: str, text: str, report: LoadReport, max_line: int) -> list[Document]:
-    docs: list[Document] = []
+def _jsonl_documents(
+    file: Path, file_id: str, text: str, report: LoadReport, max_line: int
+) -> list[tuple[str, Document]]:
+    """``(file:line, document)`` of each valid record; the others are listed in ``report.skipped``."""
+    docs: list[tuple[str, Document]] = []
     # lines end at \n only: JSON strings may hold U+2028 and other characters splitlines() breaks at
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -415,7 +420,7 @@ def _jsonl_documents(file: Path, file_id: str, text: str, report: LoadReport, ma
             report.skipped.append((where, _too_large(size, max_line, "line", "max_line_bytes")))
             continue
         try:
-            docs.append(_record_document(file, file_id, where, lineno, json.loads(line)))
+            docs.append((where, _record_document(file, file_id, where, lineno, json.loads(line))))
         except json.JSONDecodeError as exc:
             report.skipped.append((where, f"invalid JSON ({exc.msg})"))
         except RecursionError:
@@ -433,7 +438,10 @@ def _record_size(row: dict[str, Any], limit: int) -> int:
     return sum(_utf8_size(v, limit) for v in values)
 
 
-def _csv_documents(file: Path, file_id: str, text: str, report: LoadReport, max_line: int) -> list[Document]:
+def _csv_documents(
+    file: Path, file_id: str, text: str, report: LoadReport, max_line: int
+) -> list[tuple[str, Document]]:
+    """``(file:line, document)`` of each valid row; the others are listed in ``report.skipped``."""
     # the csv module refuses fields over 128 KB by default; records are bounded by max_line
     csv.field_size_limit(max(csv.field_size_limit(), max_line))
     try:
@@ -445,7 +453,7 @@ def _csv_documents(file: Path, file_id: str, text: str, report: LoadReport, max_
     if "text" not in fields:
         raise InputError(f"CSV needs a 'text' column (optional: id, url); found {', '.join(fields) or 'no header'}")
     reader.fieldnames = fields
-    docs: list[Document] = []
+    docs: list[tuple[str, Document]] = []
     try:
         for row in reader:
             lineno = reader.line_num
@@ -456,7 +464,7 @@ def _csv_documents(file: Path, file_id: str, text: str, report: LoadReport, max_
                 continue
             clean = {k: v for k, v in row.items() if k}
             try:
-                docs.append(_record_document(file, file_id, where, lineno, clean))
+                docs.append((where, _record_document(file, file_id, where, lineno, clean)))
             except InputError as exc:
                 report.skipped.append((where, str(exc).removeprefix(f"{where}: ")))
     except csv.Error as exc:
