@@ -154,6 +154,21 @@ def test_a_near_miss_id_suggests_the_closest_known_ids(tmp_path: Path, command: 
     assert far.exit_code == 2 and "did you mean" not in far.output
 
 
+@pytest.mark.parametrize("command", ["vet", "quarantine", "ledger"])
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_an_empty_id_is_a_usage_error(tmp_path: Path, command: str, blank: str) -> None:
+    # was "not in the ledger of store X:  (see `ragtrust ingest`)", nothing where the id goes
+    kb, store = _kb(tmp_path), tmp_path / "store"
+    assert runner.invoke(app, ["ingest", str(kb), "--store", str(store), "--tier", "vetted"]).exit_code == 0
+    ids = [blank] if command == "ledger" else ["kb/keys.md", blank]
+    result = runner.invoke(app, [command, *ids, "--store", str(store)])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"error: a document id is empty: name a document (ragtrust docs --store {store} lists them)"
+    )
+    assert "quarantined" not in runner.invoke(app, ["docs", "--store", str(store)]).stdout  # nothing changed
+
+
 def test_several_near_misses_say_which_suggestion_is_for_which_id(tmp_path: Path) -> None:
     kb, store = _kb(tmp_path), tmp_path / "store"
     assert runner.invoke(app, ["ingest", str(kb), "--store", str(store)]).exit_code == 0

@@ -75,7 +75,9 @@ def ledger_command(
     from ragtrust.errors import InputError
     from ragtrust.ingest.store import open_ledger
 
-    with open_ledger(store_path(store)) as db:
+    root = store_path(store)
+    _check_ids([doc_id], root)
+    with open_ledger(root) as db:
         key = _parent_key(db, doc_id)
         record = db.get(key, include_deleted=True)
         if record is None:
@@ -123,6 +125,15 @@ def ledger_command(
     console.print(log)
 
 
+def _check_ids(ids: list[str], root: Path) -> None:
+    """Refuse an empty id (``vet ""``): it names no document, and the error had nothing to quote."""
+    from ragtrust.documents import is_blank
+    from ragtrust.errors import InputError
+
+    if any(is_blank(i) for i in ids):
+        raise InputError(f"a document id is empty: name a document (ragtrust docs --store {root} lists them)")
+
+
 def _parent_key(db: Any, doc_id: str) -> str:
     """Map a chunk id ``<id>#<n>`` to its parent when only the parent is in the ledger."""
     if db.get(doc_id, include_deleted=True) is None:
@@ -155,6 +166,7 @@ def _set_tier(root: Path, ids: list[str], tier: str, reason: str, actor: str) ->
     from ragtrust.errors import InputError
     from ragtrust.ingest.store import open_ledger
 
+    _check_ids(ids, root)
     with open_ledger(root) as db:
         keys = [_parent_key(db, i) for i in ids]
         unknown = [(i, k) for i, k in zip(ids, keys, strict=True) if db.get(k) is None]
