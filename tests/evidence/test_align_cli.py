@@ -100,6 +100,27 @@ def test_align_bad_input_exits_2(app: typer.Typer, files: tuple[Path, Path], tmp
 
 
 @pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            ["use parameterised queries"],  # was "passage 1: expected an object, got str": which file, which fields?
+            "passages.json: passage 1: expected an object with 'passage' (or 'text'), and optionally 'passage_id', "
+            "'url' and 'doc_id'; got str",
+        ),
+        ({"nope": []}, "passages.json: expected {'collected_passages': [...]} or a list of passages"),
+    ],
+)
+def test_a_bad_passages_file_is_named_with_the_fields_it_needs(
+    app: typer.Typer, files: tuple[Path, Path], data: object, message: str
+) -> None:
+    passages, docs = files
+    passages.write_text(json.dumps(data), encoding="utf-8")
+    result = CliRunner().invoke(app, ["align", "-p", str(passages), "-d", str(docs)])
+    assert result.exit_code == 2, result.output
+    assert f"error: {passages.parent / message}" == " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(
     ("row", "message"),
     [
         ('{"id": "c", "text": "Use TLS.", "rank": "one"}', "docs.jsonl:3: 'rank' must be a positive integer"),

@@ -13,7 +13,10 @@ from ragtrust.cli.render import printable
 
 _STATUS_STYLE = {"kept": "green", "truncated": "yellow", "reattributed": "cyan", "dropped": "red"}
 _PASSAGES = typer.Option(
-    ..., "--passages", "-p", help='JSON: {"collected_passages": [{"passage_id", "passage", "url"}]} or a list.'
+    ...,
+    "--passages",
+    "-p",
+    help='JSON: {"collected_passages": [{"passage_id", "passage", "url"}]} or a list of such objects.',
 )
 _DOCS = typer.Option(..., "--docs", "-d", help="JSONL documents with id, text and optional url.")
 _JSON = typer.Option(False, "--json", help="Print the alignment result as JSON.")

@@ -49,7 +49,10 @@ def passages_from_json(data: Any, docs: Sequence[RetrievedDoc] = ()) -> list[Pas
     items: list[dict[str, Any]] = []
     for i, row in enumerate(data, start=1):
         if not isinstance(row, Mapping):
-            raise InputError(f"passage {i}: expected an object, got {type(row).__name__}")
+            raise InputError(
+                f"passage {i}: expected an object with 'passage' (or 'text'), and optionally 'passage_id', 'url' "
+                f"and 'doc_id'; got {type(row).__name__}"
+            )
         text = row.get("passage", row.get("text"))
         if not isinstance(text, str) or not text.strip():
             raise InputError(f"passage {i}: 'passage' (or 'text') must be a non-empty string")
@@ -68,13 +71,16 @@ def passages_from_json(data: Any, docs: Sequence[RetrievedDoc] = ()) -> list[Pas
 
 
 def read_passages_json(path: str | Path, docs: Sequence[RetrievedDoc] = ()) -> list[Passage]:
-    """:func:`passages_from_json` of a UTF-8 JSON file."""
+    """:func:`passages_from_json` of a UTF-8 JSON file; an error names the file."""
     text = read_text_file(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
-    return passages_from_json(data, docs)
+    try:
+        return passages_from_json(data, docs)
+    except InputError as exc:
+        raise InputError(f"{path}: {str(exc).removeprefix('passages JSON: ')}") from None
 
 
 __all__ = ["passages_from_json", "read_passages_json", "to_passages"]
