@@ -129,3 +129,14 @@ def test_help_texts_lose_no_bracketed_words_to_rich_markup() -> None:
         if render(text).plain != text.replace("\\[", "[")
     ]
     assert not lost, lost
+
+
+def test_help_texts_read_as_plain_prose() -> None:
+    """No reST markup (````--full````), no line break inside a paragraph: Typer's rich help prints both as written."""
+    from typer.main import get_command
+
+    marked = [(" ".join(path), text) for path, text in _help_texts(get_command(app)) if "``" in text]
+    assert not marked, marked
+    text = _help(["scan"])
+    assert "only the others are scanned (--full scans them all)." in text, text
+    assert "witnesses and configuration have not changed" in text, text  # one line at 200 columns

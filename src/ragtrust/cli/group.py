@@ -3,7 +3,9 @@
 Typer's defaults show ``<bool>`` after flags, ``<str>`` / ``<list[Path]>`` after options and
 draw usage errors in a multi-line box. :class:`RagtrustGroup` (``typer.Typer(cls=...)``)
 rewrites the help types of every parameter in the command tree once, when the tree is
-built, and prints usage errors as ``error: <message> (see ragtrust CMD --help)``, exit 2.
+built, joins the lines of each paragraph of a command's help (Typer's rich help printed a
+docstring's line breaks as written, mid-sentence), and prints usage errors as
+``error: <message> (see ragtrust CMD --help)``, exit 2.
 
 Example:
     >>> import typer
@@ -22,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -77,6 +80,27 @@ class _Argument(TyperArgument):
         return self.metavar if self.metavar is not None else type_label(self)
 
 
+def prose(help_text: str) -> str:
+    r"""A command's help with each paragraph on one line, as click would wrap it; after ``\f``, as written.
+
+    A paragraph that starts with ``\b`` (click's "do not rewrap" mark) keeps its lines.
+
+    Example:
+        >>> prose("Scan a corpus.\n\n    A store keeps its last\n    scan.\n")
+        'Scan a corpus.\n\nA store keeps its last scan.'
+    """
+    text, cut, rest = help_text.partition("\f")
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(p if p.startswith("\b") else " ".join(p.split()) for p in paragraphs) + cut + rest
+
+
+def _commands(command: _click.Command) -> Iterator[_click.Command]:
+    """``command`` and every command under it."""
+    yield command
+    for sub in getattr(command, "commands", {}).values():
+        yield from _commands(sub)
+
+
 def _walk(command: _click.Command, parent: _click.Context | None = None) -> Iterator[_click.Parameter]:
     """Every parameter of the tree under ``command``, each command's ``--help`` included."""
     ctx = _click.Context(command, info_name=command.name, parent=parent, **command.context_settings)
@@ -99,6 +123,9 @@ class RagtrustGroup(TyperGroup):
                 param.__class__ = _Option
             elif type(param) is TyperArgument:
                 param.__class__ = _Argument
+        for command in _commands(self):
+            if command.help:
+                command.help = prose(command.help)
 
     def main(
         self,
@@ -141,4 +168,4 @@ def _one_line(message: str) -> None:
     err_console.print(Text.assemble(("error:", "bold red"), " ", " ".join(message.split())), soft_wrap=True)
 
 
-__all__ = ["RagtrustGroup", "type_label"]
+__all__ = ["RagtrustGroup", "prose", "type_label"]

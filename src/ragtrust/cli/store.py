@@ -195,7 +195,7 @@ def scan(
 
     A store keeps its last scan: documents whose text, ledger record, witnesses and
     configuration have not changed keep their rows, and only the others are scanned
-    (``--full`` scans them all).
+    (--full scans them all).
     """
     from ragtrust.ingest.chunker import chunk_documents
     from ragtrust.ingest.loaders import load_paths
