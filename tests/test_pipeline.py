@@ -306,6 +306,24 @@ def test_a_raising_signal_makes_the_verdict_untrusted(kb: list[Document], questi
     assert len(skipped) == 5 and all(s.skipped and (s.skip_reason or "").startswith("error:") for s in skipped)
 
 
+def test_documents_no_signal_read_are_not_trusted(kb: list[Document], questions: dict[str, str]) -> None:
+    """``provenance`` alone with documents passed in (no store, no ledger) reads nothing: P = 0 is not "clean"."""
+    question = questions["kb-01"]
+    docs = _retrieved(kb[:3], [0.8, 0.7, 0.6])
+    control = gate_for(kb).screen(docs, question)
+    assert control.trusted  # the same documents, screened by the signals that apply
+    gate = gate_for(kb, settings(signals=["provenance"]))
+    for verdict in (gate.screen(docs, question), gate.verify("Use parameterised queries.", docs)):
+        assert verdict.trusted is False
+        assert verdict.poison_probability == 0.0
+        reason = next(r for r in verdict.decision_reasons if r.startswith("no screening signal read"))
+        assert reason == (
+            f"no screening signal read {', '.join(d.id for d in kb[:3])} "
+            "(the configured signals, provenance, skipped it or do not apply here)"
+        )
+    assert_decision_is_consistent(verdict)
+
+
 # --------------------------------------------------------------------------- stand-alone stages
 
 

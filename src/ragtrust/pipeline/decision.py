@@ -122,6 +122,17 @@ def failed_conditions(out: Outcome, settings: Settings) -> tuple[list[str], list
             f"the context holds text that could not be screened for instructions ({', '.join(unread)}: "
             "a script the injection classifier cannot read)"
         )
+    # A document kept in the context that no signal read (every configured signal skipped it
+    # or did not apply: ``provenance`` alone without a store) was never screened: P = 0 there
+    # means "not looked at", not "clean" (fail closed).
+    unscreened = [
+        d.doc_id for d in out.gated.documents if d.action != "dropped" and not any(not r.skipped for r in d.signals)
+    ]
+    if unscreened:
+        reasons.append(
+            f"no screening signal read {', '.join(unscreened)} (the configured signals, "
+            f"{', '.join(_signal_names(settings))}, skipped it or do not apply here)"
+        )
     # A sentence that is not grounded (no verified span, no NLI entailment) is the writer's
     # own: under 'refuse' it fails the answer, under 'drop' it was removed (issue 16).
     if out.stage != "screen":
@@ -157,6 +168,11 @@ def failed_conditions(out: Outcome, settings: Settings) -> tuple[list[str], list
         reasons.extend(unvetted_reasons)
         warnings.extend(unvetted_warnings)
     return reasons, warnings
+
+
+def _signal_names(settings: Settings) -> list[str]:
+    """The names of the configured screening signals (a spec is a name or ``{"type": name, ...}``)."""
+    return [spec if isinstance(spec, str) else str(spec.get("type")) for spec in settings.screening.signals]
 
 
 def drop_unsupported(out: Outcome, settings: Settings) -> None:
