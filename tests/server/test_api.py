@@ -354,6 +354,23 @@ async def test_gate_errors_map_to_json_errors(exc: Exception, status: int, kind:
         assert str(exc) in err["message"]
 
 
+async def test_health_probes_answer_head(gate: InstrumentedGate, make_client: Any) -> None:
+    # load balancers probe with HEAD: /healthz and /readyz answered 405 to it
+    async with make_client(create_app(gate=gate)) as client:
+        health = await client.head("/healthz")
+        ready = await client.head("/readyz")
+        spec = (await client.get("/openapi.json")).json()
+    assert health.status_code == ready.status_code == 200
+    assert health.headers["content-type"] == ready.headers["content-type"] == "application/json"
+    # the schema lists each probe once, under GET
+    assert set(spec["paths"]["/healthz"]) == set(spec["paths"]["/readyz"]) == {"get"}
+    warming = InstrumentedGate(store=memory_store(), warm_error=ModelError("checksum mismatch"))
+    async with make_client(create_app(gate=warming)) as client:
+        not_ready = await client.head("/readyz")
+        alive = await client.head("/healthz")
+    assert not_ready.status_code == 503 and alive.status_code == 200
+
+
 async def test_not_ready_until_warm_and_warm_up_failure(make_client: Any) -> None:
     gate = InstrumentedGate(store=memory_store(), warm_error=ModelError("checksum mismatch"))
     async with make_client(create_app(gate=gate)) as client:

@@ -270,6 +270,11 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
         gate = rt.require_gate()
         return S.ReadyOut(ready=True, store=gate.store is not None)
 
+    # load balancers probe with HEAD: the same status and headers (the server sends no body);
+    # left out of the schema, which lists each probe once
+    for path, probe in (("/healthz", healthz), ("/readyz", readyz)):
+        app.add_api_route(path, probe, methods=["HEAD"], include_in_schema=False)
+
     @app.get(
         "/metrics",
         response_class=PlainTextResponse,
