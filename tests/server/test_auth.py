@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,23 @@ def test_each_route_needs_its_scope() -> None:
     assert required_scope("POST", "/v1/documents") == "write" and required_scope("DELETE", "/v1/documents/a") == "write"
     assert required_scope("POST", "/v1/documents/guide/intro/tier") == "vet"
     assert required_scope("PUT", "/v1/anything-new") == "write"  # an unlisted change is at least a write
+
+
+def test_the_scope_table_of_docs_security_claims_only_what_the_api_serves() -> None:
+    # it listed "deletions" under write, and the HTTP API has no delete endpoint
+    doc = (Path(__file__).parents[2] / "docs" / "security.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(read|write|vet)` +\|(.*)\|$", doc, flags=re.MULTILINE))
+    assert set(rows) == {"read", "write", "vet"}
+    app = create_app(gate=InstrumentedGate(store=memory_store()))
+
+    def shape(path: str) -> str:  # {id} in the doc, {doc_id:path} in the app
+        return re.sub(r"\{[^}]*\}", "{}", path).rstrip(".")
+
+    served = {(m, shape(getattr(r, "path", ""))) for r in app.routes for m in getattr(r, "methods", None) or ()}
+    for text in rows.values():
+        for method, path in re.findall(r"`(GET|POST|PUT|PATCH|DELETE) (/[^`]*)`", text):
+            assert any(m == method and p.startswith(shape(path)) for m, p in served), (method, path)
+    assert ("delet" in rows["write"].lower()) == any(m == "DELETE" for m, _ in served)
 
 
 def test_provenance_schema_mirrors_the_ledger_record() -> None:

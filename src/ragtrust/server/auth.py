@@ -6,7 +6,7 @@
 scope      lets the key
 =========  =========================================================================
 ``read``   ask, screen, verify, align; read documents and ``/metrics``
-``write``  ingest and delete documents (content only)
+``write``  ingest documents (content only; the API deletes nothing)
 ``vet``    change a trust tier: ``vetted`` / ``unvetted`` / ``quarantined``,
            including a ``tier`` sent with an ingest
 =========  =========================================================================
