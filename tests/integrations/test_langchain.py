@@ -123,6 +123,16 @@ def test_documents_become_retrieved_docs_with_distinct_ids() -> None:
     assert [d.rank for d in docs] == [1, 2, 3]
 
 
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_boolean_score_is_not_a_similarity(flag: bool, caplog: pytest.LogCaptureFixture) -> None:
+    # metadata["score"] = True was read as similarity 1.0 (a bool is an int to Python); the HTTP
+    # API refuses booleans, and the adapter now leaves it out like any other value that is no similarity
+    with caplog.at_level("WARNING", logger="ragtrust.integrations"):
+        docs = to_retrieved([LCDocument(page_content="a", id="x", metadata={"score": flag})])
+    assert docs[0].score is None
+    assert f"document x: metadata['score'] is a bool ({flag}), not a similarity in [0, 1]: ignored" in caplog.text
+
+
 def test_documents_of_two_trust_retrievers_verify_together() -> None:
     # two gated retrievers (an ensemble, or two contexts joined) each name their id-less documents lc-1, ...
     gate = _gate()

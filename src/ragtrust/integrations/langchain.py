@@ -46,6 +46,7 @@ from ragtrust.integrations._gate import (
     ContextBlockedError,
     OnBlock,
     check_gate,
+    logger,
     retrieved,
     screen_and_gate,
     unique_ids,
@@ -137,13 +138,21 @@ def to_retrieved(documents: Sequence[LCDocument]) -> list[RetrievedDoc]:
     The id is the one a :class:`TrustRetriever` screened the document under (else its ``id``,
     else ``metadata["id"]``, else ``lc-N``), made distinct (see
     :func:`~ragtrust.integrations._gate.unique_ids`); a retrieval score in ``metadata["score"]``
-    within [0, 1] is kept as the similarity.
+    within [0, 1] is kept as the similarity (a bool is not one: left out, with a warning on the
+    ``ragtrust.integrations`` logger).
     """
     ids = unique_ids([_screened_id(d) or d.id or _str_or_none(d.metadata.get("id")) for d in documents], "lc")
     out = []
     for rank, (doc, doc_id) in enumerate(zip(documents, ids, strict=True), start=1):
         score = doc.metadata.get("score")
-        similarity = float(score) if isinstance(score, (int, float)) else None
+        if isinstance(score, bool):  # an int to Python: True would read as similarity 1.0
+            logger.warning(
+                "ragtrust: retrieved document %s: metadata['score'] is a bool (%s), "
+                "not a similarity in [0, 1]: ignored",
+                doc_id,
+                score,
+            )
+        similarity = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
         out.append(retrieved(doc_id, doc.page_content, doc.metadata, rank, similarity, "langchain"))
     return out
 
