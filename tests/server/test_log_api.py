@@ -92,6 +92,33 @@ async def test_level_filter_and_limit(tmp_path: Path, make_client: Any) -> None:
             assert r.status_code == 422 and "error" in r.json()
 
 
+async def test_operation_and_since_filter_like_the_cli(tmp_path: Path, make_client: Any) -> None:
+    # ?since=7d was silently ignored (the filter existed only in 'ragtrust log list --since')
+    log = VerdictLog(tmp_path / LOG_FILE)
+    app = create_app(gate=InstrumentedGate(store=memory_store()), verdict_log=log)
+    async with make_client(app) as client:
+        await three_verdicts(client)
+
+        async def operations(**params: str) -> list[str]:
+            r = await client.get("/v1/log", params=params)
+            assert r.status_code == 200, r.text
+            return [e["operation"] for e in r.json()["entries"]]
+
+        assert await operations(operation="screen") == ["screen"]
+        assert await operations(since="7d") == await operations(since="2000-01-01") == ["verify", "screen", "ask"]
+        assert await operations(since="2999-01-01T00:00") == []
+        assert await operations(since="7d", operation="ask") == ["ask"]
+        assert "unknown operation 'delete'" in one_line_error(
+            await client.get("/v1/log", params={"operation": "delete"}), 422, "invalid_input"
+        )
+        assert "'soon' is neither an age" in one_line_error(
+            await client.get("/v1/log", params={"since": "soon"}), 422, "invalid_input"
+        )
+        schema = (await client.get("/openapi.json")).json()
+        params = {p["name"] for p in schema["paths"]["/v1/log"]["get"]["parameters"]}
+        assert params == {"level", "operation", "since", "limit"}
+
+
 async def test_reading_the_log_needs_the_read_scope_and_the_principal_is_recorded(
     tmp_path: Path, make_client: Any
 ) -> None:

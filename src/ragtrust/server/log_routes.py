@@ -1,7 +1,8 @@
 """The verdict log over HTTP: API verdicts appended, ``GET /v1/log`` and ``GET /v1/log/{id}`` to read it.
 
 Every ``/v1/ask``, ``/v1/screen`` and ``/v1/verify`` verdict is appended; ``GET /v1/log`` lists
-recent ones for the web UI's Log view, ``GET /v1/log/{id}`` returns one in full.
+recent ones for the web UI's Log view (``level``, ``operation`` and ``since`` filter as in
+``ragtrust log list``), ``GET /v1/log/{id}`` returns one in full.
 
 The log is :class:`~ragtrust.verdict_log.VerdictLog` in ``app.state.verdict_log`` (``None``: not
 logged; see :func:`~ragtrust.server.app.create_app`). Reading it needs the ``read`` scope when
@@ -26,7 +27,7 @@ from ragtrust.server import schemas as S
 from ragtrust.server.auth import principal_of
 from ragtrust.server.errors import ApiError, error_responses
 from ragtrust.server.runtime import runtime_of
-from ragtrust.verdict_log import LogEntry, VerdictLog, parse_level
+from ragtrust.verdict_log import LogEntry, VerdictLog, parse_level, parse_operation, parse_since
 
 
 class LogEntryOut(BaseModel):
@@ -100,15 +101,27 @@ def add_log_routes(app: FastAPI) -> None:
     async def verdict_log(
         request: Request,
         level: str | None = Query(None, description="only this level: HIGH, MEDIUM, LOW or VERY LOW"),
+        operation: str | None = Query(None, description="only this operation: ask, screen or verify"),
+        since: str | None = Query(
+            None, description="only verdicts since an age (30m, 12h, 7d) or an ISO date / time (UTC without a zone)"
+        ),
         limit: int = Query(50, ge=1, le=1000, description="most entries returned, newest first"),
     ) -> LogOut:
-        """The most recent logged verdicts (``enabled: false`` when the server keeps no log)."""
+        """The most recent logged verdicts (``enabled: false`` when the server keeps no log).
+
+        The filters are those of ``ragtrust log list``.
+        """
         rt = runtime_of(request)
-        wanted = parse_level(level) if level else None  # a bad level: 422 before any work
+        # a bad filter: 422 before any work
+        wanted = parse_level(level) if level else None
+        kind = parse_operation(operation) if operation else None
+        after = parse_since(since) if since else None
         log = log_of(request)
         if log is None:
             return LogOut(enabled=False)
-        entries = await rt.call(lambda: log.entries(level=wanted, limit=limit), lane="light")
+        entries = await rt.call(
+            lambda: log.entries(level=wanted, operation=kind, since=after, limit=limit), lane="light"
+        )
         return LogOut(enabled=True, entries=[_out(e) for e in entries])
 
     @app.get(
