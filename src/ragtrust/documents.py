@@ -138,19 +138,20 @@ def check_document_id(doc_id: str, where: str = "document") -> None:
         ragtrust.errors.InputError: line 2: 'id' looks like a chunk id (<id>#<n>), got 'kb/a.md#3'; rename the document
     """
     if is_blank(doc_id):
-        raise InputError(f"{where}: 'id' must have visible characters, got {doc_id!r}")
+        raise InputError(f"{where}: 'id' must have visible characters, got {shown_id(doc_id)}")
     if doc_id != doc_id.strip():
-        raise InputError(f"{where}: 'id' must not start or end with whitespace, got {doc_id!r}")
+        raise InputError(f"{where}: 'id' must not start or end with whitespace, got {shown_id(doc_id)}")
     bad = next((c for c in doc_id if unicodedata.category(c) in _INVISIBLE), None)
     if bad is not None:
         raise InputError(
-            f"{where}: 'id' must not contain control or invisible characters (found U+{ord(bad):04X}), got {doc_id!r}"
+            f"{where}: 'id' must not contain control or invisible characters (found U+{ord(bad):04X}), "
+            f"got {shown_id(doc_id)}"
         )
     if any(part in (".", "..") for part in doc_id.split("/")):
-        raise InputError(f"{where}: 'id' must not have a '.' or '..' path segment, got {doc_id!r}")
+        raise InputError(f"{where}: 'id' must not have a '.' or '..' path segment, got {shown_id(doc_id)}")
     _, sep, tail = doc_id.rpartition("#")
     if sep and tail.isdigit():
-        raise InputError(f"{where}: 'id' looks like a chunk id (<id>#<n>), got {doc_id!r}; rename the document")
+        raise InputError(f"{where}: 'id' looks like a chunk id (<id>#<n>), got {shown_id(doc_id)}; rename the document")
 
 
 #: deepest nesting of objects and arrays a document's metadata may have; the same bound as
@@ -195,6 +196,20 @@ def _shown(value: Any, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters: an error message quotes input, never all of it."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+#: the most characters of an id an error message quotes (the OWASP store's longest chunk id has 80)
+SHOWN_ID_CHARS = 120
+
+
+def shown_id(doc_id: str) -> str:
+    """A document id quoted for an error message, cut after :data:`SHOWN_ID_CHARS` characters.
+
+    Example:
+        >>> shown_id("kb/a.md#3"), len(shown_id("x" * 5000))
+        ("'kb/a.md#3'", 120)
+    """
+    return _shown(doc_id, SHOWN_ID_CHARS)
 
 
 def _to_jsonable(value: Any) -> Any:
@@ -635,4 +650,5 @@ __all__ = [
     "content_hash",
     "is_blank",
     "normalize_text",
+    "shown_id",
 ]

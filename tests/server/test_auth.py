@@ -250,6 +250,20 @@ async def test_only_a_vet_key_revets_and_the_ledger_says_who(tmp_path: Path, mak
     assert tiers[-2:] == [("vetted", "vetter", "reviewed"), ("quarantined", "vetter", "MD5")]
 
 
+async def test_an_unknown_long_id_is_shortened_in_the_404(tmp_path: Path, make_client: Any) -> None:
+    # a 404 for a 5,000-character id quoted all of it
+    gate, _ = store_gate(tmp_path)
+    long_id = "kb/" + "x" * 5000
+    async with make_client(create_app(gate=gate, api_keys=KEYS)) as client:
+        got = await client.get(f"/v1/documents/{long_id}", headers=READ)
+        tier = await client.post(f"/v1/documents/{long_id}/tier", json={"tier": "vetted"}, headers=VET)
+        short = await client.get("/v1/documents/kb/nope.md%233", headers=READ)
+    for response in (got, tier):
+        message = error_of(response, 404, "not_found")
+        assert message.startswith("document 'kb/xxx") and "..." in message and len(message) < 300
+    assert "document 'kb/nope.md#3' is not in store" in error_of(short, 404, "not_found")  # a real id, whole
+
+
 async def test_a_write_key_cannot_lift_the_quarantine_of_a_deleted_document(tmp_path: Path, make_client: Any) -> None:
     gate, store = store_gate(tmp_path)
     store.ledger.set_tier("password-storage", "quarantined", "MD5", actor="ops")

@@ -72,6 +72,7 @@ def ledger_command(
     json_out: bool = typer.Option(False, "--json", help="print as JSON"),
 ) -> None:
     """Show a document's provenance: source, hash, tier, versions and events."""
+    from ragtrust.documents import shown_id
     from ragtrust.errors import InputError
     from ragtrust.ingest.store import open_ledger
 
@@ -82,7 +83,7 @@ def ledger_command(
         record = db.get(key, include_deleted=True)
         if record is None:
             hint = _did_you_mean(db, [(doc_id, key)], include_deleted=True)
-            raise InputError(f"document {doc_id!r} is not in the provenance ledger{hint}")
+            raise InputError(f"document {shown_id(doc_id)} is not in the provenance ledger{hint}")
         history = db.history(key)
         events = db.events(key)
     if json_out:

@@ -47,7 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, cast, get_args
 
-from ragtrust.documents import Document, _JsonMixin
+from ragtrust.documents import Document, _JsonMixin, shown_id
 from ragtrust.errors import InputError, StoreReadOnlyError
 from ragtrust.ingest.sqlite_ro import connect_read_only
 
@@ -347,7 +347,7 @@ class Ledger:
     def _set_tier(self, db: sqlite3.Connection, doc_id: str, tier: str, reason: str, now: str, actor: str) -> None:
         row = db.execute("SELECT content_hash FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
         if row is None:
-            raise InputError(f"document {doc_id!r} is not in the provenance ledger: ingest it first")
+            raise InputError(f"document {shown_id(doc_id)} is not in the provenance ledger: ingest it first")
         vetting = ", vetted_hash = content_hash, vetted_at = ?" if tier == "vetted" else ""
         db.execute(
             f"UPDATE documents SET tier = ?, tier_reason = ?, tier_changed_at = ?, tier_changed_by = ?{vetting} "

@@ -64,7 +64,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtrust.config import Settings
-from ragtrust.documents import Document
+from ragtrust.documents import Document, shown_id
 from ragtrust.errors import ConfigError, InputError
 from ragtrust.ingest.chunker import chunk_document
 from ragtrust.ingest.ingest_report import IngestReport, Progress
@@ -278,7 +278,7 @@ class Store:
             return snap.chunks[row]
         if doc_id in snap.parents:
             return snap.parents[doc_id]
-        raise InputError(f"document {doc_id!r} is not in store {store_name(self.root)}")
+        raise InputError(f"document {shown_id(doc_id)} is not in store {store_name(self.root)}")
 
     def retriever(self, mode: str = "dense", top_k: int = 5) -> Retriever:
         """Build a retriever over the current generation.

@@ -21,7 +21,7 @@ from fastapi.responses import FileResponse, PlainTextResponse
 from prometheus_client import generate_latest
 
 from ragtrust import __version__
-from ragtrust.documents import Document, is_blank
+from ragtrust.documents import Document, is_blank, shown_id
 from ragtrust.errors import InputError
 from ragtrust.ingest.documents_office import with_pages
 from ragtrust.server import schemas as S
@@ -171,7 +171,7 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
                 records = store.ledger.get_many([d.id for d in documents], include_deleted=True)
                 tiered = [i for i, rec in records.items() if rec.tier not in (None, body.tier)]
                 if tiered:
-                    raise ApiError(403, "forbidden", who.refusal("vet", f"changing the tier of {tiered[0]!r}"))
+                    raise ApiError(403, "forbidden", who.refusal("vet", f"changing the tier of {shown_id(tiered[0])}"))
             return store.add(documents, tier=body.tier, actor=who.name)
 
         report = await rt.call(add, write=True)
@@ -205,14 +205,15 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
                 key = head
             record = ledger.get(key, include_deleted=True)
             if record is None:
-                raise ApiError(404, "not_found", f"document {doc_id!r} is not in the store's provenance ledger")
+                raise ApiError(404, "not_found", f"document {shown_id(doc_id)} is not in the store's provenance ledger")
             if record.deleted_at:  # its history is in the ledger, but there is nothing to vet (as `ragtrust vet` says)
                 then = {"vetted": "vet it", "quarantined": "quarantine it"}.get(body.tier, "change its tier")
                 deleted = str(record.deleted_at)[:19].replace("T", " ")
                 raise ApiError(
                     404,
                     "not_found",
-                    f"document {doc_id!r} was deleted from the store (deleted {deleted}); ingest it again to {then}",
+                    f"document {shown_id(doc_id)} was deleted from the store (deleted {deleted}); "
+                    f"ingest it again to {then}",
                 )
             ledger.set_tier(key, body.tier, body.reason, actor=who.name)
             return ledger.get(key)
