@@ -385,8 +385,10 @@ def test_bad_stage_inputs_are_input_errors(kb: list[Document]) -> None:
     with pytest.raises(InputError):
         TrustGate.from_documents([], nli=LexicalNLI(), embedder=HashingEmbedder())
     no_retriever = TrustGate(settings=settings(), nli=LexicalNLI(), embedder=HashingEmbedder())
-    with pytest.raises(ConfigError, match="no retriever"):
+    with pytest.raises(ConfigError, match="no retriever") as caught:
         no_retriever.ask("How should passwords be stored?")
+    # the full pipeline on documents you retrieved is answer_from; screen / verify are one stage each
+    assert "answer_from(question, docs)" in str(caught.value)
 
 
 # --------------------------------------------------------------------------- calibration

@@ -192,7 +192,10 @@ class TrustGate:
         """Top-K documents for ``question`` and any warnings from the retriever."""
         retriever = self._current_retriever()
         if retriever is None:
-            raise ConfigError("this TrustGate has no retriever or store: pass documents to screen/verify instead")
+            raise ConfigError(
+                "this TrustGate has no retriever or store: call answer_from(question, docs) with documents you "
+                "retrieved (or screen / verify for one stage), or build the gate with a store or retriever"
+            )
         docs = retriever.retrieve(question, top_k=self.settings.retrieval.top_k)
         warnings = list(getattr(self.retriever, "last_warnings", []) or [])
         return docs, warnings
