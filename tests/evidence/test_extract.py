@@ -177,6 +177,46 @@ def test_sentence_context_collects_title_question_and_heading() -> None:
     assert sentence_context(Document(id="e", text="Plain text only."), 3) == ""
 
 
+def test_sentence_contexts_of_a_long_document_cost_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A 1.1 MB document (about 7,000 sentences) spent over a minute finding each sentence's
+    # heading by reading every sentence before it again. The contexts are unchanged, and
+    # each sentence is now read a bounded number of times however long the document is.
+    import ragtrust.evidence.extract as extract
+    from ragtrust.documents import Document, RetrievedDoc
+    from ragtrust.text import split_sentences
+
+    sections = [f"## Section {i}\n\nBind every variable of query {i}. Check table {i} names." for i in range(200)]
+    doc = Document(id="big", text="\n\n".join(sections), metadata={"title": "Injection"})
+    docs = [RetrievedDoc(doc, 0.8, 1)]
+    sentences = split_sentences(doc.text)
+    expected = {s.start: extract.sentence_context(doc, s.start, sentences) for s in sentences}
+
+    calls = 0
+    real = extract.is_evidence_sentence
+
+    def counting(text: str) -> bool:
+        nonlocal calls
+        calls += 1
+        return real(text)
+
+    monkeypatch.setattr(extract, "is_evidence_sentence", counting)
+    seen: dict[str, list[str]] = {}
+    real_scores = extract.relevance_scores
+
+    def capture(query: str, texts: Sequence[str], *args: object, **kwargs: object) -> list[float]:
+        seen["texts"] = list(texts)
+        return real_scores(query, texts, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(extract, "relevance_scores", capture)
+    scored = ExtractiveExtractor(embedder=None).score_sentences("query names", docs)
+    assert calls <= 3 * len(sentences)
+    candidates = [sentences[k] for _, k, _ in scored]
+    assert len(candidates) == 400
+    contexts = list(dict.fromkeys(expected[s.start] for s in candidates))
+    assert seen["texts"] == [*(s.text for s in candidates), *contexts]
+    assert contexts[0] == "Injection | Section 0" and contexts[-1] == "Injection | Section 199"
+
+
 def test_retrieval_priors_from_scores_or_ranks() -> None:
     from ragtrust.documents import Document, RetrievedDoc
     from ragtrust.evidence.extract import retrieval_priors

@@ -134,22 +134,51 @@ def sentence_context(document: Document, offset: int, sentences: Sequence[Senten
         >>> sentence_context(doc, doc.text.index("Check"))
         'SQL injection'
     """
-    parts: list[str] = []
-    for key in CONTEXT_METADATA_KEYS:
-        value = document.metadata.get(key)
-        if isinstance(value, str) and value.strip():
-            parts.append(value.strip())
     sentences = split_sentences(document.text) if sentences is None else sentences
     nearest = ""
     for sentence in sentences:
         if sentence.start >= offset:
             break
-        if not is_evidence_sentence(sentence.text):
-            text = _topic_line(sentence.text)
-            if text:
-                nearest = text
-    if nearest:
-        parts.append(nearest)
+        nearest = _topic_line(sentence.text) or nearest
+    return _joined_context(_metadata_context(document), nearest)
+
+
+def sentence_contexts(document: Document, sentences: Sequence[Sentence]) -> list[str]:
+    r"""The :func:`sentence_context` of each of ``sentences`` (``split_sentences(document.text)``), in one pass.
+
+    Reading the sentences once keeps a long document's cost linear: asking
+    :func:`sentence_context` for every sentence reads all the sentences before each one again.
+
+    Example:
+        >>> doc = Document(id="d", text="# SQL injection\n\nBind every variable. Check names.")
+        >>> sentence_contexts(doc, split_sentences(doc.text))
+        ['', 'SQL injection', 'SQL injection']
+    """
+    metadata = _metadata_context(document)
+    joined: dict[str, str] = {}
+    out: list[str] = []
+    nearest = ""
+    for sentence in sentences:
+        if nearest not in joined:
+            joined[nearest] = _joined_context(metadata, nearest)
+        out.append(joined[nearest])
+        nearest = _topic_line(sentence.text) or nearest
+    return out
+
+
+def _metadata_context(document: Document) -> list[str]:
+    """The document's topic metadata values (:data:`CONTEXT_METADATA_KEYS`), in that order."""
+    parts: list[str] = []
+    for key in CONTEXT_METADATA_KEYS:
+        value = document.metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            parts.append(value.strip())
+    return parts
+
+
+def _joined_context(metadata: Sequence[str], nearest: str) -> str:
+    """``metadata`` and the nearest topic line joined with `` | ``, without repeats."""
+    parts = [*metadata, nearest] if nearest else list(metadata)
     seen: set[tuple[str, ...]] = set()
     unique = []
     for part in parts:
@@ -164,7 +193,9 @@ _HEADING_MARK = re.compile(r"^\s*#{1,6}\s+")
 
 
 def _topic_line(text: str) -> str:
-    """A heading's title or a question's text; '' for table rows, code and comments."""
+    """A heading's title or a question's text; '' for evidence, table rows, code and comments."""
+    if is_evidence_sentence(text):
+        return ""
     stripped = text.strip()
     if _HEADING_MARK.match(stripped):
         return _HEADING_MARK.sub("", stripped.splitlines()[0]).strip(" #")
@@ -273,10 +304,10 @@ class ExtractiveExtractor:
         candidates: list[tuple[int, int, Sentence, str]] = []  # (doc index, sentence index, sentence, context)
         for d, doc in enumerate(docs):
             sentences = sentences_by_doc[d]
+            contexts = sentence_contexts(doc.document, sentences) if self.context_weight else [""] * len(sentences)
             for k, sentence in enumerate(sentences):
                 if len(visible_words(sentence.text)) >= self.min_tokens and is_evidence_sentence(sentence.text):
-                    context = sentence_context(doc.document, sentence.start, sentences) if self.context_weight else ""
-                    candidates.append((d, k, sentence, context))
+                    candidates.append((d, k, sentence, contexts[k]))
         # one pass over sentences and distinct contexts (embedding calls are the cost)
         contexts = list(dict.fromkeys(c[3] for c in candidates if c[3]))
         texts = [c[2].text for c in candidates]
@@ -351,5 +382,6 @@ __all__ = [
     "relevance_scores",
     "retrieval_priors",
     "sentence_context",
+    "sentence_contexts",
     "stem",
 ]
