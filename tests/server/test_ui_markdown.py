@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ragtrust.cli.render import printable
 from ragtrust.server.routes import STATIC_DIR
 
 from .test_browser import GUIDE
@@ -97,3 +98,20 @@ def test_every_highlighted_run_sits_at_its_source_offsets(page: Any, text: str) 
             assert start <= at and at + len(shown) <= end, (start, end, at, shown)
             assert text[at : at + len(shown)] == shown, (start, end, at, shown)
         assert [a for a, _ in runs] == sorted(a for a, _ in runs)
+
+
+#: text with bidi controls: an override that would show "0.1 SLT" as "TLS 1.0", an isolate
+BIDI = "Use TLS \u202e0.1 SLT\u202c only; \u2067x\u2069 here."
+
+
+def test_bidi_controls_are_shown_as_the_cli_shows_them_never_applied(page: Any) -> None:
+    # an override reorders what a reader sees, even past its sentence (the answer's [n] moved
+    # into it): the UI shows it escaped, as `ragtrust ask` prints it (cli.render.printable)
+    shown = page.evaluate(
+        """(t) => { const box = document.createElement('div');
+        box.append(RT.markdown.renderDocument(t, [{start: 0, end: 40, kind: 'cite', label: ''}]).node);
+        const p = document.createElement('p'); p.append(RT.markdown.renderInline(t, []));
+        return [box.textContent, p.textContent]; }""",
+        BIDI,
+    )
+    assert shown == [printable(BIDI), printable(BIDI)]

@@ -17,6 +17,10 @@
   const isWord = (c) => c !== undefined && /[\p{L}\p{Nd}]/u.test(c);
   const STYLE_TAGS = { strong: "strong", em: "em", code: "code", del: "del", link: "span" };
   const STYLE_ORDER = ["link", "strong", "em", "del", "code"];
+  // the bidi controls (ALM, LRM, RLM, the embeddings/overrides U+202A-202E, the isolates
+  // U+2066-2069): applied, an override shows "0.1 SLT" as "TLS 1.0" and reorders the text after
+  // it, out of its sentence; shown escaped instead, as the CLI prints them (cli.render.printable)
+  const BIDI = /^[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]$/u;
 
   // ------------------------------------------------------------------ inline syntax
 
@@ -265,11 +269,12 @@
         k++;
         continue;
       }
-      const key = (i) => (styles[i] || []).join(" ") + "|" + (links[i] || "") + "|" + covering(ranges, i).map((r) => r.id).join(",");
+      const key = (i) =>
+        (styles[i] || []).join(" ") + "|" + (links[i] || "") + "|" + covering(ranges, i).map((r) => r.id).join(",") + (BIDI.test(chars[i]) ? "|bidi" + i : "");
       const runKey = key(k);
       let e = k + 1;
       while (e < b && !hidden[e] && key(e) === runKey) e++;
-      let node = document.createTextNode(chars.slice(k, e).join(""));
+      let node = BIDI.test(chars[k]) ? bidiControl(chars[k]) : document.createTextNode(chars.slice(k, e).join(""));
       const names = [...new Set(styles[k] || [])].sort((x, y) => STYLE_ORDER.indexOf(y) - STYLE_ORDER.indexOf(x));
       for (const name of names) {
         const wrap = document.createElement(STYLE_TAGS[name]);
@@ -294,6 +299,15 @@
       parent.append(node);
       k = e;
     }
+  }
+
+  // a bidi control character as its escape (\u202e), in a run of its own
+  function bidiControl(c) {
+    const node = document.createElement("span");
+    node.className = "md-bidi";
+    node.title = "a bidirectional control character in the source, shown and not applied";
+    node.textContent = "\\u" + c.codePointAt(0).toString(16).padStart(4, "0");
+    return node;
   }
 
   function clampRanges(ranges, n) {
