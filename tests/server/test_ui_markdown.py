@@ -14,6 +14,7 @@ import pytest
 
 from ragtrust.cli.render import printable
 from ragtrust.server.routes import STATIC_DIR
+from ragtrust.text import front_matter_end
 
 from .test_browser import GUIDE
 from .test_ui_viewer import phone_or_desktop, visible
@@ -115,3 +116,29 @@ def test_bidi_controls_are_shown_as_the_cli_shows_them_never_applied(page: Any) 
         BIDI,
     )
     assert shown == [printable(BIDI), printable(BIDI)]
+
+
+#: texts that open, or do not open, with a front-matter block (ragtrust.text.front_matter_end decides)
+FRONT_MATTER = [
+    "---\ntitle: Salts\ntags: [a, b]\n---\n# Salts\n\nUse salts.\n",
+    '+++\ntitle = "Salts"\n[params]\n+++\nBody.\n',
+    "---\ntitle: 🔐 Keys\n# a comment\n...\n🔑 Body.\n",
+    "---\n\nProse between rules, not metadata.\n\n---\nBody.\n",
+    "Intro.\n---\ntitle: x\n---\n",
+    "---\ntitle: never closed\n",
+]
+#: each block of a rendered document: [its class, its source offset, its text]
+BLOCKS = """(t) => Array.from(RT.markdown.renderDocument(t, []).node.children,
+  (b) => [b.className, Number(b.dataset.start), b.textContent])"""
+
+
+@pytest.mark.parametrize("text", FRONT_MATTER)
+def test_front_matter_is_shown_as_metadata_as_the_python_side_reads_it(page: Any, text: str) -> None:
+    end = front_matter_end(text)  # code points, as the server counts them
+    blocks = page.evaluate(BLOCKS, text)
+    meta = [b for b in blocks if "md-meta" in b[0].split()]
+    assert [b for b in meta if b[1] > end] == []
+    assert [b for b in blocks if b not in meta and b[1] <= end] == ([] if end else blocks[:1])
+    if end:  # its delimiter lines are hidden, its lines shown as they are: neither rule nor heading
+        assert [b[2] for b in meta] == ["", *text[:end].split("\n")[1:-1], ""]
+        assert not any("md-rule" in b[0] or "md-heading" in b[0] for b in meta)

@@ -187,9 +187,31 @@
   const RULE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/u;
   const FENCE = /^ {0,3}(`{3,}|~{3,})/u;
 
+  // A front-matter block opening the text (YAML between --- lines, TOML between +++ lines) by
+  // the rule of ragtrust.text.front_matter_end: every line of it a key, a comment, a list item,
+  // a continuation or blank. The code-point offset of its closing line's end, else 0.
+  const FM_OPEN = /^(---|\+\+\+)[ \t]*\r?\n/u;
+  const FM_CLOSE = { "---": /^(?:---|\.\.\.)[ \t]*$/u, "+++": /^\+\+\+[ \t]*$/u };
+  const FM_LINE = /^(?:[ \t]*|[ \t].*|#.*|-(?:[ \t].*)?|[[\]{}"'].*|(?:"[^"\n]*"|'[^'\n]*'|[\p{L}\p{N}_][\p{L}\p{N}_.:/-]*)[ \t]*[:=](?:[ \t].*)?)$/su;
+
+  function frontMatterEnd(text) {
+    const open = FM_OPEN.exec(text);
+    if (!open) return 0;
+    for (let at = open[0].length; at <= text.length; ) {
+      const nl = text.indexOf("\n", at);
+      const line = text.slice(at, nl < 0 ? text.length : nl).replace(/\r$/u, "");
+      if (FM_CLOSE[open[1]].test(line)) return Array.from(text.slice(0, at + line.length)).length;
+      if (nl < 0 || !FM_LINE.test(line)) return 0;
+      at = nl + 1;
+    }
+    return 0;
+  }
+
   // The lines of chars with their block kind; marks hidden block syntax and inline syntax.
+  // Front matter is metadata (as the server reads it): its lines are shown as they are, muted.
   function blocks(chars, hidden, styles, links) {
     const lines = [];
+    const meta = frontMatterEnd(chars.join(""));
     let fence = null;
     let start = 0;
     for (let k = 0; k <= chars.length; k++) {
@@ -200,7 +222,11 @@
         for (let m = start; m < start + n; m++) hidden[m] = 1;
       };
       const f = FENCE.exec(text);
-      if (fence) {
+      if (start < meta) {
+        line.kind = "meta";
+        line.edge = start === 0 || k >= meta; // its --- / +++ lines
+        if (line.edge) hideTo(k - start);
+      } else if (fence) {
         if (f && f[1][0] === fence[0] && f[1].length >= fence.length && !text.slice(f[0].length).trim()) {
           line.kind = "fence";
           fence = null;
@@ -335,6 +361,7 @@
       const block = document.createElement("div");
       block.className = "md-" + line.kind + (line.kind === "heading" ? " md-h" + line.level : "");
       if (line.level && line.kind !== "heading") block.classList.add("md-indent-" + line.level);
+      if (line.edge) block.classList.add("md-meta-edge");
       if (inBand(line)) block.classList.add("in-chunk");
       block.dataset.start = String(line.start);
       if (line.kind !== "fence" && line.kind !== "rule") emit(block, chars, line.start, line.end, hidden, styles, links, marks, state);
