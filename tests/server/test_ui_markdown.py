@@ -47,10 +47,11 @@ RANGES = [
     ("> quoted **words**", 0, 18, "quoted words"),
     ("1. first step\n2. second", 0, 13, "1. first step"),
 ]
-#: raw texts the offsets are fuzzed over: the guide, astral characters, a fence and a table
+#: raw texts the offsets are fuzzed over: the guide, astral characters, a fence and a table, CRLF breaks
 FUZZ = [
     GUIDE.text,
     "# 🔐 Keys\n\nRotate **every 90 days** 🗝️ with `kms:Rotate` [docs](k.md).\n\n```py\nx = '**'\n```\n| a | b |\n",
+    "---\r\ntitle: Keys\r\n---\r\n# Keys ##\r\n\r\n- Rotate **every 90 days** 🗝️\r\n\r\n---\r\nafter\r\n",
 ]
 #: the runs of a render of text with one highlight [s, e): each mark's source offset and text
 MARKS = """([text, s, e]) => { const box = document.createElement('div');
@@ -142,3 +143,18 @@ def test_front_matter_is_shown_as_metadata_as_the_python_side_reads_it(page: Any
     if end:  # its delimiter lines are hidden, its lines shown as they are: neither rule nor heading
         assert [b[2] for b in meta] == ["", *text[:end].split("\n")[1:-1], ""]
         assert not any("md-rule" in b[0] or "md-heading" in b[0] for b in meta)
+
+
+#: Markdown with a rule, closing heading hashes, a fence, a list and front matter
+BLOCK_TEXTS = [GUIDE.text, FUZZ[1], "---\ntitle: Keys\n---\n# Keys ##\n\n---\n\n- one\n\n```\ncode\n```\nafter *em*\n"]
+
+
+@pytest.mark.parametrize("text", BLOCK_TEXTS)
+def test_a_document_with_crlf_line_breaks_renders_as_with_lf(page: Any, text: str) -> None:
+    # files written on Windows keep their \r\n (the server's offsets count the \r): the same
+    # blocks with the same text, each at its own offset in the CRLF text
+    crlf = text.replace("\n", "\r\n")
+    lf_blocks = page.evaluate(BLOCKS, text)
+    crlf_blocks = page.evaluate(BLOCKS, crlf)
+    assert [(c, t) for c, _, t in crlf_blocks] == [(c, t) for c, _, t in lf_blocks]
+    assert [s for _, s, _ in crlf_blocks] == [s + text[:s].count("\n") for _, s, _ in lf_blocks]

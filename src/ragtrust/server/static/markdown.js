@@ -216,16 +216,17 @@
     let start = 0;
     for (let k = 0; k <= chars.length; k++) {
       if (k < chars.length && chars[k] !== "\n") continue;
-      const line = { start, end: k, kind: "p", level: 0 };
-      const text = chars.slice(start, k).join("");
+      const end = k > start && chars[k - 1] === "\r" ? k - 1 : k; // a \r\n break is all line break
+      const line = { start, end, kind: "p", level: 0 };
+      const text = chars.slice(start, end).join("");
       const hideTo = (n) => {
         for (let m = start; m < start + n; m++) hidden[m] = 1;
       };
       const f = FENCE.exec(text);
       if (start < meta) {
         line.kind = "meta";
-        line.edge = start === 0 || k >= meta; // its --- / +++ lines
-        if (line.edge) hideTo(k - start);
+        line.edge = start === 0 || end >= meta; // its --- / +++ lines
+        if (line.edge) hideTo(end - start);
       } else if (fence) {
         if (f && f[1][0] === fence[0] && f[1].length >= fence.length && !text.slice(f[0].length).trim()) {
           line.kind = "fence";
@@ -251,7 +252,7 @@
           const closing = /[ \t]+#+[ \t]*$/u.exec(text);
           if (closing && closing.index >= m[0].length) {
             const cut = start + Array.from(text.slice(0, closing.index)).length;
-            for (let q = cut; q < k; q++) hidden[q] = 1;
+            for (let q = cut; q < end; q++) hidden[q] = 1;
           }
         } else if ((m = BULLET.exec(text))) {
           line.kind = "li";
@@ -270,10 +271,10 @@
         } else if (/^\s*\|.*\|\s*$/u.test(text)) {
           line.kind = "table";
         }
-        if (line.kind !== "table") inline(chars, start + from, k, hidden, styles, links);
+        if (line.kind !== "table") inline(chars, start + from, end, hidden, styles, links);
       }
-      if (line.kind === "fence" || line.kind === "rule") hideTo(k - start);
-      if (k < chars.length) hidden[k] = 1; // the line break: each line is its own block
+      if (line.kind === "fence" || line.kind === "rule") hideTo(end - start);
+      for (let q = end; q <= k && q < chars.length; q++) hidden[q] = 1; // the line break: each line is its own block
       lines.push(line);
       start = k + 1;
     }
