@@ -226,3 +226,20 @@ def test_a_pdf_citation_shows_its_page(pdf_server: tuple[str, Any]) -> None:
         assert button.get_attribute("aria-label").endswith(", p. 2")
         assert page.inner_text("#viewer-meta").startswith("p. 2")
         shot(page, "ui-pdf")  # the README's view of a PDF citation with its page
+
+
+def test_a_long_unbroken_word_wraps_inside_its_panel(md_server: tuple[str, Any]) -> None:
+    # a URL, a hash or a poisoned run of characters with no space: in an answer sentence, a
+    # warning or a reason it wraps where it is, the page never scrolls sideways
+    base, _ = md_server
+    word = "x" * 600
+    with phone_or_desktop(390) as page:
+        ask(page, base)
+        page.evaluate(
+            """(w) => { const v = window.ragtrust.state.verdict;
+            window.ragtrust.render({ ...v, trusted: false, sentences: [{ ...v.sentences[0], text: 'See ' + w + '.' }],
+              warnings: ['document ' + w + ' was dropped'], decision_reasons: ['T below tau for ' + w] }); }""",
+            word,
+        )
+        assert word in page.inner_text("#answer")
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= 390, page.evaluate(WIDER_THAN_SCREEN)
