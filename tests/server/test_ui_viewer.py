@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from markdown_it import MarkdownIt
@@ -243,3 +244,43 @@ def test_a_long_unbroken_word_wraps_inside_its_panel(md_server: tuple[str, Any])
         )
         assert word in page.inner_text("#answer")
         assert page.evaluate("document.scrollingElement.scrollWidth") <= 390, page.evaluate(WIDER_THAN_SCREEN)
+
+
+#: counts the page's fetches still running (till their JSON is read): 0 once every answer is drawn
+COUNT_FETCHES = """() => { window.inFlight = 0; const fetch = window.fetch;
+  window.fetch = (...args) => { window.inFlight++; return fetch(...args).then((r) => {
+    const json = r.json.bind(r); r.json = () => json().finally(() => window.inFlight--); return r; }); }; }"""
+
+
+def test_the_viewer_shows_the_last_citation_pressed_when_answers_come_out_of_order(md_server: tuple[str, Any]) -> None:
+    # on a slow network a citation's document may come after that of the citation pressed next:
+    # the viewer shows the one pressed last, never the late one
+    base, _ = md_server
+    with phone_or_desktop(1366) as page:
+        ask(page, base)
+        buttons = page.locator("#answer button.citation")
+        docs = buttons.evaluate_all("bs => bs.map((b) => b.dataset.doc)")
+        first, later = 0, next(i for i, d in enumerate(docs) if d != docs[0])
+        held: list[Any] = []
+        chunk = "/v1/documents/" + quote(docs[first], safe="")
+        page.route(lambda url: url.endswith(chunk) and not held, lambda route: held.append(route))
+        page.evaluate(COUNT_FETCHES)
+        buttons.nth(first).click()
+        page.wait_for_function("() => window.inFlight === 1")
+        assert held
+        shown = open_citation(page, later)
+        expected = page.evaluate("document.getElementById('viewer').dataset.shown")
+        held[0].continue_()
+        page.wait_for_function("() => window.inFlight === 0")
+        assert page.evaluate("document.getElementById('viewer').dataset.shown") == expected
+        assert shown.get_attribute("aria-pressed") == "true"
+        assert page.inner_text("#viewer-heading") == docs[later]
+
+        # a citation pressed and the viewer closed before its document came: it stays closed
+        page.route(lambda url: url.endswith(chunk) and len(held) == 1, lambda route: held.append(route))
+        buttons.nth(first).click()
+        page.wait_for_function("() => window.inFlight === 1")
+        page.keyboard.press("Escape")
+        held[1].continue_()
+        page.wait_for_function("() => window.inFlight === 0")
+        assert page.locator("#viewer").is_hidden()

@@ -7,7 +7,9 @@
 (function () {
   const RT = (window.RT = window.RT || {});
   const { $, api, state } = RT;
-  const view = { args: null };
+  // what the viewer shows; opened counts the documents asked for, so that only the last one
+  // asked (not a slower earlier one, nor one asked before the viewer was closed) is drawn
+  const view = { args: null, opened: 0 };
 
   function openCitation(span, button) {
     if (state.pressed) state.pressed.setAttribute("aria-pressed", "false");
@@ -49,14 +51,16 @@
   }
 
   async function openDocument(docId, span) {
+    const ticket = ++view.opened;
     let chunk;
     try {
       chunk = await api("v1/documents/" + encodeURIComponent(docId));
     } catch (err) {
-      RT.showMessage("Could not open " + docId + ": " + err.message);
+      if (ticket === view.opened) RT.showMessage("Could not open " + docId + ": " + err.message);
       return;
     }
     const shown = await wholeDocument(chunk);
+    if (ticket !== view.opened) return; // another document was asked for since, or the viewer closed
     RT.showMessage("");
     view.args = { chunk, shown, span };
     draw();
@@ -145,6 +149,7 @@
     $("viewer").hidden = true;
     document.body.classList.remove("viewer-open");
     view.args = null;
+    view.opened++; // a document still on its way is not shown
     if (state.pressed) {
       state.pressed.setAttribute("aria-pressed", "false");
       state.pressed.focus({ preventScroll: true });
