@@ -110,3 +110,24 @@ def test_a_trusted_verdict_says_why(md_server: tuple[str, Any]) -> None:
         (reason,) = page.locator("#decision-reasons > li").all_inner_texts()
         assert reason.startswith(f"Trusted: T = {v['trust_score']:.3f} ≥ τ {v['tau']:.2f}")
         assert page.evaluate("document.scrollingElement.scrollWidth") <= 390, page.evaluate(WIDER_THAN_SCREEN)
+
+
+def test_a_question_over_the_limit_is_refused_in_words_not_cut_short(md_server: tuple[str, Any]) -> None:
+    # a pasted question longer than the server takes (4,000 characters) was cut to its first
+    # 4,000 UTF-16 units by the field without a word, and that part was answered
+    base, _ = md_server
+    with phone_or_desktop(1366) as page:
+        page.goto(base + "/")
+        page.wait_for_selector("#server-status.ok")
+        keys = "Keys? 🔐🔐🔐🔐 " * 350  # 3,850 characters, 5,250 UTF-16 units
+        page.focus("#question")
+        page.keyboard.insert_text(keys)  # as a paste
+        assert page.input_value("#question") == keys
+        long = "How should I store passwords with a slow salted hash? " * 190  # 10,260 characters
+        page.fill("#question", "")
+        page.keyboard.insert_text(long)
+        assert page.input_value("#question") == long
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#message:not([hidden])")
+        assert "at most 4000 characters" in page.inner_text("#message")
+        assert page.locator("#result-columns").is_hidden()  # nothing answered
