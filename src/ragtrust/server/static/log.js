@@ -24,8 +24,9 @@
   }
 
   function short(text) {
-    const flat = String(text || "").replace(/\s+/g, " ").trim();
-    return flat.length <= QUERY_CHARS ? flat : flat.slice(0, QUERY_CHARS - 1) + "\u2026";
+    // in characters (code points), as the server counts them: never half an emoji
+    const flat = Array.from(String(text || "").replace(/\s+/g, " ").trim());
+    return flat.length <= QUERY_CHARS ? flat.join("") : flat.slice(0, QUERY_CHARS - 1).join("") + "\u2026";
   }
 
   function setStatus(text) {
