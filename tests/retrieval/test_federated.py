@@ -176,3 +176,34 @@ def test_remote_connection_error_inside_federation() -> None:
 def test_sources_from_registry_specs() -> None:
     fed = FederatedRetriever([{"type": "remote", "params": {"url": "http://search.test/q", "name": "r"}}])
     assert isinstance(fed.sources[0], RemoteHTTPRetriever) and fed.source_names == ["r"]
+
+
+class _TrickleStream(httpx.SyncByteStream):
+    """A reply that arrives a byte at a time, each byte one (fake) second after the last."""
+
+    def __init__(self, body: bytes, clock: list[float]) -> None:
+        self.body = body
+        self.clock = clock
+
+    def __iter__(self) -> Iterator[bytes]:
+        for i in range(len(self.body)):
+            self.clock[0] += 1.0
+            yield self.body[i : i + 1]
+
+
+def test_remote_timeout_bounds_the_whole_reply_not_each_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a server that keeps the connection alive by trickling its reply never trips httpx's
+    # per-read timeout; timeout_s must still bound the request as a whole
+    import ragtrust.retrieval.remote as remote
+
+    clock = [0.0]
+    monkeypatch.setattr(remote.time, "monotonic", lambda: clock[0])
+    body = b'{"results": [{"id": "r1", "text": "Use TLS 1.3."}]}'
+    r = RemoteHTTPRetriever(
+        "http://search.test/q",
+        transport=httpx.MockTransport(lambda _: httpx.Response(200, stream=_TrickleStream(body, clock))),
+        timeout_s=10,
+    )
+    with pytest.raises(BackendError, match=r"search endpoint http://search.test/q timed out after 10 s"):
+        r.retrieve("tls")
+    assert clock[0] < len(body)  # stopped reading once the budget was spent

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,8 @@ class RemoteHTTPRetriever:
     Args:
         url: the search endpoint.
         transport: an httpx transport (tests pass ``httpx.MockTransport``).
-        timeout_s: request timeout.
+        timeout_s: the longest one search may take, from sending the query to the last byte
+            of the reply (a reply that keeps trickling in is cut off too).
         api_key: sent as ``Authorization: Bearer <key>`` when given.
         name: source name in warnings and ``RetrievedDoc.retriever``.
     """
@@ -68,24 +70,40 @@ class RemoteHTTPRetriever:
         Raises:
             BackendError: unreachable endpoint, HTTP error, or a reply not in the protocol.
         """
+        started = time.monotonic()
         try:
-            response = self._http().post(self.url, json={"query": query, "top_k": top_k})
+            with self._http().stream("POST", self.url, json={"query": query, "top_k": top_k}) as response:
+                body = self._read(response, started)
         except httpx.TimeoutException as exc:
             raise BackendError(f"search endpoint {self.url} timed out after {self.timeout_s:g} s") from exc
         except httpx.TransportError as exc:
             raise BackendError(f"cannot reach search endpoint {self.url}: is it running? ({exc})") from exc
+        text = body.decode("utf-8", errors="replace")
         if response.status_code >= 400:
-            raise BackendError(
-                f"search endpoint {self.url} answered HTTP {response.status_code}: {response.text[:200]}"
-            )
+            raise BackendError(f"search endpoint {self.url} answered HTTP {response.status_code}: {text[:200]}")
         try:
-            data = response.json()
+            data = json.loads(body)
         except (json.JSONDecodeError, ValueError) as exc:
-            raise BackendError(f"search endpoint {self.url} returned invalid JSON: {response.text[:200]}") from exc
+            raise BackendError(f"search endpoint {self.url} returned invalid JSON: {text[:200]}") from exc
         try:
             return self._parse(data, top_k)
         except InputError as exc:
             raise BackendError(f"search endpoint {self.url}: {exc}") from exc
+
+    def _read(self, response: httpx.Response, started: float) -> bytes:
+        """The reply's body, read within ``timeout_s`` of ``started``.
+
+        httpx's timeout bounds each read, not the request: a server that sends a byte now and
+        then would hold the query for as long as it likes.
+        """
+        chunks: list[bytes] = []
+        for chunk in response.iter_bytes():
+            chunks.append(chunk)
+            if time.monotonic() - started > self.timeout_s:
+                raise BackendError(
+                    f"search endpoint {self.url} timed out after {self.timeout_s:g} s (its reply was still arriving)"
+                )
+        return b"".join(chunks)
 
     def _parse(self, data: Any, top_k: int) -> list[RetrievedDoc]:
         if not isinstance(data, Mapping) or not isinstance(data.get("results"), list):
