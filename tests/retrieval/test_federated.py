@@ -207,3 +207,35 @@ def test_remote_timeout_bounds_the_whole_reply_not_each_read(monkeypatch: pytest
     with pytest.raises(BackendError, match=r"search endpoint http://search.test/q timed out after 10 s"):
         r.retrieve("tls")
     assert clock[0] < len(body)  # stopped reading once the budget was spent
+
+
+def test_the_same_id_from_two_sources_for_different_documents_stays_two_documents() -> None:
+    # independent sources number their documents alike ("1", "2", ... or the remote
+    # retriever's "remote-<rank>"); the fused set must still name each document once, or the
+    # gate withholds one for the other's poison and reads a conflict between them as one
+    # document contradicting itself
+    wiki = FixedRetriever("wiki", [(Document("1", "Hash passwords with Argon2id."), 0.9)])
+    forum = FixedRetriever("forum", [(Document("1", "Store passwords in plain text."), 0.8)])
+    fed = FederatedRetriever([wiki, forum])
+    docs = fed.retrieve("passwords", 5)
+    assert [(d.id, d.document.text, d.retriever) for d in docs] == [
+        ("1", "Hash passwords with Argon2id.", "wiki"),
+        ("forum:1", "Store passwords in plain text.", "forum"),
+    ]
+    assert fed.last_warnings == [
+        "retrieval sources 'wiki' and 'forum' both returned id '1' for different documents: "
+        "the one from 'forum' is 'forum:1' here"
+    ]
+    # the same document from both (same text) is still one
+    same = FixedRetriever("forum", [(Document("1", "Hash passwords with Argon2id."), 0.8)])
+    assert [d.id for d in FederatedRetriever([wiki, same]).retrieve("passwords", 5)] == ["1"]
+
+
+def test_two_unnamed_remote_sources_without_ids_give_distinct_ids() -> None:
+    def reply(*texts: str) -> httpx.MockTransport:
+        return httpx.MockTransport(lambda _: httpx.Response(200, json={"results": [{"text": t} for t in texts]}))
+
+    a = RemoteHTTPRetriever("http://a.test/q", transport=reply("Hash passwords with Argon2id.", "Use TLS 1.3."))
+    b = RemoteHTTPRetriever("http://b.test/q", transport=reply("Store passwords in plain text.", "Sessions expire."))
+    ids = [d.id for d in FederatedRetriever([a, b]).retrieve("passwords", 4)]
+    assert len(set(ids)) == 4, ids

@@ -10,7 +10,9 @@ at most ``timeout_s`` for them, merges what came back and fuses the rankings.
 - **De-duplication.** Two results are the same document when their content hashes are
   equal (NFKC- and whitespace-normalised text), or when two *different* sources return
   the same URL. Within one source, results with the same URL but different text (chunks of
-  one page) stay distinct.
+  one page) stay distinct. Two *different* documents under one id (independent sources
+  number their documents alike) stay two: the later one is renamed ``<source>:<id>``, with
+  a warning.
 - **Fusion.** ``fusion="rrf"`` (default) ranks by reciprocal rank fusion,
   ``sum over sources of 1 / (rrf_k + rank)`` (Cormack et al. 2009, ``rrf_k = 60``);
   ``fusion="max"`` ranks by the best original score. Ties break by best original score,
@@ -34,11 +36,12 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragtrust.documents import RetrievedDoc
+from ragtrust.documents import Document, RetrievedDoc
 from ragtrust.errors import BackendError, ConfigError
 from ragtrust.registry import build, register, warm_up
 from ragtrust.retrieval.base import Retriever
@@ -143,11 +146,37 @@ class FederatedRetriever:
         if not results:
             raise BackendError(f"all {len(self.sources)} federated retrieval sources failed: {'; '.join(warnings)}")
         fused = self._fuse([(name, results[name]) for name in names if name in results])
-        self.last_fused_scores = {m.doc.id: m.fused for m in fused}
+        documents = self._unique_ids(fused, warnings)
+        self.last_fused_scores = {doc.id: m.fused for doc, m in zip(documents, fused, strict=True)}
         return [
-            RetrievedDoc(document=m.doc.document, score=m.best_score, rank=rank, retriever="+".join(m.sources))
-            for rank, m in enumerate(fused[:top_k], start=1)
+            RetrievedDoc(document=doc, score=m.best_score, rank=rank, retriever="+".join(m.sources))
+            for rank, (doc, m) in enumerate(zip(documents[:top_k], fused[:top_k], strict=True), start=1)
         ]
+
+    @staticmethod
+    def _unique_ids(fused: Sequence[_Merged], warnings: list[str]) -> list[Document]:
+        """The fused documents, a later one whose id an earlier one holds renamed ``<source>:<id>``.
+
+        Independent sources number their documents alike; two different documents under one
+        id would be screened, gated and cited as one.
+        """
+        taken: dict[str, str] = {}  # id -> the source whose document holds it
+        out: list[Document] = []
+        for m in fused:
+            doc = m.doc.document
+            if doc.id in taken:
+                source = m.sources[0]
+                new_id = f"{source}:{doc.id}"
+                while new_id in taken:
+                    new_id = f"{source}:{new_id}"
+                warnings.append(
+                    f"retrieval sources {taken[doc.id]!r} and {source!r} both returned id {doc.id!r} for different "
+                    f"documents: the one from {source!r} is {new_id!r} here"
+                )
+                doc = dataclasses.replace(doc, id=new_id)
+            taken[doc.id] = m.sources[0]
+            out.append(doc)
+        return out
 
     def _fuse(self, ranked_lists: Sequence[tuple[str, Sequence[RetrievedDoc]]]) -> list[_Merged]:
         merged: list[_Merged] = []
