@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragtrust import registry
 from ragtrust.config import Settings, load_settings
-from ragtrust.documents import AnswerSentence, DocumentScreening, Passage, Query, RetrievedDoc, Verdict
-from ragtrust.errors import ConfigError, InputError
+from ragtrust.documents import AnswerSentence, DocumentScreening, Passage, Query, RetrievedDoc, Verdict, shown_id
+from ragtrust.errors import BackendError, ConfigError, InputError
 from ragtrust.models.base import Embedder, NLIModel
 from ragtrust.pipeline.calibration import apply_calibration, load_calibration
 from ragtrust.pipeline.checks import checked_factuality, checked_relevance, merge_support, no_evidence
@@ -189,14 +189,18 @@ class TrustGate:
 
     # ------------------------------------------------------------------ stages
     def retrieve(self, question: str) -> tuple[list[RetrievedDoc], list[str]]:
-        """Top-K documents for ``question`` and any warnings from the retriever."""
+        """Top-K documents for ``question`` and any warnings from the retriever.
+
+        Raises:
+            BackendError: the retriever failed, or gave one id to two different documents.
+        """
         retriever = self._current_retriever()
         if retriever is None:
             raise ConfigError(
                 "this TrustGate has no retriever or store: call answer_from(question, docs) with documents you "
                 "retrieved (or screen / verify for one stage), or build the gate with a store or retriever"
             )
-        docs = retriever.retrieve(question, top_k=self.settings.retrieval.top_k)
+        docs = _distinct(retriever.retrieve(question, top_k=self.settings.retrieval.top_k), retriever)
         warnings = list(getattr(self.retriever, "last_warnings", []) or [])
         return docs, warnings
 
@@ -500,6 +504,25 @@ def _built(part: _Part | None, name: str) -> _Part:
     if part is None:
         raise RuntimeError(f"TrustGate.{name} is not built: call warm_up() first")
     return part
+
+
+def _distinct(docs: Sequence[RetrievedDoc], retriever: Any) -> list[RetrievedDoc]:
+    """``docs`` with exact repeats left out; one id for two different documents is a :class:`BackendError`.
+
+    The gate screens, withholds and cites by id: two documents under one id would share a
+    verdict (a clean one withheld for the other's injection, their conflict read as one
+    document contradicting itself).
+    """
+    seen: dict[str, RetrievedDoc] = {}
+    for doc in docs:
+        first = seen.setdefault(doc.id, doc)
+        if first is not doc and first.document.content_hash != doc.document.content_hash:
+            name = getattr(retriever, "name", type(retriever).__name__)
+            raise BackendError(
+                f"retriever {name!r} returned the id {shown_id(doc.id)} for 2 different documents: "
+                "a retriever must give each document its own id"
+            )
+    return [doc for doc in docs if seen[doc.id] is doc]
 
 
 def _dense_index(retriever: Any) -> Any:
