@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,3 +62,30 @@ def test_missing_package_names_the_extra(monkeypatch) -> None:
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(MissingDependencyError, match=r"ragtrust\[qdrant\]"):
         QdrantRetriever("kb", embedder=HashingEmbedder(), path=":memory:")
+
+
+def _client_with(name: str, vectors: Any) -> Any:
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(location=":memory:")
+    client.create_collection(name, vectors_config=vectors)
+    return client
+
+
+def test_a_collection_the_embedder_cannot_search_is_one_clear_configuration_error() -> None:
+    from qdrant_client import models
+
+    embedder = HashingEmbedder()  # 256 dimensions
+    cases = [
+        (models.VectorParams(size=384, distance=models.Distance.COSINE), r"384-dimensional vectors.*256"),
+        # a Euclid score is a distance (0 = identical): read as a cosine it would call the
+        # farthest document the best match
+        (models.VectorParams(size=256, distance=models.Distance.EUCLID), r"Euclid distance.*cosine"),
+        ({"dense": models.VectorParams(size=256, distance=models.Distance.COSINE)}, r"named vectors \('dense'\)"),
+    ]
+    for vectors, match in cases:
+        qr = QdrantRetriever("kb", embedder=embedder, client=_client_with("kb", vectors))
+        with pytest.raises(ConfigError, match=rf"Qdrant collection 'kb' .*{match}"):
+            qr.retrieve("SQL injection")
+        with pytest.raises(ConfigError, match=rf"Qdrant collection 'kb' .*{match}"):
+            qr.upsert(CORPUS)

@@ -91,7 +91,11 @@ class QdrantRetriever:
             raise BackendError(f"cannot open Qdrant ({self.url or self.path}): {exc}") from exc
 
     def ensure_collection(self) -> None:
-        """Create the collection (cosine, the embedder's dimension) if it does not exist."""
+        """Create the collection (cosine, the embedder's dimension) if it does not exist.
+
+        Raises:
+            ConfigError: an existing collection this embedder cannot search (see :meth:`_check_collection`).
+        """
         self.warm_up()
         try:
             if not self.client.collection_exists(self.collection):
@@ -101,6 +105,10 @@ class QdrantRetriever:
                         size=int(self.embedder.dim), distance=self._models.Distance.COSINE
                     ),
                 )
+            else:
+                self._check_collection()
+        except ConfigError:
+            raise
         except Exception as exc:  # noqa: BLE001
             raise BackendError(f"Qdrant collection {self.collection!r}: {exc}") from exc
 
@@ -153,8 +161,43 @@ class QdrantRetriever:
         except Exception as exc:  # noqa: BLE001
             raise BackendError(f"Qdrant count of {self.collection!r} failed: {exc}") from exc
 
+    def _check_collection(self) -> None:
+        """Refuse a collection whose vectors this retriever cannot search as cosine similarities.
+
+        Raises:
+            ConfigError: named vectors, another dimension than the embedder's, or a distance
+                other than cosine (a Euclid or Manhattan score is a distance, 0 = identical:
+                read as a similarity it would call the farthest document the best match).
+        """
+        vectors = self.client.get_collection(self.collection).config.params.vectors
+        where = f"Qdrant collection {self.collection!r}"
+        if not isinstance(vectors, self._models.VectorParams):
+            names = ", ".join(repr(n) for n in vectors or {})
+            raise ConfigError(
+                f"{where} has named vectors ({names}); QdrantRetriever searches a collection with one unnamed "
+                "vector per point (create it with QdrantRetriever.upsert)"
+            )
+        dim = int(self.embedder.dim)
+        if int(vectors.size) != dim:
+            raise ConfigError(
+                f"{where} holds {vectors.size}-dimensional vectors but the embedder {self.embedder.model_id!r} "
+                f"makes {dim}: query it with the embedder that filled it, or upsert into a new collection"
+            )
+        distance = getattr(vectors.distance, "value", vectors.distance)
+        if distance != self._models.Distance.COSINE.value:
+            raise ConfigError(
+                f"{where} uses {distance} distance; ragtrust reads scores as cosine similarities: use a collection "
+                "created with cosine distance (QdrantRetriever.upsert creates one)"
+            )
+
     def retrieve(self, query: str, top_k: int | None = None) -> list[RetrievedDoc]:
-        """Return the ``top_k`` nearest documents; score = cosine clipped to [0, 1]."""
+        """Return the ``top_k`` nearest documents; score = cosine clipped to [0, 1].
+
+        Raises:
+            InputError: an empty query, or no such collection.
+            ConfigError: a collection this embedder cannot search (see :meth:`_check_collection`).
+            BackendError: Qdrant failed.
+        """
         from ragtrust.retrieval.dense import embed_texts
 
         if not isinstance(query, str) or not query.strip():
@@ -164,10 +207,11 @@ class QdrantRetriever:
         try:
             if not self.client.collection_exists(self.collection):
                 raise InputError(f"Qdrant collection {self.collection!r} does not exist: upsert documents first")
+            self._check_collection()
             response = self.client.query_points(
                 self.collection, query=vector, limit=top_k or self.default_top_k, with_payload=True
             )
-        except InputError:
+        except (InputError, ConfigError):
             raise
         except Exception as exc:  # noqa: BLE001
             raise BackendError(f"Qdrant query on {self.collection!r} failed: {exc}") from exc
