@@ -89,3 +89,19 @@ def test_a_collection_the_embedder_cannot_search_is_one_clear_configuration_erro
             qr.retrieve("SQL injection")
         with pytest.raises(ConfigError, match=rf"Qdrant collection 'kb' .*{match}"):
             qr.upsert(CORPUS)
+
+
+def test_points_without_text_are_a_backend_error_not_empty_documents() -> None:
+    # e.g. a collection LangChain filled: its text is in "page_content"
+    from qdrant_client import models
+
+    from ragtrust.errors import BackendError
+
+    embedder = HashingEmbedder()
+    client = _client_with("lc", models.VectorParams(size=256, distance=models.Distance.COSINE))
+    vector = embedder.embed(["SQL injection"])[0]
+    payload = {"page_content": "Use parameterised queries.", "metadata": {}}
+    client.upsert("lc", points=[models.PointStruct(id=1, vector=list(map(float, vector)), payload=payload)])
+    qr = QdrantRetriever("lc", embedder=embedder, client=client)
+    with pytest.raises(BackendError, match=r"point 1 of Qdrant collection 'lc' has no 'text'.*page_content"):
+        qr.retrieve("SQL injection")

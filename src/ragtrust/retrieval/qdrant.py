@@ -190,13 +190,39 @@ class QdrantRetriever:
                 "created with cosine distance (QdrantRetriever.upsert creates one)"
             )
 
+    def _document(self, point: Any) -> Document:
+        """The document a point's payload holds (the fields :meth:`upsert` writes).
+
+        Raises:
+            BackendError: a point without a non-empty ``text`` (a collection another tool filled,
+                e.g. LangChain's ``page_content``), or with fields that are not a document's.
+        """
+        payload = point.payload or {}
+        where = f"point {point.id} of Qdrant collection {self.collection!r}"
+        text = payload.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise BackendError(
+                f"{where} has no 'text' in its payload (it has {', '.join(map(repr, payload)) or 'none'}): "
+                "QdrantRetriever reads the payload QdrantRetriever.upsert writes (id, text, url, source, metadata)"
+            )
+        try:
+            return Document(
+                id=str(payload.get("id", point.id)),
+                text=text,
+                url=payload.get("url"),
+                source=payload.get("source"),
+                metadata=payload.get("metadata") or {},
+            )
+        except InputError as exc:
+            raise BackendError(f"{where}: {exc}") from exc
+
     def retrieve(self, query: str, top_k: int | None = None) -> list[RetrievedDoc]:
         """Return the ``top_k`` nearest documents; score = cosine clipped to [0, 1].
 
         Raises:
             InputError: an empty query, or no such collection.
             ConfigError: a collection this embedder cannot search (see :meth:`_check_collection`).
-            BackendError: Qdrant failed.
+            BackendError: Qdrant failed, or a point holds no document (see :meth:`_document`).
         """
         from ragtrust.retrieval.dense import embed_texts
 
@@ -217,14 +243,7 @@ class QdrantRetriever:
             raise BackendError(f"Qdrant query on {self.collection!r} failed: {exc}") from exc
         out: list[RetrievedDoc] = []
         for point in response.points:
-            payload = point.payload or {}
-            doc = Document(
-                id=str(payload.get("id", point.id)),
-                text=str(payload.get("text", "")),
-                url=payload.get("url"),
-                source=payload.get("source"),
-                metadata=payload.get("metadata") or {},
-            )
+            doc = self._document(point)
             score = min(1.0, max(0.0, float(point.score)))
             out.append(RetrievedDoc(document=doc, score=score, rank=len(out) + 1, retriever=self.name))
         return out
