@@ -105,3 +105,16 @@ def test_points_without_text_are_a_backend_error_not_empty_documents() -> None:
     qr = QdrantRetriever("lc", embedder=embedder, client=client)
     with pytest.raises(BackendError, match=r"point 1 of Qdrant collection 'lc' has no 'text'.*page_content"):
         qr.retrieve("SQL injection")
+
+
+def test_a_timeout_under_a_second_is_not_truncated_to_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    # qdrant-client takes whole seconds; int(0.5) = 0 made every connection fail at once
+    # ('[Errno 115] Operation now in progress')
+    import qdrant_client
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(qdrant_client, "QdrantClient", lambda **kwargs: seen.update(kwargs))
+    QdrantRetriever("kb", embedder=HashingEmbedder(), url="http://qdrant.test:6333", timeout_s=0.5).warm_up()
+    assert seen["timeout"] == 1
+    QdrantRetriever("kb", embedder=HashingEmbedder(), url="http://qdrant.test:6333", timeout_s=2.5).warm_up()
+    assert seen["timeout"] == 3

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ class QdrantRetriever:
         url: a Qdrant server, e.g. ``http://localhost:6333``.
         path: embedded local mode: a folder, or ``":memory:"``.
         api_key: for Qdrant Cloud / secured servers.
-        timeout_s: request timeout for servers.
+        timeout_s: request timeout for servers (rounded up to whole seconds).
     """
 
     collection: str
@@ -82,7 +83,9 @@ class QdrantRetriever:
 
         try:
             if self.url is not None:
-                self.client = QdrantClient(url=self.url, api_key=self.api_key, timeout=int(self.timeout_s))
+                # qdrant-client takes whole seconds: round up, never down to 0 (every call would fail)
+                timeout = max(1, math.ceil(self.timeout_s))
+                self.client = QdrantClient(url=self.url, api_key=self.api_key, timeout=timeout)
             elif self.path == ":memory:":
                 self.client = QdrantClient(location=":memory:")
             else:
