@@ -239,3 +239,34 @@ def test_two_unnamed_remote_sources_without_ids_give_distinct_ids() -> None:
     b = RemoteHTTPRetriever("http://b.test/q", transport=reply("Store passwords in plain text.", "Sessions expire."))
     ids = [d.id for d in FederatedRetriever([a, b]).retrieve("passwords", 4)]
     assert len(set(ids)) == 4, ids
+
+
+def test_warnings_belong_to_the_thread_whose_search_had_them() -> None:
+    # a server answers questions on several worker threads with one gate: the warnings a
+    # thread reads after its search must be its own, not those of a search that ended since
+    class DownForSome:
+        name = "flaky"
+
+        def retrieve(self, query: str, top_k: int = 5) -> list[RetrievedDoc]:
+            if query == "down":
+                raise BackendError("flaky is down")
+            return []
+
+    fed = FederatedRetriever([StaticRetriever([A], name="local"), DownForSome()])
+    searched, other_done = threading.Event(), threading.Event()
+    seen: list[list[str]] = []
+
+    def first() -> None:
+        fed.retrieve("down")
+        searched.set()
+        other_done.wait(timeout=30)
+        seen.append(list(fed.last_warnings))
+
+    worker = threading.Thread(target=first)
+    worker.start()
+    searched.wait(timeout=30)
+    fed.retrieve("fine")  # another thread's search, with no failure, ends in between
+    assert fed.last_warnings == []
+    other_done.set()
+    worker.join(timeout=30)
+    assert seen == [["retrieval source 'flaky' failed: flaky is down"]]

@@ -5,8 +5,8 @@ at most ``timeout_s`` for them, merges what came back and fuses the rankings.
 
 - **Failures never sink the query.** A source that raises or misses the deadline is left
   out and named in :attr:`FederatedRetriever.last_warnings` (the pipeline copies these
-  into the verdict). Only when *every* source fails is a
-  :class:`~ragtrust.errors.BackendError` raised.
+  into the verdict; they are kept per thread, so concurrent searches keep their own).
+  Only when *every* source fails is a :class:`~ragtrust.errors.BackendError` raised.
 - **De-duplication.** Two results are the same document when their content hashes are
   equal (NFKC- and whitespace-normalised text), or when two *different* sources return
   the same URL. Within one source, results with the same URL but different text (chunks of
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,8 +81,8 @@ class FederatedRetriever:
     rrf_k: int = 60
     per_source_k: int | None = None
     name: str = "federated"
-    last_warnings: list[str] = field(default_factory=list, init=False, repr=False)
-    last_fused_scores: dict[str, float] = field(default_factory=dict, init=False, repr=False)
+    # the last search's results per thread: a server searches on several threads with one gate
+    _last: threading.local = field(default_factory=threading.local, init=False, repr=False)
 
     def __post_init__(self) -> None:
         """Validate parameters and build sources given as registry specs."""
@@ -101,6 +102,18 @@ class FederatedRetriever:
                 raise ConfigError(f"federated source {source!r} has no retrieve(query, top_k) method")
             built.append(source)
         self.sources = tuple(built)
+
+    @property
+    def last_warnings(self) -> list[str]:
+        """The failed, timed-out or renamed sources of this thread's last :meth:`retrieve`."""
+        warnings: list[str] = getattr(self._last, "warnings", [])
+        return warnings
+
+    @property
+    def last_fused_scores(self) -> dict[str, float]:
+        """The fused (RRF or max) score of each document of this thread's last :meth:`retrieve`."""
+        scores: dict[str, float] = getattr(self._last, "fused_scores", {})
+        return scores
 
     @property
     def source_names(self) -> list[str]:
@@ -142,12 +155,12 @@ class FederatedRetriever:
                     warnings.append(f"retrieval source {name!r} failed: {exc}")
         finally:
             pool.shutdown(wait=False, cancel_futures=True)  # never wait for a hung source
-        self.last_warnings = warnings
+        self._last.warnings = warnings
         if not results:
             raise BackendError(f"all {len(self.sources)} federated retrieval sources failed: {'; '.join(warnings)}")
         fused = self._fuse([(name, results[name]) for name in names if name in results])
         documents = self._unique_ids(fused, warnings)
-        self.last_fused_scores = {doc.id: m.fused for doc, m in zip(documents, fused, strict=True)}
+        self._last.fused_scores = {doc.id: m.fused for doc, m in zip(documents, fused, strict=True)}
         return [
             RetrievedDoc(document=doc, score=m.best_score, rank=rank, retriever="+".join(m.sources))
             for rank, (doc, m) in enumerate(zip(documents[:top_k], fused[:top_k], strict=True), start=1)
