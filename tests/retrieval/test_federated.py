@@ -270,3 +270,10 @@ def test_warnings_belong_to_the_thread_whose_search_had_them() -> None:
     other_done.set()
     worker.join(timeout=30)
     assert seen == [["retrieval source 'flaky' failed: flaky is down"]]
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://search.test/q", "search.test/q", "http://", ""])
+def test_remote_url_that_is_not_http_is_a_configuration_error(url: str) -> None:
+    # said 'cannot reach search endpoint not a url: is it running?' at the first question
+    with pytest.raises(ConfigError, match=r"RemoteHTTPRetriever url must be an http\(s\) URL"):
+        RemoteHTTPRetriever(url)

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from ragtrust.documents import Document, RetrievedDoc
-from ragtrust.errors import BackendError, InputError
+from ragtrust.errors import BackendError, ConfigError, InputError
 from ragtrust.http import bearer_client
 from ragtrust.registry import register
 
@@ -53,6 +53,17 @@ class RemoteHTTPRetriever:
     name: str = "remote"
     _client: httpx.Client | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        """Refuse a url that no request could be sent to (a typo surfaces here, not at the first search)."""
+        try:
+            parsed = httpx.URL(self.url) if isinstance(self.url, str) else None
+        except httpx.InvalidURL:
+            parsed = None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+            raise ConfigError(
+                f"RemoteHTTPRetriever url must be an http(s) URL such as http://host/search, got {self.url!r}"
+            )
 
     def warm_up(self) -> None:
         """Create the connection pool (no request is sent)."""
