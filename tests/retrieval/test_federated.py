@@ -277,3 +277,23 @@ def test_remote_url_that_is_not_http_is_a_configuration_error(url: str) -> None:
     # said 'cannot reach search endpoint not a url: is it running?' at the first question
     with pytest.raises(ConfigError, match=r"RemoteHTTPRetriever url must be an http\(s\) URL"):
         RemoteHTTPRetriever(url)
+
+
+@pytest.mark.parametrize(
+    ("row", "match"),
+    [
+        ({"id": {"a": 1}, "text": "Use TLS 1.3."}, r"result 1: 'id' must be a string or an integer, got dict"),
+        ({"id": True, "text": "Use TLS 1.3."}, r"result 1: 'id' must be a string or an integer, got bool"),
+        ({"id": "r1", "text": "Use TLS.", "url": ["https://kb/tls"]}, r"result 1: 'url' must be a string, got list"),
+    ],
+)
+def test_remote_result_fields_of_the_wrong_type_are_backend_errors(row: dict[str, object], match: str) -> None:
+    # were turned into the id "{'a': 1}" and the citation link "['https://kb/tls']"
+    with pytest.raises(BackendError, match=match):
+        _remote(lambda _: httpx.Response(200, json={"results": [row]})).retrieve("tls")
+
+
+def test_remote_numeric_ids_are_kept_zero_included() -> None:
+    reply = {"results": [{"id": 0, "text": "Use TLS 1.3.", "url": "https://kb/tls"}, {"id": 7, "text": "Use HSTS."}]}
+    docs = _remote(lambda _: httpx.Response(200, json=reply)).retrieve("tls")
+    assert [d.id for d in docs] == ["0", "7"]

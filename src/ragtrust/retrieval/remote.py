@@ -123,15 +123,19 @@ class RemoteHTTPRetriever:
         for i, row in enumerate(data["results"][:top_k], start=1):
             if not isinstance(row, Mapping) or not isinstance(row.get("text"), str) or not row["text"].strip():
                 raise InputError(f"result {i} needs a non-empty 'text'")
-            doc_id = str(row.get("id") or row.get("url") or f"{self.name}-{i}")
-            url = row.get("url")
+            raw_id, url = row.get("id"), row.get("url")
+            if raw_id is not None and (isinstance(raw_id, bool) or not isinstance(raw_id, (str, int))):
+                raise InputError(f"result {i}: 'id' must be a string or an integer, got {type(raw_id).__name__}")
+            if url is not None and not isinstance(url, str):
+                raise InputError(f"result {i}: 'url' must be a string, got {type(url).__name__}")
+            doc_id = str(raw_id) if raw_id not in (None, "") else (url or f"{self.name}-{i}")
             score = row.get("score")
             cosine = (
                 float(score)
                 if isinstance(score, (int, float)) and not isinstance(score, bool) and 0.0 <= float(score) <= 1.0
                 else None
             )
-            doc = Document(id=doc_id, text=row["text"], url=str(url) if url else None, source=self.url)
+            doc = Document(id=doc_id, text=row["text"], url=url or None, source=self.url)
             out.append(RetrievedDoc(document=doc, score=cosine, rank=i, retriever=self.name))
         return out
 
