@@ -452,6 +452,16 @@ def test_internal_failures_exit_1_with_one_line(
     assert "Traceback" not in result.output
 
 
+def test_ctrl_c_exits_130_with_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kb: list[Document]) -> None:
+    def interrupted(settings: Any = None, *, cache_path: str | None = None) -> NLIEngine:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(nli_module, "default_nli", interrupted)
+    result = runner.invoke(app, ["screen", "--docs", str(write_docs(tmp_path / "docs.jsonl", kb[:2]))])
+    assert result.exit_code == 130  # as a shell reports SIGINT, not 1 (an internal error)
+    assert result.stderr.strip() == "error: interrupted"
+
+
 def test_a_failing_model_at_inference_is_flagged_not_trusted(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kb: list[Document]
 ) -> None:

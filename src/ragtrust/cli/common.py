@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from ragtrust.documents import RetrievedDoc
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_FLAGGED = 0, 1, 2, 3
+#: Ctrl-C, as shells report a process ended by SIGINT (128 + 2): not an internal error
+EXIT_INTERRUPTED = 130
 
 console = Console()
 err_console = Console(stderr=True)
@@ -105,7 +107,7 @@ def handle_errors(fn: F) -> F:
         except (BackendError, ModelError, RagTrustError) as exc:
             raise fail(str(exc), EXIT_INTERNAL) from None
         except KeyboardInterrupt:
-            raise fail("interrupted", EXIT_INTERNAL) from None
+            raise fail("interrupted", EXIT_INTERRUPTED) from None
         except Exception as exc:  # a bug: one line, exit 1, details only with RAGTRUST_DEBUG=1
             if os.environ.get("RAGTRUST_DEBUG"):
                 raise
@@ -218,6 +220,7 @@ def verdict_exit(trusted: bool) -> typer.Exit:
 __all__ = [
     "EXIT_FLAGGED",
     "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
     "BaseModelOption",
