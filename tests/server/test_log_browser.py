@@ -20,6 +20,7 @@ from ragtrust.verdict_log import LOG_FILE, VerdictLog
 from . import test_browser
 from .conftest import real_gate
 from .test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, _playwright
+from .test_ui_viewer import phone_or_desktop
 
 pytestmark = pytest.mark.browser
 
@@ -105,18 +106,12 @@ def test_the_log_view_lists_filters_and_opens_verdicts(logged_server: tuple[str,
 def test_a_long_query_is_shortened_by_characters_not_utf16_units(logged_server: tuple[str, Any]) -> None:
     # cut at 119 UTF-16 units, a query of emoji lost half its length and ended in half a
     # character (a lone surrogate, drawn as a replacement mark) before the ellipsis
-    sync_playwright = _playwright()
     base, _ = logged_server
     query = "🔐" * 130 + " How should I store passwords?"
     assert httpx.post(base + "/v1/ask", json={"question": query}, timeout=30).status_code == 200
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1366, "height": 800})
-            page.goto(base + "/#log")
-            page.wait_for_selector("#log-rows > tr")
-            cell = page.locator("#log-rows td.log-query")
-            assert cell.evaluate("(td) => td.textContent") == query[:119] + "\u2026"
-            assert cell.get_attribute("title") == query
-        finally:
-            browser.close()
+    with phone_or_desktop(1366) as page:
+        page.goto(base + "/#log")
+        page.wait_for_selector("#log-rows > tr")
+        cell = page.locator("#log-rows td.log-query")
+        assert cell.evaluate("(td) => td.textContent") == query[:119] + "\u2026"
+        assert cell.get_attribute("title") == query
