@@ -172,7 +172,9 @@ def failed_conditions(out: Outcome, settings: Settings) -> tuple[list[str], list
 
 def _signal_names(settings: Settings) -> list[str]:
     """The names of the configured screening signals (a spec is a name or ``{"type": name, ...}``)."""
-    return [spec if isinstance(spec, str) else str(spec.get("type")) for spec in settings.screening.signals]
+    from ragtrust.registry import canonical_spec
+
+    return [canonical_spec(spec, "signal")["type"] for spec in settings.screening.signals]
 
 
 def drop_unsupported(out: Outcome, settings: Settings) -> None:
