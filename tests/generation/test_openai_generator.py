@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import gzip
 import json
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -167,3 +169,54 @@ def test_chat_client_drives_the_llm_extractor_with_repair() -> None:
     )
     (p,) = LLMExtractor(client).extract("how to store passwords", docs)
     assert p.doc_id == "doc-0" and p.text == "Hash passwords with Argon2id"
+
+
+class _TrickleStream(httpx.SyncByteStream):
+    """A reply that arrives a byte at a time, each byte one (fake) second after the last."""
+
+    def __init__(self, body: bytes, clock: list[float]) -> None:
+        self.body = body
+        self.clock = clock
+
+    def __iter__(self) -> Iterator[bytes]:
+        for i in range(len(self.body)):
+            self.clock[0] += 1.0
+            yield self.body[i : i + 1]
+
+
+def test_timeout_bounds_the_whole_reply_not_each_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a server that trickles its reply never trips httpx's per-read timeout (a reply of 300
+    # bytes at 0.5 s each held a call with timeout_s = 5 for 200 s); timeout_s bounds it all
+    import ragtrust.generation.openai as openai
+
+    clock = [0.0]
+    monkeypatch.setattr(openai, "monotonic", lambda: clock[0])
+    body = json.dumps(completion("Use parameterised queries [1].")).encode()
+    gen = make(lambda _: httpx.Response(200, stream=_TrickleStream(body, clock)), timeout_s=10, max_retries=0)
+    with pytest.raises(BackendError, match=r"LLM at http://llm.test/v1/chat/completions timed out after 10 s"):
+        gen.generate("q", PASSAGES)
+    assert clock[0] < len(body)  # stopped reading once the budget was spent
+
+
+def test_a_reply_far_longer_than_max_tokens_is_refused_unread() -> None:
+    # a server that ignores max_tokens sent 12 MB; splitting and checking it took five minutes
+    sent: list[int] = []
+
+    def chunks() -> Iterator[bytes]:
+        head = b'{"choices": [{"message": {"content": "'
+        yield head
+        for _ in range(1000):
+            sent.append(1)
+            yield b"Use parameterised queries [1]. " * 100
+
+    gen = make(lambda _: httpx.Response(200, content=chunks()), max_tokens=64)
+    with pytest.raises(BackendError, match=r"reply longer than 69632 bytes, more than max_tokens = 64"):
+        gen.generate("q", PASSAGES)
+    assert len(sent) < 1000  # stopped reading at the limit
+
+
+def test_a_compressed_reply_is_read_and_decoded() -> None:
+    body = gzip.compress(json.dumps(completion("Hash passwords with Argon2id [2].")).encode())
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
+    answer = make(lambda _: httpx.Response(200, content=body, headers=headers)).generate("q", PASSAGES)
+    assert answer.sentences == (("Hash passwords with Argon2id.", ("https://kb/pw",)),)

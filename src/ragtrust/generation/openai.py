@@ -37,6 +37,7 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from time import monotonic
 from typing import Any
 
 import httpx
@@ -68,6 +69,10 @@ _CONTEXT_ERROR = re.compile(
 )
 
 
+#: headers about how a body travelled (compression, length, chunking), not what it is
+_WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
 @dataclass(frozen=True)
 class ChatReply:
     """One chat completion: the text, the model that wrote it, token usage."""
@@ -85,7 +90,8 @@ class ChatClient:
         base_url: the API root, e.g. ``http://127.0.0.1:11434/v1`` (Ollama).
         model: model name sent with each request.
         api_key: bearer token, if the server needs one.
-        timeout_s: per-request timeout.
+        timeout_s: the longest one attempt may take, from sending the request to the last
+            byte of the reply (a reply that keeps trickling in is cut off too).
         max_retries: retries after the first attempt on timeouts, 429 and 5xx (the
             server's ``Retry-After`` honoured, exponential backoff with jitter, never past
             the request's deadline).
@@ -131,6 +137,16 @@ class ChatClient:
     def endpoint(self) -> str:
         """The chat-completions URL."""
         return self.base_url.rstrip("/") + "/chat/completions"
+
+    @property
+    def max_reply_bytes(self) -> int:
+        """The most bytes of one reply that are read; a longer one is a :class:`BackendError`.
+
+        ``max_tokens`` tokens are a few bytes each; 64 per token and 64 KiB more leave room for
+        JSON escapes and the reply's other fields. A server that ignores ``max_tokens`` must not
+        hand ragtrust megabytes to split, align and verify (12 MB took five minutes).
+        """
+        return 65_536 + 64 * self.max_tokens
 
     def warm_up(self) -> None:
         """Create the HTTP connection pool (no request is sent)."""
@@ -250,7 +266,7 @@ class ChatClient:
         deadline.check("the LLM call")
         timeout_s = deadline.remaining(self.timeout_s)
         try:
-            response = self._http().post(self.endpoint, json=body, timeout=timeout_s)
+            response = self._post(body, timeout_s)
         except httpx.TimeoutException as exc:
             if timeout_s < self.timeout_s:  # the request's budget, not the LLM's own timeout, cut this wait
                 self.guard.record_failure()  # still a backend that did not answer: a hung one opens the breaker
@@ -274,6 +290,34 @@ class ChatClient:
                 retry_after=retry_after_s(response),
             )
         return response
+
+    def _post(self, body: Mapping[str, object], timeout_s: float) -> httpx.Response:
+        """POST ``body``; the reply read within ``timeout_s`` in all and up to :attr:`max_reply_bytes`.
+
+        httpx's timeout bounds each read, not the request: a server that sends a byte now and
+        then would hold the call for as long as it likes.
+
+        Raises:
+            httpx.ReadTimeout: the reply was still arriving after ``timeout_s``.
+            BackendError: the reply is longer than :attr:`max_reply_bytes`.
+        """
+        started = monotonic()
+        chunks: list[bytes] = []
+        size = 0
+        with self._http().stream("POST", self.endpoint, json=body, timeout=timeout_s) as response:
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > self.max_reply_bytes:
+                    raise BackendError(
+                        f"LLM at {self.endpoint} sent a reply longer than {self.max_reply_bytes} bytes, more than "
+                        f"max_tokens = {self.max_tokens} can be: is the server ignoring max_tokens?"
+                    )
+                chunks.append(chunk)
+                if monotonic() - started > timeout_s:
+                    raise httpx.ReadTimeout("the reply was still arriving", request=response.request)
+        # the body is decoded already: the headers that describe its encoding on the wire go
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _WIRE_HEADERS]
+        return httpx.Response(response.status_code, headers=headers, content=b"".join(chunks), request=response.request)
 
     def _parse(self, response: httpx.Response) -> ChatReply:
         if response.status_code in (401, 403):
