@@ -220,3 +220,14 @@ def test_a_compressed_reply_is_read_and_decoded() -> None:
     headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
     answer = make(lambda _: httpx.Response(200, content=body, headers=headers)).generate("q", PASSAGES)
     assert answer.sentences == (("Hash passwords with Argon2id.", ("https://kb/pw",)),)
+
+
+@pytest.mark.parametrize("status", [400, 404, 500, 200])
+def test_an_error_body_echoing_the_request_never_shows_the_api_key(status: int) -> None:
+    # some servers and proxies echo the request's headers in their error pages
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, text=f"bad request; headers: Authorization: {request.headers['authorization']}")
+
+    with pytest.raises(BackendError) as info:
+        make(handler, api_key="sk-secret-123", max_retries=0).generate("q", PASSAGES)
+    assert "sk-secret-123" not in str(info.value) and "Authorization: Bearer <api key>" in str(info.value)

@@ -242,7 +242,7 @@ class ChatClient:
                 continue
             if response.status_code >= 400 and _CONTEXT_ERROR.search(response.text):
                 raise ContextLengthError(
-                    f"LLM at {self.endpoint}: the prompt exceeds the model's context window ({_snippet(response)})"
+                    f"LLM at {self.endpoint}: the prompt exceeds the model's context window ({self._snippet(response)})"
                 )
             return self._parse(response)
 
@@ -286,7 +286,7 @@ class ChatClient:
             return response  # an answer about the request, not a failing server
         if response.status_code == 429 or response.status_code >= 500:
             raise TransientError(
-                f"LLM at {self.endpoint} failed: HTTP {response.status_code}: {_snippet(response)}",
+                f"LLM at {self.endpoint} failed: HTTP {response.status_code}: {self._snippet(response)}",
                 retry_after=retry_after_s(response),
             )
         return response
@@ -319,6 +319,10 @@ class ChatClient:
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _WIRE_HEADERS]
         return httpx.Response(response.status_code, headers=headers, content=b"".join(chunks), request=response.request)
 
+    def _snippet(self, response: httpx.Response) -> str:
+        """The start of ``response``'s body for an error message, the API key masked."""
+        return _snippet(response, secret=self.api_key)
+
     def _parse(self, response: httpx.Response) -> ChatReply:
         if response.status_code in (401, 403):
             raise BackendError(
@@ -328,20 +332,20 @@ class ChatClient:
         if response.status_code == 404:
             raise BackendError(
                 f"LLM at {self.endpoint} answered 404: wrong base URL or unknown model {self.model!r}; "
-                f"{_BASE_URL_HINT}, and check RAGTRUST_GENERATOR__MODEL ({_snippet(response)})"
+                f"{_BASE_URL_HINT}, and check RAGTRUST_GENERATOR__MODEL ({self._snippet(response)})"
             )
         if response.status_code >= 400:
             raise BackendError(
-                f"LLM at {self.endpoint} rejected the request: HTTP {response.status_code}: {_snippet(response)}"
+                f"LLM at {self.endpoint} rejected the request: HTTP {response.status_code}: {self._snippet(response)}"
             )
         try:
             data = response.json()
             text = data["choices"][0]["message"]["content"]
         except (json.JSONDecodeError, ValueError) as exc:
-            raise BackendError(f"LLM at {self.endpoint} returned invalid JSON: {_snippet(response)}") from exc
+            raise BackendError(f"LLM at {self.endpoint} returned invalid JSON: {self._snippet(response)}") from exc
         except (KeyError, IndexError, TypeError) as exc:
             raise BackendError(
-                f"LLM at {self.endpoint} returned JSON without choices[0].message.content: {_snippet(response)}"
+                f"LLM at {self.endpoint} returned JSON without choices[0].message.content: {self._snippet(response)}"
             ) from exc
         if not isinstance(text, str):
             raise BackendError(f"LLM at {self.endpoint} returned non-text content: {type(text).__name__}")
@@ -363,8 +367,10 @@ def _response_format(wanted: Mapping[str, object] | None, rejected: set[str]) ->
     return None
 
 
-def _snippet(response: httpx.Response, limit: int = 200) -> str:
+def _snippet(response: httpx.Response, limit: int = 200, secret: str | None = None) -> str:
     text = response.text.strip().replace("\n", " ")
+    if secret:  # a server or proxy that echoes the request's headers must not put the key in a message
+        text = text.replace(secret, "<api key>")
     return text[:limit] + ("..." if len(text) > limit else "") if text else "<empty body>"
 
 
