@@ -231,3 +231,8 @@ def test_an_error_body_echoing_the_request_never_shows_the_api_key(status: int) 
     with pytest.raises(BackendError) as info:
         make(handler, api_key="sk-secret-123", max_retries=0).generate("q", PASSAGES)
     assert "sk-secret-123" not in str(info.value) and "Authorization: Bearer <api key>" in str(info.value)
+
+
+def test_the_api_key_is_not_in_the_repr_of_the_client_or_the_generator() -> None:
+    gen = OpenAICompatibleGenerator(ChatClient("http://llm.test/v1", "m", api_key="sk-secret-123"))
+    assert "sk-secret-123" not in repr(gen) and "base_url='http://llm.test/v1'" in repr(gen)

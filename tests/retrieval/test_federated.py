@@ -297,3 +297,8 @@ def test_remote_numeric_ids_are_kept_zero_included() -> None:
     reply = {"results": [{"id": 0, "text": "Use TLS 1.3.", "url": "https://kb/tls"}, {"id": 7, "text": "Use HSTS."}]}
     docs = _remote(lambda _: httpx.Response(200, json=reply)).retrieve("tls")
     assert [d.id for d in docs] == ["0", "7"]
+
+
+def test_the_remote_api_key_is_not_in_its_repr() -> None:
+    r = RemoteHTTPRetriever("http://search.test/q", api_key="sk-secret-123")
+    assert "sk-secret-123" not in repr(r) and "http://search.test/q" in repr(r)

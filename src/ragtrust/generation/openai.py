@@ -107,7 +107,7 @@ class ChatClient:
 
     base_url: str
     model: str
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never in a repr, a log line or a traceback
     timeout_s: float = 60.0
     max_retries: int = 2
     temperature: float = 0.0

@@ -58,7 +58,7 @@ class QdrantRetriever:
     client: Any = None
     url: str | None = None
     path: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never in a repr, a log line or a traceback
     timeout_s: float = 30.0
     default_top_k: int = 5
     name: str = "qdrant"

@@ -49,7 +49,7 @@ class RemoteHTTPRetriever:
     url: str
     transport: httpx.BaseTransport | None = None
     timeout_s: float = 10.0
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never in a repr, a log line or a traceback
     name: str = "remote"
     _client: httpx.Client | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
