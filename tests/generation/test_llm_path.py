@@ -271,3 +271,25 @@ def test_a_writer_that_answers_nothing_useful_gives_a_clear_untrusted_verdict(re
     verdict = gate_answer(llm_gate(handler))
     assert not verdict.trusted and verdict.trust_level in ("LOW", "UNTRUSTED")
     assert reason in verdict.decision_reasons
+
+
+@pytest.mark.parametrize("finish_reason", ["stop", "length"])
+def test_an_answer_cut_off_at_max_tokens_is_never_trusted(finish_reason: str) -> None:
+    # "... rather than encrypted" cut from "... rather than encrypted or stored in plaintext" is
+    # still a verbatim span of the document, but no longer what the document says
+    target = next(d for d in load_knowledge_base() if "password" in d.text.lower())
+    sentence = target.text.split(". ")[0]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if "collected_passages" in body["messages"][0]["content"]:
+            item = {"passage_id": "1", "passage": sentence, "url": target.cite}
+            return httpx.Response(200, json=completion(json.dumps({"collected_passages": [item]})))
+        reply = completion(f"{sentence} [1].")
+        reply["choices"][0]["finish_reason"] = finish_reason
+        return httpx.Response(200, json=reply)
+
+    verdict = gate_answer(llm_gate(handler))
+    reason = "the answer was cut off at the writer's token limit: its last sentence may be unfinished"
+    assert verdict.trusted is (finish_reason == "stop")
+    assert any(reason in r for r in verdict.decision_reasons) is (finish_reason == "length")

@@ -16,6 +16,9 @@ class GeneratedAnswer:
     ``text`` carries citations inline as ``[n]`` or ``[url]``; ``sentences`` holds, when the
     generator knows them, each sentence with its citation targets; ``warnings`` what the
     user should know about how it was written (a prompt trimmed to fit the model's window).
+    ``cut_off`` says the writer stopped at its token limit, not at the end of its answer: the
+    last sentence may be unfinished ("Passwords should not be stored using"), and what is
+    left out may change what the rest means, so the pipeline never trusts such an answer.
     """
 
     text: str
@@ -23,6 +26,7 @@ class GeneratedAnswer:
     model: str = ""
     usage: dict[str, int] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    cut_off: bool = False
 
 
 @runtime_checkable

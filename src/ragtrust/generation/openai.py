@@ -75,11 +75,16 @@ _WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encod
 
 @dataclass(frozen=True)
 class ChatReply:
-    """One chat completion: the text, the model that wrote it, token usage."""
+    """One chat completion: the text, the model that wrote it, token usage, why it stopped.
+
+    ``finish_reason`` is the server's (``"stop"``, ``"length"`` at ``max_tokens``, ...; ``""``
+    when it sent none).
+    """
 
     text: str
     model: str
     usage: dict[str, int] = field(default_factory=dict)
+    finish_reason: str = ""
 
 
 @dataclass
@@ -340,7 +345,8 @@ class ChatClient:
             )
         try:
             data = response.json()
-            text = data["choices"][0]["message"]["content"]
+            choice = data["choices"][0]
+            text = choice["message"]["content"]
         except (json.JSONDecodeError, ValueError) as exc:
             raise BackendError(f"LLM at {self.endpoint} returned invalid JSON: {self._snippet(response)}") from exc
         except (KeyError, IndexError, TypeError) as exc:
@@ -351,7 +357,13 @@ class ChatClient:
             raise BackendError(f"LLM at {self.endpoint} returned non-text content: {type(text).__name__}")
         usage = data.get("usage") if isinstance(data, dict) else None
         clean_usage = {k: int(v) for k, v in (usage or {}).items() if isinstance(v, int)}
-        return ChatReply(text=text, model=str(data.get("model") or self.model), usage=clean_usage)
+        finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+        return ChatReply(
+            text=text,
+            model=str(data.get("model") or self.model),
+            usage=clean_usage,
+            finish_reason=finish if isinstance(finish, str) else "",
+        )
 
 
 def _response_format(wanted: Mapping[str, object] | None, rejected: set[str]) -> dict[str, object] | None:
@@ -475,6 +487,8 @@ class OpenAICompatibleGenerator:
             model=reply.model,
             usage=dict(reply.usage),
             warnings=notes,
+            # "length": stopped at max_tokens, mid-answer (OpenAI, vLLM, llama.cpp, Ollama say so)
+            cut_off=reply.finish_reason == "length",
         )
 
 

@@ -442,6 +442,11 @@ class TrustGate:
             out.refusal = extraction_failure
         elif not out.passages:
             out.refusal = "no passage of the retrieved documents was verified as evidence for the answer"
+        elif generated.cut_off:
+            out.refusal = (
+                "the answer was cut off at the writer's token limit: its last sentence may be unfinished "
+                "(raise [generator] max_tokens)"
+            )
         with watch.stage("postprocess"):
             grounded = _built(self.guard, "guard").apply(generated, out.passages, context)
             grounded = postprocess(
