@@ -9,7 +9,7 @@ import pytest
 
 from ragtrust.config import GeneratorConfig
 from ragtrust.documents import Passage
-from ragtrust.errors import BackendError
+from ragtrust.errors import BackendError, ConfigError
 from ragtrust.evidence import LLMExtractor
 from ragtrust.generation.openai import ChatClient, OpenAICompatibleGenerator, sentences_with_citations
 from ragtrust.registry import build
@@ -236,3 +236,11 @@ def test_an_error_body_echoing_the_request_never_shows_the_api_key(status: int) 
 def test_the_api_key_is_not_in_the_repr_of_the_client_or_the_generator() -> None:
     gen = OpenAICompatibleGenerator(ChatClient("http://llm.test/v1", "m", api_key="sk-secret-123"))
     assert "sk-secret-123" not in repr(gen) and "base_url='http://llm.test/v1'" in repr(gen)
+
+
+@pytest.mark.parametrize("base_url", ["127.0.0.1:8088/v1", "localhost:11434", "ftp://llm.test/v1", "http://", ""])
+def test_a_base_url_no_request_can_go_to_is_a_config_error_naming_the_setting(base_url: str) -> None:
+    # "127.0.0.1:8088/v1" was taken, then every question failed with "cannot reach ...: is the
+    # server running?" (and counted against the circuit breaker) though the server was up
+    with pytest.raises(ConfigError, match=r"base_url must be an http\(s\) URL .*RAGTRUST_GENERATOR__BASE_URL"):
+        ChatClient(base_url, "m")

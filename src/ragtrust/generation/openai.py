@@ -46,7 +46,7 @@ import tenacity
 from ragtrust import deadline
 from ragtrust.config import GeneratorConfig
 from ragtrust.documents import Passage
-from ragtrust.errors import BackendError, ContextLengthError, DeadlineExceeded
+from ragtrust.errors import BackendError, ConfigError, ContextLengthError, DeadlineExceeded
 from ragtrust.generation.backend import (
     BackendGuard,
     PastDeadline,
@@ -130,7 +130,21 @@ class ChatClient:
     _rejected_formats: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        """Create the backend's guard (concurrency limit and circuit breaker)."""
+        """Refuse a base URL no request could be sent to; create the backend's guard.
+
+        Raises:
+            ConfigError: ``base_url`` is not an http(s) URL with a host (a typo surfaces here,
+                not as "cannot reach ...: is the server running?" at the first question).
+        """
+        try:
+            parsed = httpx.URL(self.base_url) if isinstance(self.base_url, str) else None
+        except httpx.InvalidURL:
+            parsed = None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+            raise ConfigError(
+                f"the LLM's base_url must be an http(s) URL such as http://127.0.0.1:8088/v1, "
+                f"got {self.base_url!r}: {_BASE_URL_HINT}"
+            )
         self.guard = BackendGuard(
             self.base_url,
             max_concurrency=self.max_concurrency,
