@@ -357,6 +357,11 @@ class ChatClient:
             raise BackendError(
                 f"LLM at {self.endpoint} rejected the request: HTTP {response.status_code}: {self._snippet(response)}"
             )
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            raise BackendError(
+                f"LLM at {self.endpoint} streamed its reply (text/event-stream) though ragtrust asked for one "
+                "JSON reply: is base_url a chat-completions API that honours stream = false?"
+            )
         try:
             data = response.json()
             choice = data["choices"][0]
@@ -367,11 +372,15 @@ class ChatClient:
             raise BackendError(
                 f"LLM at {self.endpoint} returned JSON without choices[0].message.content: {self._snippet(response)}"
             ) from exc
-        if not isinstance(text, str):
-            raise BackendError(f"LLM at {self.endpoint} returned non-text content: {type(text).__name__}")
-        usage = data.get("usage") if isinstance(data, dict) else None
-        clean_usage = {k: int(v) for k, v in (usage or {}).items() if isinstance(v, int)}
         finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+        if not isinstance(text, str):
+            # tool_calls instead of text, a refusal object, a null: nothing to check
+            raise BackendError(
+                f"LLM at {self.endpoint} returned no text in choices[0].message.content "
+                f"({type(text).__name__}, finish_reason {finish!r}): {self._snippet(response)}"
+            )
+        usage = data.get("usage")
+        clean_usage = {k: int(v) for k, v in usage.items() if isinstance(v, int)} if isinstance(usage, dict) else {}
         return ChatReply(
             text=text,
             model=str(data.get("model") or self.model),
