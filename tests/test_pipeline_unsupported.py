@@ -198,3 +198,22 @@ def test_a_bad_value_is_one_clear_config_error(value: str) -> None:
     assert "\n" not in message
     assert message.startswith("invalid configuration: trust.unsupported:")
     assert "'refuse' or 'drop'" in message
+
+
+def test_a_sentence_sharing_only_a_few_words_with_its_passage_is_not_supported(
+    kb: list[Document], question: str
+) -> None:
+    # An LLM wrote "Passwords should be securely hashed using MD5." from "... securely hashed
+    # using modern, adaptive hashing algorithms": the five shared words are a partial span,
+    # not a verified one (the citation guard's overlap is below its threshold), and without
+    # NLI entailment the sentence is the writer's own, so the answer was trusted on it.
+    def partial(_q: str, passages: Sequence[Passage]) -> str:
+        head = " ".join(first_sentence(passages).split()[:6])
+        return f"{head} while the moon sings to green cheese servers at night [1]."
+
+    verdict = ask(kb, question, "refuse", ScriptedGenerator(script=partial))
+    (sentence,) = verdict.sentences
+    assert sentence.spans  # the shared words are located in the document ...
+    assert not sentence.supported  # ... but they do not ground the sentence
+    assert not verdict.trusted
+    assert_consistent(verdict, kb)

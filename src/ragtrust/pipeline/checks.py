@@ -98,7 +98,9 @@ def merge_support(
                 citations=sentence.citations,
                 spans=sentence.spans,
                 support=support.support,
-                supported=support.supported or bool(sentence.spans),
+                # the guard's flag, not any span: spans include partial matches (five shared
+                # words of "... securely hashed using MD5" are located, but do not ground it)
+                supported=support.supported or sentence.supported,
                 best_doc_id=support.best_doc_id,
             )
         )
