@@ -4,6 +4,7 @@ in tests/integration/test_local_llm.py)."""
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -97,3 +98,18 @@ def test_the_server_process_dies_with_a_killed_parent(tmp_path: Path) -> None:
             return
         time.sleep(0.1)
     pytest.fail(f"the child {child} outlived its killed parent")
+
+
+def test_a_port_another_server_listens_on_is_a_clear_error_before_starting(tmp_path: Path) -> None:
+    # the server exited with "status 3" and no reason (its output is discarded), or the
+    # readiness check was answered by the other server
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        llm = LocalLLM(model, port=port)
+        with pytest.raises(ConfigError, match=rf"cannot serve on 127.0.0.1:{port}: .*pick another with --port"):
+            llm.start()
+    assert llm._process is None  # nothing was started

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -199,11 +200,13 @@ class LocalLLM:
         """Start the server and wait until it answers.
 
         Raises:
-            ConfigError: the model file does not exist, or the runtime is not installed.
+            ConfigError: the model file does not exist, the port is taken, or the runtime is
+                not installed.
             BackendError: the server exited or did not answer within ``startup_timeout_s``.
         """
         if not self.model_path.is_file():
             raise ConfigError(f"model file not found: {self.model_path}")
+        self._check_port_free()
         if importlib.util.find_spec("llama_cpp") is None:
             raise ConfigError(f"llama-cpp-python is not installed: {RUNTIME_HINT}")
         out = self.log_path.open("ab") if self.log_path is not None else subprocess.DEVNULL
@@ -227,6 +230,26 @@ class LocalLLM:
         raise BackendError(
             f"the local LLM server did not answer on {self.base_url} within {self.startup_timeout_s:g} s"
         )
+
+    def _check_port_free(self) -> None:
+        """Refuse a port another process listens on.
+
+        The server would exit at once ("status 3", its reason in a log nobody reads), or,
+        worse, :meth:`ready` would be answered by whatever else listens there.
+
+        Raises:
+            ConfigError: ``host:port`` cannot be bound.
+        """
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            # as uvicorn binds: a port in TIME_WAIT is free, one with a listener is not
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((self.host, self.port))
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot serve on {self.host}:{self.port}: {exc.strerror or exc} (another server runs there? "
+                    "pick another with --port)"
+                ) from exc
 
     def wait(self) -> int:
         """Block until the server exits (e.g. on Ctrl-C); its exit status."""
