@@ -476,3 +476,19 @@ def test_the_manifest_names_the_scripts_the_model_reads(model_copy: Path, tiny_i
 
 def test_the_shipped_manifest_reads_latin_only() -> None:
     assert read_manifest()["scripts"] == ["LATIN"]
+
+
+def test_both_loaders_say_how_much_of_a_text_they_read(tiny_injection_dir: Path, fp32_manifest: Path) -> None:
+    """``read_extent``: the whole of a short text; of a long one, the characters inside ``max_length`` pieces."""
+    pytest.importorskip("torch")
+    short = "Rotate the keys every ninety days."
+    long = " ".join(["Backups are copied to a second region each night."] * 30)
+    for model in (
+        OnnxInjection(manifest_path=str(fp32_manifest)),
+        TransformersInjection(model=str(tiny_injection_dir), max_length=128),
+    ):
+        (whole, cut) = model.read_extent([short, long])
+        assert whole == len(short), type(model).__name__
+        assert 0 < cut < len(long) and long[cut - 1] != " " and long[cut] in " .", type(model).__name__
+        # what predict reads of the long text is the text up to the extent
+        assert model.predict([long])[0] == pytest.approx(model.predict([long[:cut]])[0], abs=1e-5)

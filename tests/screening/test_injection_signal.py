@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -114,6 +115,39 @@ def test_disguised_directives_are_found_and_the_span_points_into_the_original(di
     doc, result = _score(InjectionSignal(model=model, max_words=12), text)
     assert result.score >= FLAG_SCORE
     _assert_span_in_original(doc, result, disguised)
+
+
+@dataclass
+class FirstWordsModel(KeywordInjectionModel):
+    """The keyword fake that, like a real classifier at its token limit, reads only a text's first words."""
+
+    words: int = 20
+
+    def read_extent(self, texts: Sequence[str]) -> list[int]:
+        ends = [[m.end() for m in re.finditer(r"\S+", t)] for t in texts]
+        return [e[self.words - 1] if len(e) > self.words else len(t) for t, e in zip(texts, ends, strict=True)]
+
+    def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return super().predict([t[:n] for t, n in zip(texts, self.read_extent(texts), strict=True)])
+
+
+def test_a_directive_past_the_models_token_limit_in_its_window_is_read() -> None:
+    # one 80-word window, but the model stops reading after 20 words: the directive in the
+    # middle was never scored (dense text such as URLs and code passes the shipped model's
+    # 128 pieces long before 80 words)
+    text = f"{_benign_text(30)} {DIRECTIVE} {_benign_text(30, start=50)}"
+    assert len(text.split()) <= 80
+    model = FirstWordsModel()
+    assert model.predict([text])[0] == pytest.approx(0.05)
+    doc, result = _score(InjectionSignal(model=model), text)
+    assert result.score >= FLAG_SCORE
+    _assert_span_in_original(doc, result, DIRECTIVE)
+    assert result.details["windows"] > 1
+
+
+def test_a_window_the_model_reads_whole_is_not_repeated() -> None:
+    doc, result = _score(InjectionSignal(model=FirstWordsModel(words=200)), _benign_text(70))
+    assert result.details["windows"] == 1 and result.score == 0.0
 
 
 # -- batching and caching ---------------------------------------------------------------------

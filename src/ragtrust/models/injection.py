@@ -234,6 +234,17 @@ class OnnxInjection(SideBySide, ReloadsAfterPickle):
         encodings = self._tokenizer.encode_batch(list(texts))
         return [_unknown(t, e.ids, e.offsets, self._unk, self._scripts) for t, e in zip(texts, encodings, strict=True)]
 
+    def read_extent(self, texts: Sequence[str]) -> list[int]:
+        """Per text, how many of its characters :meth:`predict` reads: all, unless its pieces pass ``max_length``.
+
+        A text cut at ``max_length`` pieces is read up to the end of its last piece inside the limit.
+        """
+        self.warm_up()
+        encodings = self._tokenizer.encode_batch(list(texts))
+        return [
+            max(end for _, end in e.offsets) if e.overflowing else len(t) for t, e in zip(texts, encodings, strict=True)
+        ]
+
     def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Temperature-scaled P(injection) per text."""
         self.warm_up()
@@ -304,6 +315,16 @@ class TransformersInjection(ReloadsAfterPickle):
         for text in texts:
             enc = self._tok(text, truncation=True, max_length=self.max_length, return_offsets_mapping=True)
             out.append(_unknown(text, enc["input_ids"], enc["offset_mapping"], self._tok.unk_token_id, scripts))
+        return out
+
+    def read_extent(self, texts: Sequence[str]) -> list[int]:
+        """Per text, how many of its characters :meth:`predict` reads: all, unless its tokens pass ``max_length``."""
+        self.warm_up()
+        keep = self.max_length - self._tok.num_special_tokens_to_add()
+        out = []
+        for text in texts:
+            offsets = self._tok(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+            out.append(len(text) if len(offsets) <= keep else int(offsets[keep - 1][1]))
         return out
 
     def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
