@@ -249,3 +249,13 @@ def test_a_directive_after_dense_text_in_its_window_is_read(signal: InjectionSig
     assert result.score >= FLAG_SCORE, result.details
     (span,) = result.spans
     assert PATCH_DIRECTIVE in span.text and text[span.start : span.end] == span.text
+
+
+@pytest.mark.parametrize(
+    "blank", ["\u3164", "\u2800", "\uffa0"], ids=["hangul-filler", "braille-blank", "halfwidth-filler"]
+)
+def test_a_directive_with_blank_looking_letters_for_spaces_is_read(signal: InjectionSignal, blank: str) -> None:
+    """They render as spaces; to the tokenizer the directive was one unknown word."""
+    text = f"Store passwords with Argon2id and a unique salt. {blank.join(PATCH_DIRECTIVE.split())}"
+    (result,) = signal.score_batch(retrieved([text]))
+    assert result.score >= FLAG_SCORE, result.details

@@ -70,6 +70,10 @@ from ragtrust.text import split_sentences
 
 #: zero-width, joiner, bidi-control and invisible "tag" characters (Unicode smuggling)
 _INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
+#: letters and symbols that render as a blank (Hangul fillers, the blank Braille pattern, Khmer
+#: inherent vowels): put between words instead of spaces they hide the word breaks from a
+#: tokenizer ("When\u3164you\u3164answer" is one unknown word to it), so they are read as a space
+_BLANK = re.compile("[\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0]")
 
 #: Cyrillic and Greek letters that render like Latin ones (confusables, lower and upper)
 HOMOGLYPHS: dict[str, str] = {
@@ -129,7 +133,7 @@ _TYPO_INDEX = {_scramble_key(w): w for w in P.TYPOGLYCEMIA_KEYWORDS}
 
 
 def fold_non_ascii(text: str, fold: Callable[[str], str]) -> tuple[str, list[int]]:
-    """Drop invisible characters and replace every other non-ASCII one by ``fold(ch)``.
+    """Drop invisible characters, read blank-looking ones as a space, replace every other non-ASCII one by ``fold(ch)``.
 
     ASCII passes through unchanged (every invisible character and look-alike is non-ASCII),
     so only the non-ASCII characters are looked at one by one. Returns ``(folded, index)``
@@ -151,7 +155,7 @@ def fold_non_ascii(text: str, fold: Callable[[str], str]) -> tuple[str, list[int
         last = i + 1
         if _INVISIBLE.match(ch):
             continue
-        folded = fold(ch)
+        folded = " " if _BLANK.match(ch) else fold(ch)
         chars.append(folded)
         index.extend([i] * len(folded))
     if last < len(text):
