@@ -259,3 +259,14 @@ def test_a_directive_with_blank_looking_letters_for_spaces_is_read(signal: Injec
     text = f"Store passwords with Argon2id and a unique salt. {blank.join(PATCH_DIRECTIVE.split())}"
     (result,) = signal.score_batch(retrieved([text]))
     assert result.score >= FLAG_SCORE, result.details
+
+
+def test_a_directive_with_a_character_reference_in_its_words_is_read(signal: InjectionSignal) -> None:
+    """Markdown renders "Wh&#101;n" as "When"; the classifier read the references as they were written."""
+    hidden = "".join(f"&#{ord(c)};" if c in "aeiou" else c for c in PATCH_DIRECTIVE)
+    text = f"Store passwords with Argon2id and a unique salt. {hidden}"
+    (result,) = signal.score_batch(retrieved([text]))
+    assert result.score >= FLAG_SCORE, result.details
+    (span,) = result.spans
+    assert text[span.start : span.end] == span.text
+    assert span.start <= text.index(hidden) and span.end == len(text)
