@@ -50,6 +50,9 @@ MANIFEST_FILE = ASSETS / "injection_manifest.json"
 #: label-name fragments of the positive ("tries to instruct the reader") class
 _POSITIVE = ("inject", "jailbreak", "malicious", "unsafe", "attack", "prompt_attack", "harmful")
 _NEGATIVE = ("benign", "safe", "legit", "clean", "normal")
+#: visible characters over which the share of letters a model cannot read is measured (about
+#: eight English words): enough that a foreign name or word in English text stays readable
+UNKNOWN_STRETCH = 40
 
 
 @runtime_checkable
@@ -91,22 +94,33 @@ def _unknown(
     unk: int | None,
     scripts: frozenset[str] | None = None,
 ) -> float:
-    """The share of ``text``'s visible characters that are letters the model cannot read.
+    """The share of ``text``'s visible characters that are letters the model cannot read, where it is highest.
 
     Those are the non-ASCII letters inside ``unk`` pieces (an over-long ASCII run, base64, is
     one unknown piece too, but not a script the model cannot read) and, when ``scripts`` names
-    the scripts the model was trained and evaluated on, letters of any other script.
+    the scripts the model was trained and evaluated on, letters of any other script. The share
+    is that of the stretch of :data:`UNKNOWN_STRETCH` visible characters that holds the most of
+    them (of the whole text when it is shorter): over a whole window, one sentence in another
+    script among 80 words of English was too small a share to count, and went unscreened.
     """
-    covered = [(i, text[a:b]) for i, (a, b) in zip(ids, offsets, strict=True) if b > a]
-    total = sum(len("".join(piece.split())) for _, piece in covered)
+    if unk is None and scripts is None:
+        return 0.0
 
     def lost(i: int, c: str) -> bool:
         if not c.isalpha() or c.isascii():
             return False
         return i == unk or (scripts is not None and letter_script(c) not in scripts)
 
-    gone = sum(1 for i, piece in covered for c in piece if lost(i, c))
-    return 0.0 if (unk is None and scripts is None) or not total else gone / total
+    flags = [lost(i, c) for i, (a, b) in zip(ids, offsets, strict=True) if b > a for c in text[a:b] if not c.isspace()]
+    if not flags:
+        return 0.0
+    if len(flags) <= UNKNOWN_STRETCH:
+        return sum(flags) / len(flags)
+    most = gone = sum(flags[:UNKNOWN_STRETCH])
+    for k in range(UNKNOWN_STRETCH, len(flags)):
+        gone += flags[k] - flags[k - UNKNOWN_STRETCH]
+        most = max(most, gone)
+    return most / UNKNOWN_STRETCH
 
 
 def model_scripts(value: object, where: str) -> frozenset[str] | None:

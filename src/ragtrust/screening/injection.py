@@ -34,7 +34,9 @@ explainable first pass; this signal is the main injection detector.
    encoded runs in one document is refused like too many windows. ``decode_encoded = False``
    turns this off.
 3b. A window whose text is largely in a script the model cannot read (at least
-   :data:`UNREADABLE_SHARE` of its characters are non-ASCII letters read as ``[UNK]``, such as
+   :data:`UNREADABLE_SHARE` of the characters of some stretch of
+   :data:`~ragtrust.models.injection.UNKNOWN_STRETCH` visible characters, so one sentence in
+   another script among English is not diluted away, are non-ASCII letters read as ``[UNK]``, such as
    Chinese or Thai for the shipped uncased English vocabulary, or letters of a script outside
    the manifest's ``scripts``: everything but Latin for the shipped model, which was never
    trained or evaluated on Arabic, Cyrillic, Devanagari, Hangul...) cannot be judged by it.
