@@ -113,9 +113,10 @@ _LETTER_STYLES = {
         )
     ),
 }
-#: three or more single letters, each apart by the same separator: one blank, or one or two
-#: punctuation or symbol characters (dots, dashes, an emoji); not commas or semicolons (lists)
-_SPLIT_LETTERS = re.compile(r"(?<!\w)[^\W\d_](?P<sep> |[^\w\s,;]{1,2})(?:[^\W\d_](?P=sep))+[^\W\d_](?!\w)")
+#: three or more single letters, each apart by the same separator: one to three blanks ("W  h  e  n
+#: y  o  u", words then set apart by more), or one or two punctuation or symbol characters (dots,
+#: dashes, an emoji); not commas or semicolons (lists)
+_SPLIT_LETTERS = re.compile(r"(?<!\w)[^\W\d_](?P<sep> {1,3}|[^\w\s,;]{1,2})(?:[^\W\d_](?P=sep))+[^\W\d_](?!\w)")
 
 
 def _fold_style(ch: str) -> str:
