@@ -262,12 +262,11 @@ def test_a_directive_after_dense_text_in_its_window_is_read(signal: InjectionSig
     """The window is under 80 words, but the directive lies past the model's 128 pieces: it was never scored."""
     text = f"{DENSE} {PATCH_DIRECTIVE} Store the salt beside the hash and rotate the pepper yearly."
     assert len(text.split()) <= 80
-    model = OnnxInjection()
-    assert model.read_extent([text])[0] < text.index(PATCH_DIRECTIVE)
     (result,) = signal.score_batch(retrieved([text]))
     assert result.score >= FLAG_SCORE, result.details
     (span,) = result.spans
     assert PATCH_DIRECTIVE in span.text and text[span.start : span.end] == span.text
+    assert OnnxInjection().read_extent([text])[0] < text.index(PATCH_DIRECTIVE)  # what the model alone reads
 
 
 @pytest.mark.parametrize(
