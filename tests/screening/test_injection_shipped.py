@@ -288,3 +288,11 @@ def test_a_directive_with_a_character_reference_in_its_words_is_read(signal: Inj
     (span,) = result.spans
     assert text[span.start : span.end] == span.text
     assert span.start <= text.index(hidden) and span.end == len(text)
+
+
+def test_a_directive_in_parenthesized_letters_is_read(signal: InjectionSignal) -> None:
+    """Parenthesized letters read "when"; NFKC spelt them "(w)(h)(e)(n)", not read as words by the classifier."""
+    styled = "".join(chr(0x249C + ord(c) - ord("a")) if "a" <= c <= "z" else c for c in PATCH_DIRECTIVE)
+    text = f"Store passwords with Argon2id and a unique salt. {styled}"
+    (result,) = signal.score_batch(retrieved([text]))
+    assert result.score >= FLAG_SCORE, result.details

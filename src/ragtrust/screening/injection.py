@@ -101,10 +101,13 @@ _REFERENCE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0
 _Window = tuple[str, int, int, DecodedRun | None]
 
 
-#: letter styles NFKC leaves alone: small capitals, regional indicators (flag letters), Braille
+#: letter styles NFKC leaves alone or spells out: small capitals, regional indicators (flag
+#: letters), parenthesized letters, Braille
 _LETTER_STYLES = {
     **dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘǫʀꜱᴛᴜᴠᴡʏᴢ", "abcdefghijklmnopqrstuvwyz", strict=True)),
     **{chr(0x1F1E6 + k): chr(ord("a") + k) for k in range(26)},
+    # parenthesized letters: NFKC writes "(a)" for each, so a word became "(w)(h)(e)(n)"
+    **{chr(0x249C + k): chr(ord("a") + k) for k in range(26)},
     **dict(
         zip(
             "⠁⠃⠉⠙⠑⠋⠛⠓⠊⠚⠅⠇⠍⠝⠕⠏⠟⠗⠎⠞⠥⠧⠺⠭⠽⠵",
