@@ -200,20 +200,17 @@ def test_a_bad_value_is_one_clear_config_error(value: str) -> None:
     assert "'refuse' or 'drop'" in message
 
 
-def test_a_sentence_sharing_only_a_few_words_with_its_passage_is_not_supported(
-    kb: list[Document], question: str
-) -> None:
-    # An LLM wrote "Passwords should be securely hashed using MD5." from "... securely hashed
-    # using modern, adaptive hashing algorithms": the five shared words are a partial span,
-    # not a verified one (the citation guard's overlap is below its threshold), and without
-    # NLI entailment the sentence is the writer's own, so the answer was trusted on it.
-    def partial(_q: str, passages: Sequence[Passage]) -> str:
-        head = " ".join(first_sentence(passages).split()[:6])
-        return f"{head} while the moon sings to green cheese servers at night [1]."
+def test_a_partial_verbatim_match_does_not_ground_a_sentence_nli_rejects(kb: list[Document], question: str) -> None:
+    # the first words copied from the passage, the rest invented: the citation guard finds a
+    # short verbatim span (overlap below its threshold: "no verbatim support") and the NLI
+    # model no entailment; the partial span alone must not count as grounding
+    def half_copied(_q: str, passages: Sequence[Passage]) -> str:
+        return " ".join(first_sentence(passages).split()[:6]) + f" {INVENTED[:-1]} [1]."
 
-    verdict = ask(kb, question, "refuse", ScriptedGenerator(script=partial))
+    verdict = ask(kb, question, "refuse", ScriptedGenerator(script=half_copied))
     (sentence,) = verdict.sentences
-    assert sentence.spans  # the shared words are located in the document ...
-    assert not sentence.supported  # ... but they do not ground the sentence
+    assert sentence.spans  # the copied words are traced to the passage
+    assert not sentence.supported
     assert not verdict.trusted
+    assert "no sentence of the answer is supported by the documents" in verdict.decision_reasons
     assert_consistent(verdict, kb)

@@ -84,7 +84,12 @@ def checked_relevance(
 def merge_support(
     sentences: Sequence[AnswerSentence], supports: Sequence[SentenceSupport]
 ) -> tuple[AnswerSentence, ...]:
-    """The answer's sentences with their NLI support; grounded = a verified verbatim span OR entailment."""
+    """The answer's sentences with their NLI support; grounded = a verified verbatim span OR entailment.
+
+    A verified span is the citation guard's ``supported`` (overlap with a cited document above
+    its threshold), not any span: the guard also traces a sentence's partial matches, and a
+    few copied words ("MD5 and SHA-1 must ... be used for password storage.") ground nothing.
+    """
     by_text = {s.text: s for s in supports}
     merged = []
     for sentence in sentences:
