@@ -32,6 +32,11 @@ SWAPS = [
      "date", "March", "June"),
     ("Netflix was co-founded by Reed Hastings in California.",
      "Netflix was co-founded by Marc Randolph in California.", "entity", "Reed Hastings", "Marc Randolph"),
+    # a name with digits inside it, swapped whole (read in pieces: letters and numbers changed together)
+    ("Passwords are hashed with Argon2id using a unique salt.", "Passwords are hashed with MD5 using a unique salt.",
+     "entity", "Argon2id", "MD5"),
+    ("Encrypt backups with AES256 before upload.", "Encrypt backups with DES before upload.",
+     "entity", "AES256", "DES"),
     ("Input validation is a complete defence against injection.",
      "Input validation is not a complete defence against injection.", "negation", "", "not"),
     ("Store the session token in a secure cookie.", "Never store the session token in a secure cookie.",

@@ -164,6 +164,23 @@ def names_in(*texts: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def _whole(tokens: Sequence[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+    """Changed tokens with the pieces of one word joined: "Argon", "2", "id" -> "Argon2id".
+
+    :data:`TOKEN` cuts a word at each change between letters and digits; when every piece
+    of a name with digits inside it changed ("Argon2id" -> "MD5"), the name was swapped, and
+    read in pieces it would be letters and numbers changed together, which no kind explains.
+    """
+    out: list[tuple[str, str, int]] = []
+    for token in tokens:
+        if out and out[-1][2] + len(out[-1][1]) == token[2]:
+            folded, original, start = out[-1]
+            out[-1] = (folded + token[0], original + token[1], start)
+        else:
+            out.append(token)
+    return out
+
+
 def _key(token: tuple[str, str, int]) -> str:
     """What a token means for the diff: a number's value (two == 2), else its folded form."""
     value = _number(token[0])
@@ -312,8 +329,8 @@ def diff_conflict(left: str, right: str, names: frozenset[str] = frozenset()) ->
         changed_b: list[tuple[str, str, int]] = []
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag != "equal":
-                changed_a.extend(a[i1:i2])
-                changed_b.extend(b[j1:j2])
+                changed_a.extend(_whole(a[i1:i2]))
+                changed_b.extend(_whole(b[j1:j2]))
         # a token that changed place ("In 1998 the company..." / "...founded in 1998") is no change
         # (compared by stem: "That holds" / "That does not hold" changed "does not", not "holds")
         moved = {stem(_key(t)) for t in changed_a} & {stem(_key(t)) for t in changed_b}
