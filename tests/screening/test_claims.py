@@ -220,6 +220,15 @@ def test_two_durations_in_one_unit_are_compared_without_slack() -> None:
     assert quantity_conflict("The warranty lasts 52 weeks.", "The warranty lasts one year.") is None
 
 
+def test_sizes_in_bits_and_bytes_are_compared_as_one_unit() -> None:
+    bits = "Every session identifier must contain at least 64 bits of entropy."
+    # 64 bytes is eight times 64 bits: a conflict, though only the unit word changed
+    assert diff_conflict(bits, bits.replace("bits", "bytes")) == DiffFinding("number", "64 bits", "64 bytes")
+    # 8 bytes is 64 bits, and a 2048-bit key a 256-byte one: the same quantity
+    assert diff_conflict(bits, bits.replace("64 bits", "8 bytes")) is None
+    assert quantity_conflict("Generate a 2048-bit RSA key.", "Generate a 256-byte RSA key.") is None
+
+
 @pytest.mark.parametrize(
     ("left", "right", "left_words", "right_words"),
     [

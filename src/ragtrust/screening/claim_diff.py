@@ -17,7 +17,8 @@ Two kinds of finding, each with the differing words of both claims:
   ordinary word is a paraphrase, not a conflict.
 * *quantities* in any two aligned claims: a number (or range) followed by the same unit
   ("23 episodes" / "24 episodes"), or by two units of time ("two to five years" / "three
-  weeks", compared in days), whose ranges do not overlap is a ``number`` conflict.
+  weeks", compared in days) or of information ("64 bits" / "64 bytes", compared in bits),
+  whose ranges do not overlap is a ``number`` conflict.
 
 The tokens, stop words and light stemming here are also those of claim alignment
 (:mod:`ragtrust.screening.claims`).
@@ -87,6 +88,13 @@ TIME_UNITS = {
     "second": 1 / 86400, "minute": 1 / 1440, "hour": 1 / 24, "day": 1.0, "week": 7.0, "month": 30.4,
     "year": 365.25, "decade": 3652.5, "century": 36525.0,
 }  # fmt: skip
+#: units of information, in bits, so "64 bits" and "8 bytes" compare (and "64 bytes" differs)
+SIZE_UNITS = {
+    "bit": 1.0, "byte": 8.0, "kilobit": 1e3, "kilobyte": 8e3, "megabit": 1e6, "megabyte": 8e6,
+    "gigabit": 1e9, "gigabyte": 8e9, "terabyte": 8e12,
+}  # fmt: skip
+#: a quantity's dimension -> its units and their size in the dimension's base unit
+_DIMENSIONS = {"time": TIME_UNITS, "size": SIZE_UNITS}
 _RANGE_JOINERS = frozenset("to and or through".split())
 #: a dash between two numbers makes a range ("5-10 days", "5–10 days")
 _RANGE_DASHES = frozenset({"-", "\u2013", "\u2014"})
@@ -235,7 +243,10 @@ def _classify(
 
 
 def _quantities(text: str) -> list[tuple[str, float, float, str, str]]:
-    """``(unit, low, high, phrase, written unit)`` per number or range followed by a unit word (time in days)."""
+    """``(unit, low, high, phrase, written unit)`` per number or range followed by a unit word.
+
+    Durations are in days (unit ``time``), sizes in bits (unit ``size``).
+    """
     tokens = _tokens(text)
     out = []
     i = 0
@@ -275,8 +286,10 @@ def _quantities(text: str) -> list[tuple[str, float, float, str, str]]:
             unit = tokens[k][0]
             singular = unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit
             phrase = text[tokens[i][2] : tokens[k][2] + len(tokens[k][1])]
-            if singular in TIME_UNITS:
-                out.append(("time", low * TIME_UNITS[singular], high * TIME_UNITS[singular], phrase, singular))
+            dimension = next((name for name, units in _DIMENSIONS.items() if singular in units), None)
+            if dimension is not None:
+                factor = _DIMENSIONS[dimension][singular]
+                out.append((dimension, low * factor, high * factor, phrase, singular))
             else:
                 out.append((singular, low, high, phrase, singular))
         i = k
@@ -302,11 +315,11 @@ def quantity_conflict(left: str, right: str) -> DiffFinding | None:
 def _overlap(a: tuple[str, float, float, str, str], b: tuple[str, float, float, str, str]) -> bool:
     """Whether two quantities of one unit (:func:`_quantities`) may be the same value.
 
-    A shared value means the claims may be talking about different things. Durations in two
-    units get 5% slack (a year is 12 months, 52 weeks or 365 days); in one unit none: "45
-    years" / "47 years" differ.
+    A shared value means the claims may be talking about different things. Durations (and
+    sizes) in two units get 5% slack (a year is 12 months, 52 weeks or 365 days; a kilobyte
+    1,000 or 1,024 bytes); in one unit none: "45 years" / "47 years" differ.
     """
-    slack = 1.05 if a[0] == "time" and a[4] != b[4] else 1.0001
+    slack = 1.05 if a[0] in _DIMENSIONS and a[4] != b[4] else 1.0001
     return b[1] <= a[2] * slack and a[1] <= b[2] * slack
 
 
