@@ -216,19 +216,53 @@ class CitationGuard:
     def _parse(
         self, text: str, passages: Sequence[Passage], docs: Sequence[RetrievedDoc]
     ) -> list[tuple[str, tuple[str, ...]]]:
-        text = _TRAILING_MARKERS.sub(lambda m: m.group(2) + m.group(1), text)
-        out: list[tuple[str, tuple[str, ...]]] = []
-        for sentence in split_sentences(text):
-            targets: list[str] = []
-            for m in _MARKER.finditer(sentence.text):
-                if _is_citation(m, passages, docs):
-                    targets.extend(_targets(m.group(1), passages))
-            if not word_tokens(_MARKER.sub("", sentence.text)) and out:
-                # a lone marker ("[1]") belongs to the sentence before it
-                out[-1] = (out[-1][0], out[-1][1] + tuple(targets))
-                continue
-            out.append((sentence.text, tuple(targets)))
-        return out
+        return parse_citations(text, passages, docs)
+
+
+def parse_citations(
+    text: str, passages: Sequence[Passage], docs: Sequence[RetrievedDoc]
+) -> list[tuple[str, tuple[str, ...]]]:
+    """``(sentence, citation targets)`` per sentence of ``text`` (step 1 of the module docstring).
+
+    ``[n]`` becomes the n-th passage's source, or ``"[n]"`` when there is no n-th passage.
+    """
+    text = _TRAILING_MARKERS.sub(lambda m: m.group(2) + m.group(1), text)
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for sentence in split_sentences(text):
+        targets: list[str] = []
+        for m in _MARKER.finditer(sentence.text):
+            if _is_citation(m, passages, docs):
+                targets.extend(_targets(m.group(1), passages))
+        if not word_tokens(_MARKER.sub("", sentence.text)) and out:
+            # a lone marker ("[1]") belongs to the sentence before it
+            out[-1] = (out[-1][0], out[-1][1] + tuple(targets))
+            continue
+        out.append((sentence.text, tuple(targets)))
+    return out
+
+
+def citations_outside(text: str, docs: Sequence[RetrievedDoc]) -> list[str]:
+    """The citations in ``text`` that name none of ``docs``, in order, each once.
+
+    For an answer written elsewhere and checked against ``docs``: ``[n]`` names the n-th
+    document as given (1-based), ``[id]`` / ``[url]`` a document's id or citation target;
+    ``[7]`` with five documents, or a URL that is none of theirs, names a source that was not
+    given. A bracket that is not a citation (``[sic]``, a document's own ``[read/write]``)
+    is not counted.
+
+    Example:
+        >>> from ragtrust.testing import retrieved
+        >>> citations_outside("Use TLS [1]. Set HSTS [7] [https://x.test/a].", retrieved(["Use TLS.", "Set HSTS."]))
+        ['[7]', 'https://x.test/a']
+    """
+    passages = [Passage(d.id, d.document.text, url=d.document.url, doc_id=d.id) for d in docs]
+    outside = [
+        target
+        for _, targets in parse_citations(text, passages, docs)
+        for target in targets
+        if _resolve_target(target, passages, docs) is None
+    ]
+    return list(dict.fromkeys(outside))
 
 
 def _reattribution_warning(index: int, cited: Sequence[RetrievedDoc], best: RetrievedDoc) -> str:
@@ -311,4 +345,4 @@ def _resolve_target(target: str, passages: Sequence[Passage], docs: Sequence[Ret
     return None
 
 
-__all__ = ["CitationGuard", "GroundedAnswer", "clean_sentence", "render_answer"]
+__all__ = ["CitationGuard", "GroundedAnswer", "citations_outside", "clean_sentence", "parse_citations", "render_answer"]

@@ -25,6 +25,7 @@ from ragtrust.documents import AnswerSentence, Conflict, Passage, RetrievedDoc, 
 from ragtrust.pipeline.gating import Gated
 from ragtrust.pipeline.rules import (
     conflict_use,
+    foreign_citations,
     score_reason,
     suspicious_use,
     unchecked_answer,
@@ -57,6 +58,7 @@ class Outcome:
         refusal: why there is no answer to trust (blocked, nothing kept, no evidence...).
         relevance / relevance_errors: the relevance judge's report and failures.
         not_stated: the answer says the documentation does not explicitly state one.
+        outside_citations: a given answer's citations that name none of its documents (``verify``).
     """
 
     stage: str
@@ -76,6 +78,7 @@ class Outcome:
     relevance: RelevanceReport | None = None
     relevance_errors: Sequence[str] = ()
     not_stated: bool = False
+    outside_citations: tuple[str, ...] = ()
 
     @property
     def errors(self) -> list[str]:
@@ -147,6 +150,9 @@ def failed_conditions(out: Outcome, settings: Settings) -> tuple[list[str], list
             unchecked_reasons, unchecked_warnings = unchecked_answer(out.sentences, out.dropped)
             reasons.extend(unchecked_reasons)
             warnings.extend(unchecked_warnings)
+        foreign_reasons, foreign_warnings = foreign_citations(out.outside_citations)
+        reasons.extend(foreign_reasons)
+        warnings.extend(foreign_warnings)
     # The RAG triad's other two legs: evidence about the question, an answer that addresses
     # it. T measures neither (a grounded answer to another question scores as well).
     if out.relevance is not None:

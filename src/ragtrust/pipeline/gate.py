@@ -293,12 +293,15 @@ class TrustGate:
 
         With a ``query``, the answer's relevance to it is checked too (there are no passages
         here, so context relevance is not measured). An answer with no sentence that can be
-        checked against the documents ("...", "[1]", a question) is not trusted.
+        checked against the documents ("...", "[1]", a question) is not trusted, nor one that
+        cites a source that is none of ``docs`` (``[7]`` of five: ``[n]`` names the n-th
+        document as given; a URL or id none of them has).
 
         Raises:
             InputError: ``answer`` is not a ``str`` or shows nothing (whitespace, format
                 characters), ``query`` is neither ``None`` nor a ``str``, or bad ``docs``.
         """
+        from ragtrust.evidence.citations import citations_outside
         from ragtrust.generation.postprocess import says_not_stated
 
         answer = answer_text(answer)
@@ -328,6 +331,7 @@ class TrustGate:
             # a withheld document is not evidence: verify against what the gate kept
             fact = self._factuality(answer, gated.kept) if gated.kept else no_evidence()
         out.answer = answer
+        out.outside_citations = tuple(citations_outside(answer, docs))
         out.factuality, out.factuality_errors = fact.factuality, fact.errors
         out.sentences = tuple(
             AnswerSentence(text=s.text, support=s.support, supported=s.supported, best_doc_id=s.best_doc_id)

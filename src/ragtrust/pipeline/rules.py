@@ -3,8 +3,9 @@
 A suspicious document kept in the context (policy ``flag``) or a claim that another source
 contradicts fails the decision when the answer used it; so does an answer sentence that the
 evidence does not support, unless ``trust.unsupported = "drop"`` removed it, an answer
-with no sentence that can be checked at all, and, in a store that vets its documents, a
-sentence that rests only on documents nobody vetted.
+with no sentence that can be checked at all, a given answer that cites a source it was not
+checked against, and, in a store that vets its documents, a sentence that rests only on
+documents nobody vetted.
 
 Each rule returns the decision reasons (conditions that failed, in words) and the warnings
 for a person; :mod:`ragtrust.pipeline.decision` adds them to the verdict.
@@ -218,6 +219,31 @@ def unchecked_answer(
     return ["the answer has no sentence that can be checked against the evidence"], [
         "The answer has no sentence that could be checked against the documents (no claim to verify): "
         "it is not trusted."
+    ]
+
+
+def foreign_citations(targets: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Decision reason and warning for a given answer that cites sources it was not checked against.
+
+    ``targets``: the answer's citations that name none of the documents (``[7]`` of five, a
+    URL never given; :func:`~ragtrust.evidence.citations.citations_outside`). The sentence may
+    be true, but the answer tells its reader to look for it in a source nobody gave: its
+    citations cannot be trusted (``ask`` removes such citations from its own answers).
+
+    Example:
+        >>> foreign_citations(["[7]"])[0]
+        ["the answer cites a source that is none of the documents it was checked against: '[7]'"]
+        >>> foreign_citations([])
+        ([], [])
+    """
+    if not targets:
+        return [], []
+    more = f", \u2026 ({len(targets) - 3} more)" if len(targets) > 3 else ""
+    named = ", ".join(repr(t) for t in targets[:3]) + more
+    plural = "sources that are" if len(targets) > 1 else "a source that is"
+    return [f"the answer cites {plural} none of the documents it was checked against: {named}"], [
+        f"The answer cites {named}, not among the documents given: it is not trusted. "
+        "[n] names the n-th document as given."
     ]
 
 
