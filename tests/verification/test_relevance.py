@@ -436,6 +436,22 @@ def test_verify_checks_the_answer_against_the_query() -> None:
     )
 
 
+def test_an_unsupported_sentence_does_not_name_the_documents_the_answer_rests_on() -> None:
+    # the sentence contradicts the TLS document; the NLI model's best (still unsupported)
+    # window is in the password document, which does not mention TLS. The answer rests on
+    # no document: the names check reads them all, and says nothing false about the evidence
+    g = gate()
+    docs = [RetrievedDoc(DOCS[0], 0.8, 1), RetrievedDoc(DOCS[1], 0.8, 2)]
+    v = g.verify(
+        "Servers should accept TLS 1.0 connections only.", docs, query="Which TLS version should servers accept?"
+    )
+    (sentence,) = v.sentences
+    assert not sentence.supported and sentence.best_doc_id == "pw"
+    assert not v.trusted
+    assert "no sentence of the answer is supported by the documents" in v.decision_reasons
+    assert not [r for r in v.decision_reasons if r.startswith("the evidence is not about what the question names")]
+
+
 @dataclass
 class RaisingJudge:
     def judge(

@@ -65,11 +65,13 @@ def checked_relevance(
         return None, ()
     # the answer rests on the documents of its verified spans, of its best NLI support, of its
     # citations, and of every live passage that states one of its sentences word for word (a
-    # sentence several documents share, "I have no comment.", is cited from one of them)
+    # sentence several documents share, "I have no comment.", is cited from one of them). An
+    # unsupported sentence's best window is only the one that came nearest: no document the
+    # answer rests on (its words may be in another document, which a false reason would deny)
     cited = {url for s in sentences for url in s.citations}
     said = [" ".join(s.text.split()) for s in sentences if s.text.strip()]
     rests_on = [span.doc_id for s in sentences for span in s.spans]
-    rests_on += [s.best_doc_id for s in sentences if s.best_doc_id]
+    rests_on += [s.best_doc_id for s in sentences if s.best_doc_id and s.supported]
     rests_on += [d.document.id for d in documents if d.document.cite in cited]
     for passage in passages or ():
         if passage.status != "dropped" and any(text in " ".join(passage.text.split()) for text in said):
