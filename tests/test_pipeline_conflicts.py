@@ -211,6 +211,34 @@ def test_fakes_a_conflict_the_answer_does_not_use_does_not_fail_the_decision() -
     assert not _conflict_reasons(verdict)
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "A queen bee lives about three weeks in the hive.",  # the claim, verbatim
+        "In the hive a queen bee lives about three weeks.",  # reworded: no span, NLI support from "short"
+        "Inside the hive, a queen bee lives two to five years.",  # the other side, reworded
+    ],
+)
+def test_fakes_a_given_answer_that_rewords_a_contested_claim_is_not_trusted(answer: str) -> None:
+    gate, index = _fake_gate([("long", LONG), ("short", SHORT)])
+    docs = [RetrievedDoc(d, 0.8, i + 1) for i, d in enumerate(index.documents)]
+    verdict = gate.verify(answer, docs, QUESTION)
+    (conflict,) = verdict.conflicts
+    assert conflict.blamed is None
+    assert not verdict.trusted
+    assert _conflict_reasons(verdict)
+
+
+def test_fakes_a_sentence_from_a_contested_document_that_states_no_side_is_not_touched() -> None:
+    # supported by the "short" document, but not its contested value: no conflict reason
+    honey = "Honey is a sweet food made by bees from the nectar of flowers."
+    gate, index = _fake_gate([("long", LONG), ("short", f"{SHORT} {honey}")])
+    docs = [RetrievedDoc(d, 0.8, i + 1) for i, d in enumerate(index.documents)]
+    verdict = gate.verify("Bees make honey, a sweet food, from the nectar of flowers.", docs)
+    assert verdict.conflicts and verdict.sentences[0].best_doc_id == "short"
+    assert not _conflict_reasons(verdict)
+
+
 def test_fakes_a_contested_conflict_fails_a_screening_verdict() -> None:
     gate, index = _fake_gate([("long", LONG), ("short", SHORT)])
     docs = [RetrievedDoc(d, 0.8, i + 1) for i, d in enumerate(index.documents)]

@@ -13,6 +13,7 @@ for a person; :mod:`ragtrust.pipeline.decision` adds them to the verdict.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ragtrust.documents import AnswerSentence, ClaimRef, Conflict, DocumentScreening, Passage, normalize_text
@@ -73,11 +74,15 @@ def conflict_use(
     reasons: list[str] = []
     warnings: list[str] = []
     for c in conflicts:
-        sides = [side for side in (c.left, c.right) if side.origin == "retrieved" and side.doc_id in kept]
+        sides = [
+            (side, words)
+            for side, words in ((c.left, c.left_words), (c.right, c.right_words))
+            if side.origin == "retrieved" and side.doc_id in kept
+        ]
         if c.blamed is not None:
-            sides = [side for side in sides if side.doc_id == c.blamed]
+            sides = [(side, words) for side, words in sides if side.doc_id == c.blamed]
         if stage != "screen":
-            sides = [side for side in sides if any(touches(s, side) for s in sentences)]
+            sides = [(side, words) for side, words in sides if any(touches(s, side, words) for s in sentences)]
         if not sides:
             continue
         said = f"{c.left.doc_id} says {_short(c.left.text)}, {c.right.doc_id} says {_short(c.right.text)}"
@@ -153,12 +158,32 @@ def _tier(screening: DocumentScreening) -> str | None:
     return None
 
 
-def touches(sentence: AnswerSentence, claim: ClaimRef) -> bool:
-    """Whether an answer sentence uses a claim: a verified span overlaps it, or the texts contain each other."""
+def touches(sentence: AnswerSentence, claim: ClaimRef, words: str = "") -> bool:
+    """Whether an answer sentence uses a claim.
+
+    It does when a verified span overlaps the claim, when the texts contain each other, or,
+    for a sentence in other words (an answer given to ``verify``, an LLM's rewording), when
+    the NLI model found its support in the claim's document and it states the words that
+    side of the conflict differs by (``words``: "three weeks" against "two to five years").
+
+    Example:
+        >>> claim = ClaimRef("short", 0, 49, "A queen bee lives about three weeks in the hive.")
+        >>> reworded = AnswerSentence("In the hive a queen bee lives three weeks.", supported=True, best_doc_id="short")
+        >>> touches(reworded, claim), touches(reworded, claim, "three weeks")
+        (False, True)
+    """
     if any(sp.doc_id == claim.doc_id and sp.start < claim.end and claim.start < sp.end for sp in sentence.spans):
         return True
     mine, theirs = normalize_text(sentence.text).lower(), normalize_text(claim.text).lower()
-    return bool(mine and theirs) and (theirs in mine or mine in theirs)
+    if mine and theirs and (theirs in mine or mine in theirs):
+        return True
+    said = normalize_text(words).lower()
+    return (
+        bool(said)
+        and sentence.supported
+        and sentence.best_doc_id == claim.doc_id
+        and re.search(rf"(?<!\w){re.escape(said)}(?!\w)", mine) is not None
+    )
 
 
 def unsupported_use(
