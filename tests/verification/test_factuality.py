@@ -81,12 +81,30 @@ def test_bad_input() -> None:
         ("Use bcrypt [1, 2][3].", "Use bcrypt."),
         ("Use bcrypt [https://owasp.org/x].", "Use bcrypt."),
         ("Use bcrypt [kb-17].", "Use bcrypt."),
+        ("Use bcrypt [kb-17, kb-2].", "Use bcrypt."),
         ("See [the guide](https://owasp.org).", "See the guide."),
         ("Arrays like a[i] stay.", "Arrays like a[i] stay."),
+        # a bracketed value is not a citation: removed, the sentence would lose what it claims
+        ("All traffic must use [TLS1.0] or later.", "All traffic must use [TLS1.0] or later."),
+        ("Store passwords with [MD5].", "Store passwords with [MD5]."),
+        ("Fixed in [CVE-2021-44228].", "Fixed in [CVE-2021-44228]."),
     ],
 )
 def test_strip_citations(raw: str, clean: str) -> None:
-    assert strip_citations(raw) == clean
+    assert strip_citations(raw, sources={"kb-17", "kb-2"}) == clean
+
+
+def test_a_bracketed_value_is_checked_not_stripped() -> None:
+    # "[TLS1.0]" was read as a citation and removed: "All traffic must use or later." was then
+    # entailed by the document, and the answer that changed the version was supported
+    docs = retrieved(["All traffic must use TLS 1.2 or later."])
+    report = FactualityVerifier(nli=LexicalNLI()).verify("All traffic must use [TLS1.0] or later [1].", docs)
+    (sentence,) = report.sentences
+    assert sentence.text == "All traffic must use [TLS1.0] or later."
+    assert not sentence.supported
+    # the id of a given document is a citation
+    report = FactualityVerifier(nli=LexicalNLI()).verify("All traffic must use TLS 1.2 or later [doc-0].", docs)
+    assert report.sentences[0].text == "All traffic must use TLS 1.2 or later." and report.sentences[0].supported
 
 
 # ---------------------------------------------------------------- nearest premises (issue 20)

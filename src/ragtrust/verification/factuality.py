@@ -2,8 +2,9 @@
 
 1. The answer is split into sentences (:func:`ragtrust.text.split_sentences`, or taken as
    given when a sequence of sentences is passed); citation markers (``[1]``, ``[2, 3]``,
-   ``[kb-17]``, ``[https://...]``) are removed and markdown links reduced to their text
-   before NLI, so a citation is not read as a claim.
+   ``[https://...]``, and ``[kb-17]`` when a document has that id or URL) are removed and
+   markdown links reduced to their text before NLI, so a citation is not read as a claim
+   (any other bracket, ``[MD5]``, is part of the claim).
 2. **Premises.** Every document is cut into windows of at most ``premise_tokens`` (64)
    tokens at sentence bounds (:meth:`~ragtrust.models.nli_engine.NLIEngine.premise_windows`;
    with ``window_chars`` set, windows of at most that many characters). Short windows,
@@ -51,7 +52,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,22 +63,38 @@ from ragtrust.models.base import ENTAILMENT, NLIModel
 from ragtrust.registry import warm_up
 from ragtrust.text import one_line, split_sentences, words
 
-_CITATION = re.compile(
-    r"\s*\[(?:\s*\d+(?:\s*[,;\u2013-]\s*\d+)*\s*|(?:https?://|www\.)[^\]\s]+|[\w.:/#-]*\d[\w.:/#-]*|[\w-]+#[\w-]+)\]"
-)
+#: a bracket that is a citation whatever the documents: numbers ("[1]", "[2, 3]", "[1-3]") or a URL
+_CITATION = re.compile(r"\s*\[(?:\s*\d+(?:\s*[,;\u2013-]\s*\d+)*\s*|(?:https?://|www\.)[^\]\s]+)\]")
+#: any other bracket: a citation when it names the documents ("[kb-17]"), else the writer's text
+_BRACKET = re.compile(r"\s*\[([^\[\]\n]{1,300})\]")
 _MD_LINK = re.compile(r"\[([^\]]+)\]\((?:https?://|www\.)[^)\s]+\)")
 
 
-def strip_citations(text: str) -> str:
+def strip_citations(text: str, sources: Collection[str] = ()) -> str:
     """Remove citation markers and reduce markdown links to their text.
+
+    A citation is a bracket of numbers or a URL, or one whose every part is in ``sources``
+    (the documents' ids and URLs). Any other bracket is the writer's text and stays:
+    "use [TLS1.0]" or "[MD5]" read as citations would leave the sentence without the value
+    it claims ("use or later"), which its documents may well entail.
 
     Example:
         >>> strip_citations("Use bcrypt [1][2, 3]. See [the guide](https://x.test) [https://x.test/a].")
         'Use bcrypt. See the guide.'
+        >>> strip_citations("Use bcrypt [kb-1].", {"kb-1"})
+        'Use bcrypt.'
+        >>> strip_citations("Use [MD5] [kb-1].")
+        'Use [MD5] [kb-1].'
     """
     text = _MD_LINK.sub(r"\1", text)
     text = _CITATION.sub("", text)
-    return one_line(text)
+    known = frozenset(sources)
+
+    def cited(match: re.Match[str]) -> str:
+        parts = [p.strip() for p in re.split(r"[,;]", match.group(1))]
+        return "" if known and all(p in known for p in parts) else match.group(0)
+
+    return one_line(_BRACKET.sub(cited, text))
 
 
 @dataclass(frozen=True)
@@ -177,15 +194,18 @@ class FactualityVerifier:
         """Warm the NLI model when it has a ``warm_up``."""
         warm_up(self.nli)
 
-    def sentences(self, answer: str | Sequence[str]) -> list[str]:
-        """Split the answer into sentences, remove citations and drop empty ones."""
+    def sentences(self, answer: str | Sequence[str], sources: Collection[str] = ()) -> list[str]:
+        """Split the answer into sentences, remove citations and drop empty ones.
+
+        ``sources``: the documents' ids and URLs, which a bracket may cite (:func:`strip_citations`).
+        """
         if isinstance(answer, str):
             raw = [s.text for s in split_sentences(answer)]
         elif isinstance(answer, Sequence) and all(isinstance(s, str) for s in answer):
             raw = list(answer)
         else:
             raise InputError(f"answer must be a string or a sequence of strings, got {type(answer).__name__}")
-        cleaned = (strip_citations(s) for s in raw)
+        cleaned = (strip_citations(s, sources) for s in raw)
         return [s for s in cleaned if len(words(s)) >= self.min_words]
 
     def verify(self, answer: str | Sequence[str], docs: Sequence[RetrievedDoc]) -> FactualityReport:
@@ -196,7 +216,8 @@ class FactualityVerifier:
         """
         if isinstance(docs, (str, bytes)) or not all(isinstance(d, RetrievedDoc) for d in docs):
             raise InputError("FactualityVerifier.verify expects a sequence of RetrievedDoc")
-        sentences = self.sentences(answer)
+        sources = {d.id for d in docs} | {d.document.cite for d in docs}
+        sentences = self.sentences(answer, sources)
         if not sentences or not docs:
             return FactualityReport(
                 factuality=0.5,
