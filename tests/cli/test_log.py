@@ -283,6 +283,49 @@ def test_no_log_and_a_file_that_is_not_a_log_are_one_line(tmp_path: Path) -> Non
     assert len([x for x in bad.stderr.splitlines() if x.strip()]) == 1
 
 
+def damage(path: Path, sql: str) -> None:
+    """Write damage into a log as a flipped byte would: a row SQLite or ragtrust can no longer read back."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(sql)
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("sql", "commands", "message"),
+    [
+        # a text column that is no longer UTF-8 (SQLite fails to decode it): the whole log is named
+        (
+            "UPDATE verdicts SET at = CAST(x'32303236ff' AS TEXT) WHERE id = 2",
+            [["list"], ["show", "2"], ["export", "--out", "out.jsonl"], ["export", "--out", "out.csv", "-f", "csv"]],
+            "the verdict log {log} is damaged (Could not decode to UTF-8 column 'at'",
+        ),
+        # a verdict blob that no longer decompresses: the entry is named
+        (
+            "UPDATE verdicts SET verdict = x'789c00ff00ff' WHERE id = 2",
+            [["show", "2"], ["export", "--out", "out.jsonl"]],
+            "entry 2 of the verdict log {log} is damaged (",
+        ),
+    ],
+)
+def test_a_damaged_log_is_one_line_and_exit_2_not_an_internal_error(
+    tmp_path: Path, sql: str, commands: list[list[str]], message: str
+) -> None:
+    path = tmp_path / "v.sqlite"
+    filled(path).close()
+    damage(path, sql)
+    for command in commands:
+        result = invoke("log", *command, "--log", str(path))
+        assert result.exit_code == 2, (command, result.output)
+        [line] = [x for x in result.stderr.splitlines() if x.strip()]
+        assert message.format(log=path) in line and "move the file aside" in line, line
+    assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "out.csv").exists()
+    with VerdictLog(path, read_only=True) as log:  # the rows that read back still do
+        assert log.get(1) is not None and log.get(1).query == "how to hash passwords"  # type: ignore[union-attr]
+
+
 def test_export_jsonl_csv_and_parquet(tmp_path: Path) -> None:
     path = tmp_path / "v.sqlite"
     filled(path).close()

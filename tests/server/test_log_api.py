@@ -184,3 +184,21 @@ async def test_an_id_outside_sqlites_range_is_not_found(tmp_path: Path, make_cli
         await three_verdicts(client)
         one_line_error(await client.get(f"/v1/log/{entry_id}"), 404, "not_found")
     assert log.get(2**63) is None and log.get(-(2**63) - 1) is None and log.get(0) is None
+
+
+async def test_a_damaged_log_is_503_log_damaged_and_verdicts_still_answer(tmp_path: Path, make_client: Any) -> None:
+    import sqlite3
+
+    log = VerdictLog(tmp_path / LOG_FILE)
+    app = create_app(gate=InstrumentedGate(store=memory_store()), verdict_log=log)
+    async with make_client(app) as client:
+        await three_verdicts(client)
+        conn = sqlite3.connect(tmp_path / LOG_FILE)
+        with conn:  # what a flipped byte does: a text column that is no longer UTF-8, a blob that no longer inflates
+            conn.execute("UPDATE verdicts SET at = CAST(x'32303236ff' AS TEXT) WHERE id = 1")
+            conn.execute("UPDATE verdicts SET verdict = x'789c00ff00ff' WHERE id = 2")
+        conn.close()
+        listed = one_line_error(await client.get("/v1/log"), 503, "log_damaged")
+        assert "the verdict log" in listed and "is damaged" in listed and str(tmp_path) not in listed
+        one_line_error(await client.get("/v1/log/2"), 503, "log_damaged")
+        await three_verdicts(client)  # the log is a record of verdicts, never a reason to refuse one

@@ -3,8 +3,9 @@
 The log read is ``--log FILE`` when given, else the one verdicts are written to: ``[log] path``,
 else ``<store>/verdicts.sqlite`` for ``--store`` / ``RAGTRUST_STORE``, else
 ``$XDG_DATA_HOME/ragtrust/verdicts.sqlite``. No model is loaded. Exit codes: 0 success;
-2 no log there, an unknown id, format or filter, an ``--out`` that is the log itself or cannot
-be written (the export replaces ``--out`` only once complete).
+2 no log there, a damaged log (one line naming the file, or the entry that no longer reads
+back), an unknown id, format or filter, an ``--out`` that is the log itself or cannot be
+written (the export replaces ``--out`` only once complete).
 """
 
 from __future__ import annotations

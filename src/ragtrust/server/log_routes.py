@@ -16,13 +16,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Query, Request
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
+from ragtrust.errors import InputError
 from ragtrust.server import schemas as S
 from ragtrust.server.auth import principal_of
 from ragtrust.server.errors import ApiError, error_responses
@@ -67,6 +68,25 @@ def _out(entry: LogEntry) -> LogEntryOut:
     data = entry.to_dict()
     data.pop("verdict", None)
     return LogEntryOut.model_validate(data)
+
+
+T = TypeVar("T")
+
+
+def _reading(read: Callable[[], T]) -> Callable[[], T]:
+    """``read`` with a log that cannot be read back as 503 ``log_damaged``: the operator's to fix, not the client's.
+
+    The filters are parsed before, so the only :class:`InputError` a read raises is a damaged
+    file or row (a 422 would blame the request).
+    """
+
+    def run() -> T:
+        try:
+            return read()
+        except InputError as exc:
+            raise ApiError(503, "log_damaged", str(exc)) from exc
+
+    return run
 
 
 def log_of(request: Request) -> VerdictLog | None:
@@ -120,7 +140,7 @@ def add_log_routes(app: FastAPI) -> None:
         if log is None:
             return LogOut(enabled=False)
         entries = await rt.call(
-            lambda: log.entries(level=wanted, operation=kind, since=after, limit=limit), lane="light"
+            _reading(lambda: log.entries(level=wanted, operation=kind, since=after, limit=limit)), lane="light"
         )
         return LogOut(enabled=True, entries=[_out(e) for e in entries])
 
@@ -137,7 +157,7 @@ def add_log_routes(app: FastAPI) -> None:
         log = log_of(request)
         if log is None:
             raise ApiError(404, "not_found", "this server keeps no verdict log ([log] enabled = false)")
-        entry = await rt.call(lambda: log.get(entry_id), lane="light")
+        entry = await rt.call(_reading(lambda: log.get(entry_id)), lane="light")
         if entry is None:
             raise ApiError(404, "not_found", f"no entry {entry_id} in the verdict log (pruned, or never there)")
         return LogEntryDetailOut(entry=_out(entry), verdict=dict(entry.verdict or {}))

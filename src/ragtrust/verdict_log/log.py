@@ -20,7 +20,7 @@ import re
 import sqlite3
 import threading
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -222,7 +222,7 @@ class VerdictLog:
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.executescript(_SCHEMA)
             conn.execute("SELECT id, verdict FROM verdicts LIMIT 0")
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged schema can fail to decode
             conn.close()
             raise InputError(f"{self.path} is not a ragtrust verdict log ({exc})") from None
         self._conn = conn
@@ -306,13 +306,8 @@ class VerdictLog:
         if limit < 1:
             raise InputError(f"limit must be at least 1, got {limit}")
         where, args = self._where(level, operation, since)
-        with self._lock:
-            rows = (
-                self._db()
-                .execute(f"SELECT {_COLUMNS} FROM verdicts{where} ORDER BY id DESC LIMIT ?", (*args, limit))
-                .fetchall()
-            )
-        return [_entry(r) for r in rows]
+        rows = self._rows(f"SELECT {_COLUMNS} FROM verdicts{where} ORDER BY id DESC LIMIT ?", (*args, limit))
+        return [self._entry(r) for r in rows]
 
     def iter_entries(
         self, *, level: str | None = None, operation: str | None = None, since: str | None = None
@@ -322,16 +317,11 @@ class VerdictLog:
         last = 0
         while True:  # in pages, so the lock is never held for the whole export
             clause = f"{where} AND id > ?" if where else " WHERE id > ?"
-            with self._lock:
-                rows = (
-                    self._db()
-                    .execute(f"SELECT {_COLUMNS}, verdict FROM verdicts{clause} ORDER BY id LIMIT 500", (*args, last))
-                    .fetchall()
-                )
+            rows = self._rows(f"SELECT {_COLUMNS}, verdict FROM verdicts{clause} ORDER BY id LIMIT 500", (*args, last))
             if not rows:
                 return
             for r in rows:
-                yield _entry(r[:-1], r[-1])
+                yield self._entry(r[:-1], r[-1])
             last = rows[-1][0]
 
     def get(self, entry_id: int) -> LogEntry | None:
@@ -342,13 +332,33 @@ class VerdictLog:
         """
         if isinstance(entry_id, bool) or not isinstance(entry_id, int) or not 1 <= entry_id <= _MAX_ROWID:
             return None
-        with self._lock:
-            row = self._db().execute(f"SELECT {_COLUMNS}, verdict FROM verdicts WHERE id = ?", (entry_id,)).fetchone()
-        return None if row is None else _entry(row[:-1], row[-1])
+        rows = self._rows(f"SELECT {_COLUMNS}, verdict FROM verdicts WHERE id = ?", (entry_id,))
+        return self._entry(rows[0][:-1], rows[0][-1]) if rows else None
 
     def __len__(self) -> int:
-        with self._lock:
-            return int(self._db().execute("SELECT count(*) FROM verdicts").fetchone()[0])
+        return int(self._rows("SELECT count(*) FROM verdicts", ())[0][0])
+
+    def _rows(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run one read; a file SQLite cannot read (damaged pages, a text column that is not UTF-8) is an InputError."""
+        try:
+            with self._lock:
+                return list(self._db().execute(sql, tuple(args)).fetchall())
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            raise InputError(self._damaged(exc)) from exc
+
+    def _entry(self, row: tuple[Any, ...], blob: bytes | None = None) -> LogEntry:
+        """Parse one row; a row whose fields no longer parse is an InputError naming its id."""
+        try:
+            return _entry(row, blob)
+        except (ValueError, TypeError, KeyError, zlib.error) as exc:
+            raise InputError(self._damaged(exc, row[0])) from exc
+
+    def _damaged(self, exc: BaseException, entry_id: Any = None) -> str:
+        """The one line for a log (or one of its entries) that cannot be read back."""
+        what = f"the verdict log {self.path}"
+        if entry_id is not None:
+            what = f"entry {entry_id} of {what}"
+        return f"{what} is damaged ({exc}): move the file aside, the next verdict starts a new log"
 
 
 #: largest SQLite INTEGER (a signed 64-bit value); a bigger Python int raises OverflowError on bind
