@@ -191,6 +191,33 @@ def test_a_truncated_chunks_file_is_reported_as_store_damage(tmp_path: Path) -> 
     assert f"damaged: {relative}: line 1:" in check.stderr
 
 
+def test_a_chunk_edited_in_the_store_files_is_damage_and_never_served_as_vetted(tmp_path: Path) -> None:
+    from ragtrust.documents import RetrievedDoc
+    from ragtrust.screening.provenance import ProvenanceSignal
+
+    root = _store(tmp_path)
+    chunks = next((root / "segments").glob("*/chunks.jsonl"))
+    rows = [json.loads(line) for line in chunks.read_text(encoding="utf-8").splitlines()]
+    for row in rows:  # what a flipped bit or a hand edit does: still JSON, another text, the same recorded hashes
+        row["text"] = row["text"].replace("bcrypt, scrypt or Argon2id", "unsalted SHA-1")
+    chunks.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    relative = chunks.relative_to(root).as_posix()
+
+    check = check_store(root)
+    assert not check.ok
+    assert check.problems == (
+        f"{relative}: the text of 1 chunk(s) is not the text ingested (edited or corrupted): bcrypt#0",
+    )
+    store = Store.open(root, HashingEmbedder())
+    edited = store.get("bcrypt#0")
+    assert "unsalted SHA-1" in edited.text and store.ledger.get("bcrypt").tier == "vetted"  # type: ignore[union-attr]
+    [result] = ProvenanceSignal(store.ledger).score_batch([RetrievedDoc(edited, 0.9, 1)])
+    assert result.score == 0.9 and result.reasons[0].startswith("content changed since vetted")
+    store.close()
+    cli = runner.invoke(app, ["store", "check", "--store", str(root)])
+    assert cli.exit_code == 2 and "bcrypt#0" in cli.stderr
+
+
 @pytest.mark.parametrize("damage", ["emptied", "blank line", "deleted", "deleted with its manifests"])
 def test_a_lost_current_pointer_is_damage_never_an_empty_store(tmp_path: Path, damage: str) -> None:
     root = _store(tmp_path)

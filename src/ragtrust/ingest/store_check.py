@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragtrust.documents import Document
+from ragtrust.documents import Document, content_hash
 from ragtrust.errors import InputError, StoreDamagedError
 from ragtrust.ingest.ledger import Ledger
 from ragtrust.ingest.snapshot import live_rows
@@ -99,14 +99,29 @@ class StoreRepair:
         }
 
 
-def _live_generation(root: Path) -> tuple[str, dict[str, Any], list[Document], dict[str, Document]]:
-    """Read the live generation without an embedder: (name, manifest, live chunks, live parents)."""
+def _live_generation(
+    root: Path,
+) -> tuple[str, dict[str, Any], list[Document], dict[str, Document], list[str]]:
+    """Read the live generation without an embedder: (name, manifest, live chunks, live parents, chunk segments)."""
     generation = current_generation(root)
     if generation is None:  # pragma: no cover - the callers checked store_exists
         raise InputError(missing_message(root))
     manifest = read_manifest_file(root, generation)
-    chunks, _, _, parents = live_rows(manifest, lambda name: read_segment_files(root, name))
-    return generation, manifest, chunks, parents
+    chunks, segment_of, _, parents = live_rows(manifest, lambda name: read_segment_files(root, name))
+    return generation, manifest, chunks, parents, segment_of
+
+
+def _edited_chunks(chunks: Sequence[Document], segment_of: Sequence[str]) -> list[str]:
+    """One problem per segment whose chunks' text no longer hashes to the hash recorded at ingest."""
+    edited: dict[str, list[str]] = {}
+    for chunk, segment in zip(chunks, segment_of, strict=True):
+        if chunk.content_hash != content_hash(chunk.text):
+            edited.setdefault(segment, []).append(chunk.id)
+    return [
+        f"segments/{segment}/chunks.jsonl: the text of {len(ids)} chunk(s) is not the text ingested "
+        f"(edited or corrupted): {_some(ids)}"
+        for segment, ids in edited.items()
+    ]
 
 
 def _ledger_ids(root: Path) -> set[str]:
@@ -131,6 +146,7 @@ def check_store(path: str | Path) -> StoreCheck:
 
     Checks that ``CURRENT`` names a readable manifest, that every segment's
     ``chunks.jsonl``, ``parents.jsonl`` and ``vectors.npy`` parse and agree, that every
+    chunk's text is the one ingested (it hashes to the hash recorded with it), that every
     document of the manifest has its text stored, and that the provenance ledger opens
     and lists every live document.
 
@@ -139,7 +155,7 @@ def check_store(path: str | Path) -> StoreCheck:
 
     Example:
         >>> import tempfile
-        >>> from ragtrust.documents import Document
+        >>> from ragtrust.documents import Document, content_hash
         >>> from ragtrust.ingest.store import Store
         >>> from ragtrust.testing import HashingEmbedder
         >>> root = tempfile.mkdtemp()
@@ -153,12 +169,13 @@ def check_store(path: str | Path) -> StoreCheck:
     problems: list[str] = []
     generation, documents, chunk_count = "", 0, 0
     try:
-        generation, manifest, chunks, parents = _live_generation(root)
+        generation, manifest, chunks, parents, segment_of = _live_generation(root)
     except StoreDamagedError as exc:
         problems.append(f"{exc.file}: {exc.detail}")
         manifest, chunks, parents = {"parents": {}}, [], {}
     else:
         documents, chunk_count = len(manifest["parents"]), len(chunks)
+        problems.extend(_edited_chunks(chunks, segment_of))
         unstored = sorted(set(manifest["parents"]) - set(parents))
         if unstored:
             problems.append(
@@ -202,7 +219,7 @@ def repair_store(path: str | Path) -> StoreRepair:
     if not store_writable(root):
         raise read_only_error(root, "cannot repair it")
     with writer_lock(root):
-        _, manifest, _, parents = _live_generation(root)
+        _, manifest, _, parents, _ = _live_generation(root)
         damage = ledger_damage(root)
         if damage is None:
             try:

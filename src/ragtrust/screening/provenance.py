@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ragtrust.documents import RetrievedDoc, SignalResult, Span, normalize_text
+from ragtrust.documents import RetrievedDoc, SignalResult, Span, content_hash, normalize_text
 from ragtrust.ingest.ledger import Ledger, ProvenanceRecord
 from ragtrust.registry import register
 from ragtrust.screening.base import Signal
@@ -149,7 +149,10 @@ class ProvenanceSignal(Signal):
         day = _day(record.vetted_at)
         text = doc.document.text
         own_hash = doc.document.metadata.get("parent_hash")
-        if not record.changed_since_vetted and own_hash in (None, record.vetted_hash):
+        # a text that is not the one its hash was recorded for (a chunk edited or corrupted in
+        # the store's files after ingest) is compared with the vetted text, never taken on trust
+        intact = doc.document.content_hash == content_hash(text)
+        if intact and not record.changed_since_vetted and own_hash in (None, record.vetted_hash):
             return SignalResult(self.name, 0.0, details=details)
         vetted = self._vetted(record.doc_id, record.vetted_hash)
         if vetted is None:  # no stored text: judge by hashes alone
