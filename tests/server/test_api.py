@@ -385,6 +385,29 @@ async def test_not_ready_until_warm_and_warm_up_failure(make_client: Any) -> Non
     assert gate.calls == 0
 
 
+async def test_readyz_turns_503_when_the_store_is_damaged_after_warm_up(tmp_path: Path, make_client: Any) -> None:
+    # a load balancer kept sending asks to a replica whose every ask was 503 store_damaged
+    gate = real_gate(tmp_path)
+    root = tmp_path / "store"
+    current = (root / "CURRENT").read_bytes()
+    async with make_client(create_app(gate=gate)) as client:
+        assert (await client.get("/readyz")).status_code == 200
+        (root / "CURRENT").write_bytes(b"")
+        ready = await client.get("/readyz")
+        head = await client.head("/readyz")
+        ask = await client.post("/v1/ask", json={"question": "SQL injection?"})
+        assert "CURRENT: empty" in assert_error(ready, 503, "store_damaged")["message"]
+        assert head.status_code == 503 and (await client.get("/healthz")).status_code == 200
+        assert_error(ask, 503, "store_damaged")
+        (root / "CURRENT").write_bytes(current)
+        assert (await client.get("/readyz")).status_code == 200
+        (root / "ledger.sqlite").rename(tmp_path / "ledger.sqlite")
+        lost = await client.get("/readyz")
+        assert "ledger.sqlite: missing" in assert_error(lost, 503, "store_damaged")["message"]
+        (tmp_path / "ledger.sqlite").rename(root / "ledger.sqlite")
+        assert (await client.get("/readyz")).status_code == 200
+
+
 async def test_requests_before_lifespan_get_503(gate: InstrumentedGate) -> None:
     app = create_app(gate=gate)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:

@@ -216,6 +216,20 @@ class Store:
         self._snapshot = None
         return True
 
+    def check_readable(self) -> None:
+        """Raise when the store can no longer be read: a cheap probe that parses no segment.
+
+        Reads ``CURRENT`` and the manifest it names and checks the ledger file's header, what
+        a readiness probe asks of a long-running reader whose store may be damaged after it
+        opened it (a server that loaded its snapshot keeps it in memory, but its next query
+        reads ``CURRENT`` again).
+
+        Raises:
+            StoreDamagedError: ``CURRENT``, its manifest or the ledger is missing or unreadable.
+        """
+        self._read_manifest(self._current())
+        check_ledger_file(self.root)
+
     # -- reading -------------------------------------------------------------------------
     def _load(self) -> Snapshot:
         if self._snapshot is not None:  # pinned until refresh() (or this object's own write)

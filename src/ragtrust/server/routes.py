@@ -19,14 +19,15 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, PlainTextResponse
 from prometheus_client import generate_latest
+from starlette.concurrency import run_in_threadpool
 
 from ragtrust import __version__
 from ragtrust.documents import Document, is_blank, shown_id
-from ragtrust.errors import InputError
+from ragtrust.errors import InputError, StoreDamagedError
 from ragtrust.ingest.documents_office import with_pages
 from ragtrust.server import schemas as S
 from ragtrust.server.auth import principal_of
-from ragtrust.server.errors import ERROR_RESPONSES, ApiError, error_responses
+from ragtrust.server.errors import ERROR_RESPONSES, ApiError, error_responses, map_exception
 from ragtrust.server.log_routes import add_log_routes, logged
 from ragtrust.server.metrics import CONTENT_TYPE
 from ragtrust.server.runtime import runtime_of
@@ -263,12 +264,18 @@ def add_routes(app: FastAPI) -> None:  # noqa: C901 - one small function per end
         responses=error_responses(503),
         response_model=S.ReadyOut,
         tags=["ops"],
-        summary="Readiness (models warm)",
+        summary="Readiness (models warm, store readable)",
     )
     async def readyz(request: Request) -> S.ReadyOut:
-        """200 once the models are warm; 503 before (or when warm-up failed)."""
+        """200 once the models are warm and the store reads; 503 before, when warm-up failed or the store is damaged."""
         rt = runtime_of(request)
         gate = rt.require_gate()
+        check = getattr(gate.store, "check_readable", None)
+        if check is not None:  # damaged since warm-up (CURRENT, manifest, ledger): every ask would be a 503
+            try:
+                await run_in_threadpool(check)
+            except StoreDamagedError as exc:
+                raise map_exception(exc) from None
         return S.ReadyOut(ready=True, store=gate.store is not None)
 
     # load balancers probe with HEAD: the same status and headers (the server sends no body);
