@@ -218,6 +218,45 @@ def test_a_chunk_edited_in_the_store_files_is_damage_and_never_served_as_vetted(
     assert cli.exit_code == 2 and "bcrypt#0" in cli.stderr
 
 
+def test_a_document_published_by_an_ingest_stopped_before_the_ledger_is_never_trusted_as_vetted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragtrust import TrustGate
+    from ragtrust.config import load_settings
+    from ragtrust.data.kb import load_knowledge_base
+
+    root = tmp_path / "store"
+    store = Store.open(root, HashingEmbedder(), create=True)
+    store.add(load_knowledge_base(), tier="vetted")
+    notes = Document(
+        id="session-notes",
+        text="Session cookies must set the Secure, HttpOnly and SameSite attributes. "
+        "Rotate the session identifier after every login.",
+    )
+
+    def killed(*args: object, **kwargs: object) -> None:  # kill -9 after CURRENT was swapped
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Store, "_ledger_record", killed)
+        with pytest.raises(KeyboardInterrupt):
+            store.add([notes], tier="unvetted")
+    store.close()
+
+    store = Store.open(root, HashingEmbedder())
+    assert "session-notes" in {d.id for d in store.parents()} and store.ledger.get("session-notes") is None
+    assert check_store(root).problems == ("ledger.sqlite: does not list 1 document(s): session-notes",)
+    gate = TrustGate.from_settings(load_settings(env={}), store=store, nli=LexicalNLI(), embedder=HashingEmbedder())
+    verdict = gate.ask("Which attributes must session cookies set?")
+    assert any(s.spans and s.spans[0].doc_id == "session-notes#0" for s in verdict.sentences)
+    assert not verdict.trusted  # was TRUSTED: the ledger's silence read as "another source, nothing to vet"
+    assert (
+        "sentence 1 rests only on documents that were never vetted (session-notes#0: unrecorded), "
+        "while vetted documents were retrieved"
+    ) in verdict.decision_reasons
+    store.close()
+
+
 @pytest.mark.parametrize("damage", ["emptied", "blank line", "deleted", "deleted with its manifests"])
 def test_a_lost_current_pointer_is_damage_never_an_empty_store(tmp_path: Path, damage: str) -> None:
     root = _store(tmp_path)

@@ -21,7 +21,9 @@ crash at any earlier point leaves ``CURRENT`` naming the previous, complete gene
 the half-written files are ignored (and removed by the next write). Readers read
 ``CURRENT`` once and then only immutable files, so they never see a half-written index.
 The ledger is opened (created, for a new store) before the swap and updated after it;
-re-ingesting heals it if a crash came in between.
+re-ingesting heals it if a crash came in between, and until then the documents the ledger
+does not list are screened as never vetted (:meth:`Store.holds` tells the provenance
+signal they are the store's own), never as another source's.
 
 **Fails closed.** The ledger is what tells a vetted document from a quarantined one, so a
 store with a live generation whose ``ledger.sqlite`` is missing or not a SQLite database
@@ -279,6 +281,10 @@ class Store:
         view = loaded.vectors.view()
         view.flags.writeable = False
         return list(loaded.chunks), view
+
+    def holds(self, doc_id: str) -> bool:
+        """Whether ``doc_id`` is a live parent document of the generation this object reads."""
+        return doc_id in self._load().manifest["parents"]
 
     def get(self, doc_id: str) -> Document:
         """Return a chunk (``<id>#<n>``) or a parent document by id.

@@ -150,7 +150,8 @@ class TrustGate:
         s = self.settings
         if self.screener is None:
             ledger = getattr(self.store, "ledger", None) if self.store is not None else None
-            self.screener = build_screener(s, nli=self.nli, embedder=self.embedder, ledger=ledger)
+            in_store = getattr(self.store, "holds", None) if self.store is not None else None
+            self.screener = build_screener(s, nli=self.nli, embedder=self.embedder, ledger=ledger, in_store=in_store)
             root, read_only = _store_folder(self.store)
             if root is not None:
                 # documents screened before (a corpus scan, an earlier query) cost a lookup

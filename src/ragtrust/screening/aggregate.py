@@ -49,7 +49,7 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -310,12 +310,13 @@ def build_screener(
     embedder: Embedder | None,
     ledger: object | None = None,
     signals: Sequence[str] | None = None,
+    in_store: Callable[[str], bool] | None = None,
 ) -> Screener:
     """Build the signals named in ``settings.screening.signals`` (or ``signals``).
 
     Signals are built through :func:`ragtrust.registry.build` with the shared models as
     keywords. The ``provenance`` signal needs a ledger and is left out when ``ledger`` is
-    ``None``.
+    ``None``; ``in_store`` (the store's ``holds``) tells it the store's own documents.
 
     Raises:
         ConfigError: an unknown signal name (the message lists the valid ones), or a
@@ -324,7 +325,8 @@ def build_screener(
     from ragtrust import registry
 
     names = list(settings.screening.signals if signals is None else signals)
-    context = {k: v for k, v in (("nli", nli), ("embedder", embedder), ("ledger", ledger)) if v is not None}
+    shared = (("nli", nli), ("embedder", embedder), ("ledger", ledger), ("in_store", in_store))
+    context = {k: v for k, v in shared if v is not None}
     built: list[Signal] = []
     for spec in names:
         name = spec if isinstance(spec, str) else str(spec.get("type"))

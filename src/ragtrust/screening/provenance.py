@@ -15,6 +15,7 @@ vetted, parent changed since, this chunk's text unchanged  0.15          "docume
 source marked unvetted (never vetted)                      0.4           "unvetted source …"
 vetted and unchanged                                       0.0           —
 no tier recorded                                           0.0           — (nothing known)
+in the store, not in its ledger (an interrupted ingest)    0.4           "… not in its provenance ledger"
 not in the ledger / no ledger                              skipped       reason given
 =========================================================  ============  ==================
 
@@ -45,7 +46,7 @@ Example:
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -60,6 +61,8 @@ _MAX_SPANS = 5
 PROVENANCE = "provenance"
 #: the ledger tier that withholds a document from every answer
 QUARANTINED = "quarantined"
+#: ``details["tier"]`` of a store document its ledger does not list (never vetted)
+UNRECORDED = "unrecorded"
 
 
 def parent_id_of(doc: RetrievedDoc, ledger: Ledger | None = None) -> str:
@@ -89,6 +92,10 @@ class ProvenanceSignal(Signal):
 
     Attributes:
         ledger: the store's provenance ledger; ``None`` skips every document.
+        in_store: whether a parent id is a live document of the store the ledger belongs to
+            (``Store.holds``); such a document the ledger does not list was published by an
+            ingest stopped before it recorded the ledger, and scores as unvetted (tier
+            ``"unrecorded"``) instead of being skipped like a document from another source.
         changed_score: a passage that differs from the vetted version.
         quarantined_score: a document quarantined by a person or a scan.
         unvetted_score: a document explicitly marked as from an unvetted source.
@@ -97,6 +104,7 @@ class ProvenanceSignal(Signal):
 
     # a data source read per document (a scan keys each row by its records), not a parameter
     ledger: Ledger | None = field(default=None, compare=False)
+    in_store: Callable[[str], bool] | None = field(default=None, compare=False, repr=False)
     changed_score: float = 0.9
     quarantined_score: float = 0.95
     unvetted_score: float = 0.4
@@ -122,6 +130,16 @@ class ProvenanceSignal(Signal):
         parent = parent_id_of(doc, self.ledger)
         record = self.ledger.get(parent)
         if record is None:
+            if self.in_store is not None and self.in_store(parent):
+                return SignalResult(
+                    self.name,
+                    self.unvetted_score,
+                    reasons=(
+                        f"{parent!r} is in the store but not in its provenance ledger (an ingest stopped before "
+                        "recording it): never vetted; ingest it again or run `ragtrust store repair`",
+                    ),
+                    details={"parent_id": parent, "tier": UNRECORDED},
+                )
             return self.skipped(f"{parent!r} is not in the provenance ledger")
         details: dict[str, Any] = {"parent_id": parent, "tier": record.tier, "content_hash": record.content_hash}
         if record.tier == QUARANTINED:
