@@ -239,7 +239,8 @@ def scan(
     with spinner("loading the screening models", enabled=not json_out):
         nli = _nli(settings)
         ledger = opened.ledger if opened is not None else None
-        signals = build_screener(settings, nli=nli, embedder=embedder, ledger=ledger).signals
+        in_store = opened.holds if opened is not None and not paths else None  # the store's own documents
+        signals = build_screener(settings, nli=nli, embedder=embedder, ledger=ledger, in_store=in_store).signals
         if opened is not None:
             # what the scan computes per document is what a query would: keep it in the store
             # (the query-time gate reads the same files), so a later scan or query reuses it
