@@ -218,11 +218,8 @@ def test_a_chunk_edited_in_the_store_files_is_damage_and_never_served_as_vetted(
     assert cli.exit_code == 2 and "bcrypt#0" in cli.stderr
 
 
-def test_a_document_published_by_an_ingest_stopped_before_the_ledger_is_never_trusted_as_vetted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from ragtrust import TrustGate
-    from ragtrust.config import load_settings
+def _interrupted_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A vetted store into which an ingest published ``session-notes`` and was killed before recording the ledger."""
     from ragtrust.data.kb import load_knowledge_base
 
     root = tmp_path / "store"
@@ -242,7 +239,16 @@ def test_a_document_published_by_an_ingest_stopped_before_the_ledger_is_never_tr
         with pytest.raises(KeyboardInterrupt):
             store.add([notes], tier="unvetted")
     store.close()
+    return root
 
+
+def test_a_document_published_by_an_ingest_stopped_before_the_ledger_is_never_trusted_as_vetted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragtrust import TrustGate
+    from ragtrust.config import load_settings
+
+    root = _interrupted_ingest(tmp_path, monkeypatch)
     store = Store.open(root, HashingEmbedder())
     assert "session-notes" in {d.id for d in store.parents()} and store.ledger.get("session-notes") is None
     assert check_store(root).problems == ("ledger.sqlite: does not list 1 document(s): session-notes",)
@@ -255,6 +261,18 @@ def test_a_document_published_by_an_ingest_stopped_before_the_ledger_is_never_tr
         "while vetted documents were retrieved"
     ) in verdict.decision_reasons
     store.close()
+
+
+def test_a_store_scan_reads_a_document_the_ledger_does_not_list_as_never_vetted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _interrupted_ingest(tmp_path, monkeypatch)
+    result = runner.invoke(app, ["scan", "--store", str(root), "--json"])
+    assert result.exit_code in (0, 3), result.output
+    [row] = [r for r in json.loads(result.stdout)["rows"] if r["id"] == "session-notes#0"]
+    [provenance] = [s for s in row["signals"] if s["name"] == "provenance"]
+    assert not provenance["skipped"] and provenance["score"] == 0.4  # was skipped: "not in the provenance ledger"
+    assert provenance["details"]["tier"] == "unrecorded" and "ragtrust store repair" in provenance["reasons"][0]
 
 
 @pytest.mark.parametrize("damage", ["emptied", "blank line", "deleted", "deleted with its manifests"])
