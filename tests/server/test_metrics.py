@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
-from tests.server.conftest import InstrumentedGate
+from tests.server.conftest import InstrumentedGate, memory_store
 
 from ragtrust.server.app import create_app
 from ragtrust.server.metrics import CONTENT_TYPE, DEFAULT_LATENCY_BUCKETS_S, TRUST_SCORE_BUCKETS, ServerMetrics
@@ -105,3 +105,18 @@ async def test_the_web_uis_static_files_count_under_their_mount(gate: Instrument
     assert 'ragtrust_http_requests_total{method="GET",route="/static",status="200"} 1' in text
     assert 'ragtrust_http_requests_total{method="GET",route="/static",status="404"} 1' in text
     assert "<unmatched>" not in text
+
+
+@pytest.mark.anyio
+async def test_a_method_a_client_invents_adds_no_label_value(make_client: Any) -> None:
+    # every "FOO<n>" sent to /healthz (no key needed) was a new series: memory and /metrics grew without end
+    async with make_client(create_app(gate=InstrumentedGate(store=memory_store()))) as client:
+        for n in range(3):
+            assert (await client.request(f"FOO{n}", "/healthz")).status_code == 405
+        await client.request("PROPFIND", "/healthz")
+        assert (await client.get("/healthz")).status_code == 200
+        text = (await client.get("/metrics")).text
+    requests = _samples(text)["ragtrust_http_requests_total"]
+    assert {s.labels["method"] for s in requests} == {"GET", "other"}
+    [other] = [s for s in requests if s.labels["method"] == "other"]
+    assert other.labels == {"method": "other", "route": "/healthz", "status": "405"} and other.value == 4

@@ -31,6 +31,9 @@ from ragtrust.server.metrics import ServerMetrics
 
 #: paths that need an API key when keys are configured
 PROTECTED_PREFIXES = ("/v1/", "/metrics")
+#: the methods counted under their own name in the metrics; any other one (a client may send
+#: any token, "FOO1", "FOO2"...) counts as ``other``, so clients cannot add label values without end
+METRIC_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 def _route_label(app: FastAPI, scope: Scope, unrouted: Scope) -> str:
@@ -78,6 +81,7 @@ class MetricsMiddleware:
             self.metrics.in_flight.dec()
             route = _route_label(self.fastapi_app, scope, unrouted)
             method = str(scope.get("method", ""))
+            method = method if method in METRIC_METHODS else "other"
             self.metrics.requests.labels(method=method, route=route, status=str(status)).inc()
             self.metrics.latency.labels(method=method, route=route).observe(time.perf_counter() - started)
 
