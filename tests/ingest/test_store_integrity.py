@@ -171,6 +171,20 @@ def test_repair_keeps_a_sound_ledger_and_adds_only_the_documents_it_misses(tmp_p
         assert ledger.get("bcrypt").tier == "unvetted"  # type: ignore[union-attr]
 
 
+def test_store_check_reads_every_ledger_record_not_only_the_ids(tmp_path: Path) -> None:
+    import sqlite3
+
+    root = _store(tmp_path)
+    conn = sqlite3.connect(root / "ledger.sqlite")
+    with conn:  # a flipped byte in the quarantine's time: the ids still read, the record does not
+        conn.execute("UPDATE documents SET tier_changed_at = CAST(x'ff3032' AS TEXT) WHERE doc_id = 'md5'")
+    conn.close()
+    check = check_store(root)  # was "sound", while every question retrieving md5 failed its quarantine lookup
+    assert not check.ok
+    [problem] = check.problems
+    assert problem.startswith("ledger.sqlite: unreadable (Could not decode to UTF-8 column 'tier_changed_at'")
+
+
 def test_a_truncated_chunks_file_is_reported_as_store_damage(tmp_path: Path) -> None:
     root = _store(tmp_path)
     chunks = next((root / "segments").glob("*/chunks.jsonl"))

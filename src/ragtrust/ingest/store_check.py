@@ -133,12 +133,17 @@ def _ledger_ids(root: Path) -> set[str]:
     try:
         conn = connect_read_only(root / LEDGER_FILE)
         try:
-            rows = conn.execute("SELECT doc_id FROM documents WHERE deleted_at IS NULL").fetchall()
+            # every column of every record, decoded as a query will (a text that is no longer
+            # UTF-8 fails there, not only in a later provenance lookup), and SQLite's page check
+            rows = conn.execute("SELECT doc_id, deleted_at, * FROM documents").fetchall()
+            verdict = conn.execute("PRAGMA quick_check").fetchone()[0]
         finally:
             conn.close()
     except sqlite3.Error as exc:
         raise StoreDamagedError(LEDGER_FILE, f"unreadable ({exc})") from exc
-    return {r[0] for r in rows}
+    if verdict != "ok":
+        raise StoreDamagedError(LEDGER_FILE, f"damaged ({verdict})")
+    return {r[0] for r in rows if r[1] is None}
 
 
 def check_store(path: str | Path) -> StoreCheck:
