@@ -6,6 +6,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.conftest import edited_nonce
@@ -14,6 +15,7 @@ from ragtrust.config import Settings
 from ragtrust.documents import Document, RetrievedDoc, SignalResult
 from ragtrust.errors import InputError
 from ragtrust.ingest.ledger import Ledger
+from ragtrust.models.cache import seal, unseal
 from ragtrust.scan import scan_corpus
 from ragtrust.scan.report import ScanReport
 from ragtrust.scan.state import SCAN_STATE_FILE, ScanState, config_key, model_identity, row_keys
@@ -156,15 +158,20 @@ def test_a_damaged_or_foreign_row_is_scanned_again_never_trusted(tmp_path: Path)
     _scan(_docs(), ScanState(path))
     db = sqlite3.connect(path)
     db.execute("UPDATE scan_rows SET probs = ? WHERE key = 'sql'", (b"\xff not json",))
-    cookies = json.loads(db.execute("SELECT probs FROM scan_rows WHERE key = 'cookies'").fetchone()[0])
+
+    def stored(key: str) -> Any:
+        return json.loads(unseal(db.execute("SELECT probs FROM scan_rows WHERE key = ?", (key,)).fetchone()[0]))
+
+    # rows rewritten with a valid checksum (a forged file): the row's own checks still refuse them
+    cookies = stored("cookies")
     cookies["row"]["id"] = "keys"  # a row stored under another document's id
-    keys = json.loads(db.execute("SELECT probs FROM scan_rows WHERE key = 'keys'").fetchone()[0])
+    keys = stored("keys")
     keys["row"]["suspicious"] = "no"  # a field of the wrong type
-    bcrypt = json.loads(db.execute("SELECT probs FROM scan_rows WHERE key = 'bcrypt'").fetchone()[0])
+    bcrypt = stored("bcrypt")
     bcrypt["row"]["signals"][0]["score"] = 0.9  # P no longer the fusion of the signals
     rows = {"cookies": cookies, "keys": keys, "bcrypt": bcrypt}
     db.executemany(
-        "UPDATE scan_rows SET probs = ? WHERE key = ?", [(json.dumps(v).encode(), k) for k, v in rows.items()]
+        "UPDATE scan_rows SET probs = ? WHERE key = ?", [(seal(json.dumps(v).encode()), k) for k, v in rows.items()]
     )
     db.commit()
     db.close()

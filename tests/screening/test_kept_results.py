@@ -12,6 +12,7 @@ from tests.screening.conftest import COOKIE_DOCS
 
 from ragtrust.documents import Document, RetrievedDoc
 from ragtrust.errors import InputError
+from ragtrust.models.cache import seal
 from ragtrust.screening.aggregate import Screener
 from ragtrust.screening.base import RESULTS_TABLE, SCREEN_CACHE_FILE, persist_caches, results_identity, score_documents
 from ragtrust.screening.conflicts import ClaimConflictSignal
@@ -147,7 +148,7 @@ def test_a_damaged_kept_result_is_scored_again(tmp_path: Path) -> None:
     # another signal's result under the key (impossible unless forged) is not taken either
     structural = StructuralSignal()
     with sqlite3.connect(path) as db:
-        db.execute(f"UPDATE {RESULTS_TABLE} SET probs = ?", (retrieved_json(structural, docs),))
+        db.execute(f"UPDATE {RESULTS_TABLE} SET probs = ?", (seal(retrieved_json(structural, docs)),))
     again = LinguisticSignal()
     persist_caches([again], path)
     assert dicts(score_documents(again, docs)) == dicts(first)

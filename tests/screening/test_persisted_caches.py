@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from tests.screening.conftest import COOKIE_DOCS, CountingEmbedder
 from ragtrust.documents import Document
 from ragtrust.models.cache import DiskCache
 from ragtrust.models.nli_engine import NLI_CACHE_FILE, NLIEngine
-from ragtrust.screening.base import SCREEN_CACHE_FILE, persist_caches
+from ragtrust.screening.base import RESULTS_TABLE, SCREEN_CACHE_FILE, persist_caches
 from ragtrust.screening.conflicts import ClaimConflictSignal
 from ragtrust.screening.injection import InjectionSignal
 from ragtrust.screening.intra import IntraConsistencySignal
@@ -91,6 +92,27 @@ def test_injection_windows_persist_and_other_models_miss(tmp_path: Path) -> None
     persist_caches([third], path)
     third.score_batch(docs)
     assert renamed.calls  # keyed by the model: another model computes its own
+
+
+def test_a_value_damaged_on_disk_is_computed_again_never_read(tmp_path: Path) -> None:
+    docs = retrieved(DOCS)
+    path = tmp_path / SCREEN_CACHE_FILE
+    first = InjectionSignal(model=KeywordInjectionModel())
+    persist_caches([first], path)
+    scored = first.score_batch(docs)
+    assert scored[1].score > 0.5
+    with sqlite3.connect(path) as db:
+        db.execute(f"DELETE FROM {RESULTS_TABLE}")  # the kept results gone: the window probabilities are read
+        for key, blob in db.execute("SELECT key, probs FROM injection_windows").fetchall():
+            damaged = bytearray(blob)
+            damaged[-1] ^= 0x3F  # bits of the last probability's exponent flipped: 0.9 reads as about 1e-38
+            db.execute("UPDATE injection_windows SET probs = ? WHERE key = ?", (bytes(damaged), key))
+    db.close()
+    fresh = KeywordInjectionModel()
+    again = InjectionSignal(model=fresh)
+    persist_caches([again], path)
+    # the damaged probabilities were read as they were: the injection scored 0 and was not flagged
+    assert [r.score for r in again.score_batch(docs)] == [r.score for r in scored] and fresh.calls
 
 
 def test_signals_without_a_model_cache_keep_only_their_results(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import sqlite3
@@ -139,6 +140,32 @@ class ByteLRU(Generic[V]):
             self._bytes = 0
 
 
+#: bytes of the checksum (BLAKE2b) stored before every persisted value
+CHECKSUM_BYTES = 8
+
+
+def seal(value: bytes) -> bytes:
+    """A value as a persisted cache stores it: its checksum, then its bytes.
+
+    A value whose bytes changed on disk (a flipped bit in an injection probability, a score
+    in a kept result) no longer matches its checksum and reads as a miss, so it is computed
+    again instead of being trusted; SQLite itself checks no value's bytes.
+
+    Example:
+        >>> unseal(seal(b"0.93")), unseal(seal(b"0.93")[:-1] + b"1")
+        (b'0.93', None)
+    """
+    return hashlib.blake2b(value, digest_size=CHECKSUM_BYTES).digest() + value
+
+
+def unseal(stored: bytes) -> bytes | None:
+    """The value :func:`seal` stored, or ``None`` when its checksum does not match (damaged, or never sealed)."""
+    head, value = stored[:CHECKSUM_BYTES], stored[CHECKSUM_BYTES:]
+    if len(head) < CHECKSUM_BYTES or hashlib.blake2b(value, digest_size=CHECKSUM_BYTES).digest() != head:
+        return None
+    return value
+
+
 def open_cache_db(path: Path, table: str, read_only: bool = False) -> tuple[sqlite3.Connection | None, bool]:
     """A persisted cache table and whether it may be written: ``(None, False)`` when it cannot be opened.
 
@@ -216,14 +243,17 @@ class BlobCache:
                         rows = self._db.execute(
                             f"SELECT key, probs FROM {self.table} WHERE key IN ({marks})", part
                         ).fetchall()
-                        found.update((k, bytes(v)) for k, v in rows)
+                        for k, v in rows:
+                            value = unseal(bytes(v))
+                            if value is not None:  # a damaged value is a miss, never read
+                                found[k] = value
                 except sqlite3.Error:
                     found = {}
         return [found.get(k) for k in keys]
 
     def put_blobs(self, items: Iterable[tuple[str, bytes]]) -> None:
-        """Store the bytes; a failing write turns persistence off for this process."""
-        rows = list(items)
+        """Store the bytes (with their checksum); a failing write turns persistence off for this process."""
+        rows = [(k, seal(v)) for k, v in items]
         with self._lock:
             if self._db is None or not self.persists or not rows:
                 return
@@ -237,7 +267,7 @@ class BlobCache:
 
     def replace_all(self, items: Iterable[tuple[str, bytes]], keep: Iterable[str] = ()) -> bool:
         """Store ``items`` and forget every other key but ``keep``, in one transaction; whether it was written."""
-        rows = list(items)
+        rows = [(k, seal(v)) for k, v in items]
         stay = {k for k, _ in rows} | set(keep)
         with self._lock:
             if self._db is None or not self.persists:
@@ -292,4 +322,4 @@ class DiskCache(BlobCache):
         self.put_blobs((k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items)
 
 
-__all__ = ["BlobCache", "ByteLRU", "DiskCache", "MiB", "open_cache_db", "sizeof"]
+__all__ = ["CHECKSUM_BYTES", "BlobCache", "ByteLRU", "DiskCache", "MiB", "open_cache_db", "seal", "sizeof", "unseal"]
