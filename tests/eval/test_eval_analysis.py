@@ -127,6 +127,24 @@ def test_calibration_picks_the_10th_percentile(run_dir, tmp_path):
         analysis.calibrate(run, dataset="missing")
 
 
+def test_calibration_after_keeps_the_decisions_other_conditions(tmp_path):
+    # a verdict flagged above its tau failed another condition of the decision (a suspicious
+    # document used, an ungrounded answer): a lower tau must not count it as trusted "after"
+    rows = [_sample("A", i, 0.9, 0.9, 0.0) for i in range(4)]
+    rows += [_sample("B", i, 0.9, 0.9, 0.0, label=i < 2, strategy="instruction_injection") for i in range(4)]
+    for row in rows[4:6]:
+        row.update(trusted=False, tau=0.5)  # T about 0.93, flagged for the injection it used
+    rows += [_sample("A", i, 0.6, 0.6, 0.0, calib=True) for i in range(10)]
+    (tmp_path / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    manifest = {"seed": 42, "generator": "extractive", "settings": {"trust": TrustConfig().model_dump()}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    result = analysis.calibrate(analysis.load_run(tmp_path))
+    assert result.tau < 0.9
+    (row,) = result.before_after
+    assert row["before"]["recall"] == 1.0
+    assert row["after"] == row["before"]
+
+
 def _cli_calibrate(run_dir, out, *args):
     from typer.testing import CliRunner
 

@@ -178,8 +178,13 @@ def calibrate(
             continue
         a = arrays(cell.valid)
         y = a.labels(label)
+        # the decision asks more than T >= tau (an answer grounded in the documents, no
+        # suspicious document used, ...): a verdict flagged at or above its own tau failed one
+        # of those, and a new tau does not lift it
+        stored_tau = np.array([config.tau if s.get("tau") is None else float(s["tau"]) for s in cell.valid])
+        flagged_otherwise = ~a.trusted & (stored_tau <= a.T)
         before = confusion(y, ~a.trusted).to_dict()
-        after = confusion(y, tau > a.T).to_dict()
+        after = confusion(y, flagged_otherwise | (tau > a.T)).to_dict()
         rows.append({"key": cell.key, "before": before, "after": after})
     generator = str(run.manifest.get("generator") or (settings.get("generator") or {}).get("type", "extractive"))
     return CalibrationResult(
