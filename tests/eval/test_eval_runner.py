@@ -148,6 +148,40 @@ def test_real_trustgate_with_fakes(tmp_path):
     assert {r["part"] for r in rows} == {"A", "B", "calib"}
 
 
+def test_an_interrupted_rerun_leaves_the_earlier_run_whole(tmp_path, fake_gate_factory):
+    out = tmp_path / "run"
+    _runner(tmp_path, fake_gate_factory).run(parse_suite("kb:instruction_injection,kb:entity_swap"))
+    before = {p.name: p.read_bytes() for p in (out / "attacks").iterdir()}
+    samples = (out / "samples.jsonl").read_bytes()
+
+    built = []
+
+    def interrupted(documents, settings, nli, embedder):
+        if len(built) == 2:  # the clean gate, the first poisoned one, then Ctrl-C
+            raise KeyboardInterrupt
+        built.append(documents)
+        return fake_gate_factory(documents, settings, nli, embedder)
+
+    with pytest.raises(KeyboardInterrupt):
+        _runner(tmp_path, interrupted, seed=7).run(parse_suite("kb:instruction_injection"))
+    # the seed-7 attack was drawn before the interrupt; it must not sit beside the seed-42 samples
+    assert {p.name: p.read_bytes() for p in (out / "attacks").iterdir()} == before
+    assert (out / "samples.jsonl").read_bytes() == samples
+
+    (out / "samples.jsonl").unlink()  # an interrupted first run: only the partial samples
+    result = CliRunner().invoke(app, ["eval", "report", str(out)])
+    assert result.exit_code == 2
+    assert "did not finish" in " ".join(result.stderr.split()) and "samples.jsonl.partial" in result.stderr
+
+
+def test_a_run_replaces_the_attack_files_of_an_earlier_run(tmp_path, fake_gate_factory):
+    out = tmp_path / "run"
+    _runner(tmp_path, fake_gate_factory).run(parse_suite("kb:instruction_injection,kb:entity_swap"))
+    _runner(tmp_path, fake_gate_factory).run(parse_suite("kb:contradiction"))
+    assert sorted(p.name for p in (out / "attacks").iterdir()) == ["secure_coding-contradiction-r0.jsonl"]
+    assert not (out / "attacks.partial").exists()
+
+
 def test_cli_attack_and_errors(tmp_path):
     docs = tmp_path / "docs.jsonl"
     docs.write_text(

@@ -48,6 +48,7 @@ Example (with the shipped fakes, no models)::
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -92,6 +93,25 @@ class RunSummary:
     specs: tuple[RunSpec, ...]
 
 
+def staged_attacks(out: Path) -> Path:
+    """An empty folder beside ``out/attacks`` for a run's attack files until it finishes.
+
+    A run writes its ground truth here and :func:`publish_attacks` moves it into place with
+    the samples, so an interrupted run never leaves the previous run's samples beside this
+    run's attacks (the fusion examples read both).
+    """
+    staged = out / (ATTACKS_DIR + ".partial")
+    shutil.rmtree(staged, ignore_errors=True)
+    staged.mkdir(parents=True)
+    return staged
+
+
+def publish_attacks(out: Path, staged: Path) -> None:
+    """Replace ``out/attacks`` by the finished run's ``staged`` folder (no earlier run's files stay)."""
+    shutil.rmtree(out / ATTACKS_DIR, ignore_errors=True)
+    staged.replace(out / ATTACKS_DIR)
+
+
 def _base_id(doc_id: str) -> str:
     """Chunk ids look like ``<doc-id>#<n>``."""
     return doc_id.split("#", 1)[0]
@@ -112,7 +132,8 @@ class EvalRunner:
 
     Attributes:
         settings: pipeline settings (K, policy and generator are set per cell).
-        out_dir: the run directory (created; an existing samples file is replaced).
+        out_dir: the run directory (created; an earlier run's samples and attack files are
+            replaced when this one finishes, and kept as they were if it is interrupted).
         data_dir: folder of the public datasets (see :func:`~ragtrust.eval.datasets.resolve_data_dir`).
         n: evaluation queries per dataset (SPEC: 50).
         n_calib: calibration queries (default ``n // 2``).
@@ -196,7 +217,7 @@ class EvalRunner:
         started = time.perf_counter()
         created = utc_iso()
         out = Path(self.out_dir)
-        (out / ATTACKS_DIR).mkdir(parents=True, exist_ok=True)
+        attacks_dir = staged_attacks(out)
         for spec in specs:  # fail early on missing data, before any model loads
             self._benchmark(spec.dataset)
         self._models()
@@ -245,7 +266,7 @@ class EvalRunner:
                     name = f"{spec.dataset}-{spec.strategy}-r{repeat}"
                     attacks_summary[name] = attack.summary()
                     atomic_write_text(
-                        out / ATTACKS_DIR / f"{name}.jsonl",
+                        attacks_dir / f"{name}.jsonl",
                         "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in attack.records),
                     )
                     gate = self._gate(attack.poisoned, self._cell_settings(spec.k))
@@ -258,6 +279,7 @@ class EvalRunner:
                         if drop_gate is not None and record["label_retrieval"] and not record["failed"]:
                             record["attack"] = self._attack_success(drop_gate, q, record, attack)
                         emit(record)
+        publish_attacks(out, attacks_dir)
         tmp_path.replace(samples_path)
         manifest = {
             "created": created,
@@ -413,5 +435,7 @@ __all__ = [
     "RunSpec",
     "RunSummary",
     "parse_suite",
+    "publish_attacks",
+    "staged_attacks",
     "trustgate_factory",
 ]

@@ -59,6 +59,12 @@ def load_run(run_dir: str | Path) -> StoredRun:
     if not path.is_dir():
         raise InputError(f"{path}: no such run directory (create one with `ragtrust eval run --out {path}`)")
     manifest_path, samples_path = path / MANIFEST_FILE, path / SAMPLES_FILE
+    partial = path / (SAMPLES_FILE + ".partial")
+    if not samples_path.is_file() and partial.is_file():
+        raise InputError(
+            f"{path}: the run did not finish (interrupted or failed: {partial.name} is what it wrote); "
+            f"run `ragtrust eval run --out {path}` again"
+        )
     if not samples_path.is_file():
         raise InputError(f"{path}: missing {SAMPLES_FILE}; is this a `ragtrust eval run` directory?")
     manifest: dict[str, Any] = {}

@@ -67,6 +67,7 @@ from ragtrust.errors import ConfigError, InputError, RagTrustError
 from ragtrust.eval.attacks import AttackGenerator, AttackResult
 from ragtrust.eval.datasets import Benchmark, BenchmarkQuery, canonical_dataset, load_benchmark
 from ragtrust.eval.run_gates import Gate, corpus_view, load_models, progress_bar, retrieved_records, trustgate_factory
+from ragtrust.eval.runner import publish_attacks, staged_attacks
 from ragtrust.io import atomic_write_text
 from ragtrust.models.base import ENTAILMENT, Embedder, NLIModel
 from ragtrust.record import utc_iso, versions
@@ -464,7 +465,7 @@ class ThreatRunner:
         started = time.perf_counter()
         created = utc_iso()
         out = Path(self.out_dir)
-        (out / "attacks").mkdir(parents=True, exist_ok=True)
+        attacks_dir = staged_attacks(out)
         for cell in cells:
             self.benchmark(cell.dataset)
         self._load_llm(cells)
@@ -511,7 +512,7 @@ class ThreatRunner:
                         _emit(sink, record)
                         advance(record, 2)
                 atomic_write_text(
-                    out / "attacks" / (cell.key.replace("/", "-") + ".jsonl"),
+                    attacks_dir / (cell.key.replace("/", "-") + ".jsonl"),
                     "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in poisoned),
                 )
                 counts[cell.key] = {
@@ -522,6 +523,7 @@ class ThreatRunner:
                     "skipped_targets": skipped,
                     "by_family": _by_family(poisoned),
                 }
+        publish_attacks(out, attacks_dir)
         tmp.replace(out / SAMPLES_FILE)
         if (
             self._llm_docs
