@@ -115,6 +115,34 @@ def check_output_file(path: str | Path, what: str) -> None:
         raise InputError(f"{what} cannot be written: {where} is read-only; choose a writable path")
 
 
+def check_output_folder(path: str | Path, what: str) -> None:
+    """Refuse, before any work is done, an output folder that cannot be created or written.
+
+    Args:
+        path: the folder files will be written into (created with its parents when missing).
+        what: how the message names it, e.g. ``"--out runs/paper"``.
+
+    Raises:
+        InputError: ``path`` is a file, lies under a file, or it (or the folder it would be
+            created in) is read-only.
+
+    Example:
+        >>> import tempfile
+        >>> check_output_folder(tempfile.mkstemp()[1], "--out")
+        Traceback (most recent call last):
+        ...
+        ragtrust.errors.InputError: --out is a file: name a folder to write into
+    """
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{what} is a file: name a folder to write into")
+    where = folder if folder.is_dir() else nearest_existing_folder(folder)
+    if not where.is_dir():
+        raise InputError(f"{what} cannot be created: {where} is a file, not a folder; choose another path")
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise InputError(f"{what} cannot be written: {where} is read-only; choose a writable path")
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
     """UTF-8 text version of :func:`atomic_write_bytes`."""
     atomic_write_bytes(path, text.encode("utf-8"))
@@ -286,6 +314,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_output_file",
+    "check_output_folder",
     "iter_jsonl",
     "parse_document_row",
     "read_question_rows",

@@ -212,3 +212,29 @@ def test_cli_attack_and_errors(tmp_path):
     assert cli.invoke(app, ["attack", "--docs", str(docs), "--strategy", "x", "--out", str(out)]).exit_code == 2
     assert cli.invoke(app, ["eval", "report", str(tmp_path / "missing")]).exit_code == 2
     assert cli.invoke(app, ["eval", "run", "--suite", "kb:nope", "--out", str(tmp_path / "r")]).exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("command", "out"),
+    [
+        (["attack", "--docs", "docs.jsonl"], "in_file/attacked"),
+        (["attack", "--docs", "docs.jsonl"], "a_file"),
+        (["eval", "run", "--suite", "quick"], "in_file/run"),
+        (["eval", "run", "--suite", "quick"], "a_file"),
+        (["eval", "report", "run"], "a_file"),
+        (["eval", "calibrate", "run"], "in_file/cal.json"),
+        (["eval", "calibrate", "run"], "."),
+        (["eval", "relevance", "--store", "store"], "in_file/relevance.json"),
+        (["eval", "fusion", "--train", "run", "--eval", "run"], "in_file/fusion.json"),
+        (["eval", "conflicts"], "in_file/conflicts.json"),
+        (["eval", "evidence"], "in_file/evidence"),
+    ],
+)
+def test_eval_commands_refuse_an_output_they_cannot_write_before_any_work(tmp_path, monkeypatch, command, out):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a_file").write_text("x", encoding="utf-8")
+    (tmp_path / "in_file").write_text("x", encoding="utf-8")
+    result = CliRunner().invoke(app, [*command, "--out", out])
+    message = " ".join(result.stderr.split())
+    assert result.exit_code == 2, result.output
+    assert message.startswith(f"error: --out {out}") and "internal error" not in message

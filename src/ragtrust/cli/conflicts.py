@@ -14,6 +14,7 @@ from rich.table import Table
 
 from ragtrust.cli.common import console, handle_errors, print_json, settings_from
 from ragtrust.errors import InputError
+from ragtrust.io import check_output_file
 from ragtrust.record import cli_command
 
 
@@ -65,6 +66,8 @@ def conflicts(
         raise InputError("--write-manifest needs --calibrate FPR")
     if calibrate is not None and not nli_check:
         raise InputError("--calibrate fits the NLI check's ramp: it cannot be combined with --no-nli-check")
+    check_output_file(out, f"--out {out}")
+    check_output_file(out.with_suffix(".md"), f"--out {out} (its Markdown twin)")
     settings = settings_from(config, None)
     report = run(
         nli=default_nli(settings),

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ragtrust.cli.common import ConfigOption, console, err_console, handle_errors, print_json, settings_from
 from ragtrust.errors import ConfigError
+from ragtrust.io import check_output_file, check_output_folder
 from ragtrust.record import cli_command
 
 DataDirOption = typer.Option(
@@ -47,6 +48,7 @@ def attack(
 
     if (dataset is None) == (docs is None):
         raise ConfigError("pass exactly one of --dataset NAME or --docs FILE.jsonl")
+    check_output_folder(out, f"--out {out}")
     settings = settings_from(config)
     if docs is not None:
         documents = [d.document for d in read_documents_jsonl(docs)]
@@ -111,6 +113,7 @@ def run(
     """Run the Part A + Part B protocol (or the threat-model suite) and store every sample under --out."""
     from ragtrust.eval.runner import EvalRunner, parse_suite
 
+    check_output_folder(out, f"--out {out}")
     settings = settings_from(config, {"seed": seed})
     if suite.strip() == "threats":
         from ragtrust.eval.threats import ThreatRunner, threat_suite
@@ -186,6 +189,8 @@ def report(
     """Render Markdown, JSON, PNG figures and a self-contained HTML page for a run (Markdown + JSON for threats)."""
     from ragtrust.eval.report import build_report
 
+    if out is not None:
+        check_output_folder(out, f"--out {out}")
     if _is_threat_run(run_dir):
         from ragtrust.eval.threats_report import build_threat_report
 
@@ -215,6 +220,7 @@ def calibrate(
     from ragtrust.eval.analysis import calibrate as fit
     from ragtrust.eval.datasets import canonical_dataset
 
+    check_output_file(out, f"--out {out}")
     min_samples = MIN_CALIBRATION_SAMPLES if min_samples is None else min_samples
     run_data = load_run(run_dir)
     result = fit(

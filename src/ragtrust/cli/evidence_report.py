@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 from ragtrust.cli.common import ConfigOption, console, handle_errors, print_json, settings_from
 from ragtrust.eval.datasets import data_folder
+from ragtrust.io import check_output_file
 
 
 @handle_errors
@@ -58,8 +59,11 @@ def evidence(
     config: Path | None = ConfigOption,
 ) -> None:
     """Ingest the documents, answer the questions and report EvidenT's evidence metrics."""
+    from ragtrust.eval.evidence_render import evidence_report_paths
     from ragtrust.eval.evidence_report import load_questions, run_evidence_report, write_evidence_report
 
+    for path in evidence_report_paths(out):
+        check_output_file(path, f"--out {out} ({path.name})")
     overrides: dict[str, Any] = {
         "seed": seed,
         "retrieval": {"top_k": top_k} if top_k is not None else None,

@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from ragtrust.cli.common import console, err_console, handle_errors, print_json
+from ragtrust.io import check_output_file
 from ragtrust.record import cli_command
 
 
@@ -39,6 +40,9 @@ def fusion(
     """Learned, calibrated fusion vs the noisy-OR P_i vs each signal: AUC, recall at <= 2% FPR, ECE."""
     from ragtrust.eval.fusion import fusion_report, write_fusion_report
 
+    check_output_file(out, f"--out {out}")
+    if model_out is not None:
+        check_output_file(model_out, f"--model-out {model_out}")
     command = cli_command()
     report, model = fusion_report(
         train,

@@ -15,6 +15,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from ragtrust.cli.common import ConfigOption, console, default_store, fail, handle_errors, print_json, settings_from
+from ragtrust.io import check_output_file
 from ragtrust.record import cli_command
 
 
@@ -44,6 +45,7 @@ def relevance(
         write_relevance_report,
     )
 
+    check_output_file(out, f"--out {out}")
     command = cli_command()
     if combine:
         report = combine_reports([_read_report(p) for p in combine], command=command)

@@ -213,17 +213,27 @@ def _portable_paths(data_dir: str | None) -> Callable[[str], str]:
     return rewrite
 
 
-def write_evidence_report(report: EvidenceReport, out: str | Path) -> tuple[Path, Path]:
-    """Write ``<out>.md`` and ``<out>.json`` (a ``.md``/``.json`` suffix on ``out`` is dropped)."""
+def evidence_report_paths(out: str | Path) -> tuple[Path, Path]:
+    """``<out>.md`` and ``<out>.json`` (a ``.md``/``.json`` suffix on ``out`` is dropped).
+
+    Example:
+        >>> [p.name for p in evidence_report_paths("results/evidence.json")]
+        ['evidence.md', 'evidence.json']
+    """
     base = Path(out)
     if base.suffix in (".md", ".json"):
         base = base.with_suffix("")
-    base.parent.mkdir(parents=True, exist_ok=True)
-    md, js = base.with_name(base.name + ".md"), base.with_name(base.name + ".json")
+    return base.with_name(base.name + ".md"), base.with_name(base.name + ".json")
+
+
+def write_evidence_report(report: EvidenceReport, out: str | Path) -> tuple[Path, Path]:
+    """Write ``<out>.md`` and ``<out>.json`` (:func:`evidence_report_paths`)."""
+    md, js = evidence_report_paths(out)
+    md.parent.mkdir(parents=True, exist_ok=True)
     portable = _portable_paths(report.provenance.get("data_dir"))
     atomic_write_text(md, portable(render_markdown(report)))
     atomic_write_text(js, portable(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"))
     return md, js
 
 
-__all__ = ["render_markdown", "write_evidence_report"]
+__all__ = ["evidence_report_paths", "render_markdown", "write_evidence_report"]
