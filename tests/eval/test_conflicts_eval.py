@@ -156,3 +156,12 @@ def test_the_report_is_written_as_json_and_markdown(tmp_path: Path) -> None:
     ec.write_report(_report(0.95, 0.0), tmp_path / "c.json")
     assert json.loads((tmp_path / "c.json").read_text())["k"] == 5
     assert (tmp_path / "c.md").read_text().startswith("# Knowledge conflicts")
+
+
+def test_an_out_ending_in_md_is_refused_before_the_json_is_lost(tmp_path: Path) -> None:
+    # the JSON went to c.md and the Markdown twin (c.md too) then replaced it
+    with pytest.raises(InputError, match=r"ends in \.md.*use .*c\.json"):
+        ec.write_report(_report(0.95, 0.0), tmp_path / "c.md")
+    assert not (tmp_path / "c.md").exists()
+    result = CliRunner().invoke(app, ["eval", "conflicts", "--out", str(tmp_path / "c.md")])
+    assert result.exit_code == 2 and "ends in .md" in " ".join(result.stderr.split())

@@ -59,6 +59,7 @@ def conflicts(
 ) -> None:
     """Per-document AUC / recall at <= 2% FPR of claim conflicts, poison beside its witness and without one."""
     from ragtrust.eval.conflicts import run, write_manifest_entry, write_report
+    from ragtrust.eval.conflicts_report import report_paths
     from ragtrust.models.embedder import default_embedder
     from ragtrust.models.nli import default_nli
 
@@ -66,8 +67,8 @@ def conflicts(
         raise InputError("--write-manifest needs --calibrate FPR")
     if calibrate is not None and not nli_check:
         raise InputError("--calibrate fits the NLI check's ramp: it cannot be combined with --no-nli-check")
-    check_output_file(out, f"--out {out}")
-    check_output_file(out.with_suffix(".md"), f"--out {out} (its Markdown twin)")
+    for path in report_paths(out):
+        check_output_file(path, f"--out {out}" + (f" ({path.name})" if path != out else ""))
     settings = settings_from(config, None)
     report = run(
         nli=default_nli(settings),

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ragtrust.errors import InputError
+
 #: the issue's targets with a witness (per-document ROC-AUC) and for clean false alarms
 TARGETS = {"entity_swap": 0.90, "contradiction": 0.90, "subtle_manipulation": 0.75}
 CLEAN_TARGET = 0.02
@@ -179,15 +181,36 @@ def _poisonedrag_lines(prag: Mapping[str, Any], gaps: list[str]) -> list[str]:
     return lines
 
 
+def report_paths(path: str | Path) -> tuple[Path, Path]:
+    """The JSON report ``path`` and its Markdown twin beside it (``.md`` for the suffix).
+
+    Raises:
+        InputError: ``path`` ends in ``.md``: the JSON would be written there and then
+            replaced by the Markdown.
+
+    Example:
+        >>> [p.name for p in report_paths("results/conflicts.json")]
+        ['conflicts.json', 'conflicts.md']
+    """
+    file = Path(path)
+    if file.suffix.lower() == ".md":
+        raise InputError(
+            f"--out {file} ends in .md: it names the JSON report, and the Markdown is written beside it "
+            f"as .md; use {file.with_suffix('.json')}"
+        )
+    return file, file.with_suffix(".md")
+
+
 def write_report(report: Mapping[str, Any], path: str | Path) -> None:
-    """Write the report as indented JSON and, beside it, as Markdown (atomic)."""
+    """Write the report as indented JSON and, beside it, as Markdown (atomic; :func:`report_paths`)."""
     from ragtrust.io import atomic_write_text
 
-    atomic_write_text(Path(path), json.dumps(report, indent=2) + "\n")
-    atomic_write_text(Path(path).with_suffix(".md"), render_markdown(report))
+    json_path, md_path = report_paths(path)
+    atomic_write_text(json_path, json.dumps(report, indent=2) + "\n")
+    atomic_write_text(md_path, render_markdown(report))
 
 
-__all__ = ["CLEAN_TARGET", "TARGETS", "render_markdown", "write_report"]
+__all__ = ["CLEAN_TARGET", "TARGETS", "render_markdown", "report_paths", "write_report"]
 
 
 def _budget_words(signal: dict[str, Any]) -> str:
