@@ -165,3 +165,25 @@ def test_an_out_ending_in_md_is_refused_before_the_json_is_lost(tmp_path: Path) 
     assert not (tmp_path / "c.md").exists()
     result = CliRunner().invoke(app, ["eval", "conflicts", "--out", str(tmp_path / "c.md")])
     assert result.exit_code == 2 and "ends in .md" in " ".join(result.stderr.split())
+
+
+def test_a_cell_the_attack_left_empty_reports_no_rates_not_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    # an attack that poisons none of the sources (e.g. no entity to swap) has nothing blamed or
+    # missed: n/a, never "0.0% blamed, 0.0% missed"
+    from ragtrust.eval.attacks import AttackGenerator, AttackResult
+
+    def nothing(self: AttackGenerator, documents: list[Document]) -> AttackResult:
+        docs = tuple(documents)
+        return AttackResult(docs, docs, (), self.strategy, self.rate, self.seed, self.families)
+
+    monkeypatch.setattr(AttackGenerator, "attack", nothing)
+    signal = ClaimConflictSignal(nli=LexicalNLI(), embedder=HashingEmbedder(), min_cosine=0.3)
+    result = ec.evaluate_dataset(
+        "secure_coding", signal, HashingEmbedder(), data_dir=None, n=6, k=3, witnesses=2, seed=1,
+        strategies=("entity_swap",), placements=("witness",),
+    )  # fmt: skip
+    cell = result["cells"]["entity_swap/witness"]
+    assert cell["sets"] == cell["positives"] == 0
+    assert cell["blamed"] is cell["contested"] is cell["missed"] is cell["clean_document_blamed"] is None
+    report = {**_report(0.95, 0.0), "datasets": {"kb": {**result, "cells": {"entity_swap/witness": cell}}}}
+    assert "| kb | entity_swap | witness | n/a | n/a | n/a | n/a | n/a | n/a |" in ec.render_markdown(report)

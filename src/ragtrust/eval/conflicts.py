@@ -262,15 +262,23 @@ def evaluate_dataset(
     }
 
 
+def _share(count: int, total: int) -> float | None:
+    """``count / total`` rounded; ``None`` (n/a, not 0%) when there is nothing to count."""
+    return round(count / total, 4) if total else None
+
+
 def _outcome_rates(cell: _Scored) -> dict[str, Any]:
-    """What happened to the poisoned documents of a cell, and how often a clean one was blamed."""
-    n = max(1, len(cell.outcomes))
+    """What happened to the poisoned documents of a cell, and how often a clean one was blamed.
+
+    A cell without a poisoned document (the attack skipped every source) has no rates: ``None``.
+    """
+    n = len(cell.outcomes)
     return {
         "sets": cell.sets,
-        "blamed": round(cell.outcomes.count("blamed") / n, 4),
-        "contested": round(cell.outcomes.count("contested") / n, 4),
-        "missed": round(cell.outcomes.count("missed") / n, 4),
-        "clean_document_blamed": round(cell.clean_blamed_sets / max(1, cell.sets), 4),
+        "blamed": _share(cell.outcomes.count("blamed"), n),
+        "contested": _share(cell.outcomes.count("contested"), n),
+        "missed": _share(cell.outcomes.count("missed"), n),
+        "clean_document_blamed": _share(cell.clean_blamed_sets, cell.sets),
         "nli_pairs_median": float(np.median(cell.nli_pairs)) if cell.nli_pairs else 0.0,
     }
 
