@@ -172,6 +172,17 @@ def test_load_questions_and_errors(tmp_path: Path, corpus: Path) -> None:
         _run(empty)
 
 
+def test_a_gold_source_outside_the_corpus_is_refused_before_any_answer(corpus: Path) -> None:
+    # a misspelt gold file would count every answer to its question as ungrounded (0%)
+    typo = EvidenceQuestion("q1", QUESTIONS[0].question, ("SQL_Injection_Cheatsheet.md",))
+    with pytest.raises(InputError, match=r"question q1: gold source 'SQL_Injection_Cheatsheet.md' is not a document "
+                       r".*did you mean SQL_Injection_Cheat_Sheet.md"):  # fmt: skip
+        run_evidence_report(corpus, [typo, *QUESTIONS[1:]], settings=_settings(), embedder=HashingEmbedder())
+    no_gold = EvidenceQuestion("q9", "Which algorithm should store passwords?")
+    with pytest.raises(InputError, match="question q9: no gold source"):
+        run_evidence_report(corpus, [no_gold], settings=_settings(), embedder=HashingEmbedder())
+
+
 def test_cli_attaches_to_the_eval_group_or_stands_alone(corpus: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from ragtrust.cli import evidence_report as cli
 

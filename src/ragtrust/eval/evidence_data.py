@@ -223,6 +223,29 @@ def load_corpus(
     return documents, chunks
 
 
+def check_gold_sources(questions: Sequence[EvidenceQuestion], chunks: Sequence[Document], folder: str | Path) -> None:
+    """Refuse a question whose gold sources are not documents of the corpus.
+
+    Groundedness asks whether an answer cites a gold source: a misspelt file name, or no
+    name at all, would count every answer to that question as ungrounded, a wrong figure
+    rather than an error.
+
+    Raises:
+        InputError: one line naming the question and the file (with the closest file names).
+    """
+    import difflib
+
+    names = sorted({source_name(c.url or c.id) for c in chunks} | {source_name(c.id) for c in chunks})
+    for q in questions:
+        if not q.gold:
+            raise InputError(f"question {q.id}: no gold source (groundedness needs the file names that answer it)")
+        for gold in q.gold:
+            if gold not in names:
+                close = difflib.get_close_matches(gold, names, n=3, cutoff=0.6)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise InputError(f"question {q.id}: gold source {gold!r} is not a document of {folder}{hint}")
+
+
 def cached_chunk_vectors(
     chunks: Sequence[Document], embedder: Embedder, settings: Settings, cache_dir: str | Path | None
 ) -> tuple[Any, bool]:
@@ -276,6 +299,7 @@ __all__ = [
     "EvidenceReport",
     "QuestionResult",
     "cached_chunk_vectors",
+    "check_gold_sources",
     "corpus_hash",
     "load_corpus",
     "load_questions",

@@ -77,6 +77,7 @@ from ragtrust.eval.evidence_data import (
     EvidenceReport,
     QuestionResult,
     cached_chunk_vectors,
+    check_gold_sources,
     corpus_hash,
     load_corpus,
     load_questions,
@@ -176,6 +177,7 @@ def run_evidence_report(
         sem_model_id = getattr(sem_scorer, "model_id", getattr(sem_scorer, "__name__", "custom scorer"))
 
     documents, chunks = load_corpus(data_dir, settings)
+    check_gold_sources(questions, chunks, data_dir)
     t_ingest = time.perf_counter()
     vectors, cache_hit = cached_chunk_vectors(chunks, embedder, settings, index_cache)
     index = DenseIndex.from_vectors(chunks, vectors, embedder)
@@ -439,6 +441,7 @@ __all__ = [
     "EvidenceReport",
     "QuestionResult",
     "cached_chunk_vectors",
+    "check_gold_sources",
     "load_corpus",
     "load_questions",
     "render_markdown",
