@@ -134,6 +134,16 @@ def test_run_labels_and_report(tmp_path):
     assert all(c["targets"] == 4 for c in report["cells"])
 
 
+def test_report_names_the_targets_each_dataset_had_not_the_n_asked_for(tmp_path):
+    # --n 100 on the 40-rule knowledge base asks 30 targets: the header said "100 target questions"
+    report = analyse(_runner(tmp_path).run([ThreatCell("injection", "secure_coding")]))
+    assert "4 target questions per dataset" in render_markdown(report)
+    report["manifest"]["n"] = 100
+    text = render_markdown(report)
+    assert "100 target questions per dataset" not in text
+    assert "--n 100, fewer where a corpus is smaller): secure_coding 4" in text
+
+
 def _sample(part, retrieved, trusted, adopted=False, adopted_trusted=False, label=None):
     return {
         "part": part,

@@ -291,6 +291,18 @@ def _batches(m: Mapping[str, Any]) -> str:
     return ", ".join(f"{d}: {n} batch{'es' if n != 1 else ''} of targets" for d, n in per_dataset.items())
 
 
+def _targets(m: Mapping[str, Any]) -> str:
+    """How many target questions each dataset had: ``--n``, or fewer where the corpus is smaller."""
+    per_dataset: dict[str, int] = {}
+    for cell in m.get("cells", []):
+        targets = (m.get("counts", {}).get(cell["key"]) or {}).get("targets")
+        per_dataset[cell["dataset"]] = int(m["n"] if targets is None else targets)
+    if set(per_dataset.values()) <= {int(m["n"])}:
+        return f"{m['n']} target questions per dataset (the evaluation split)"
+    counts = ", ".join(f"{d} {n}" for d, n in per_dataset.items())
+    return f"target questions (the evaluation split; --n {m['n']}, fewer where a corpus is smaller): {counts}"
+
+
 def _cell_label(c: Mapping[str, Any]) -> str:
     label = str(c["dataset"])
     source = {"template": "template families", "answer": "TruthfulQA incorrect answer", "llm": "LLM-written"}
@@ -308,7 +320,7 @@ def render_markdown(report: Mapping[str, Any], realism_md: str | None = None) ->
         "# ragtrust benchmark by threat model",
         "",
         f"Run `{Path(str(report['run_dir'])).name}`, created {m['created']}, {m['elapsed_s']:.0f} s on this host, "
-        f"seed {m['seed']}, K = {m['k']}, {m['n']} target questions per dataset (the evaluation split), "
+        f"seed {m['seed']}, K = {m['k']}, {_targets(m)}, "
         f"held-out attack families, {m.get('settings', {}).get('generator', {}).get('type', 'extractive')} writer, "
         f"adoption = NLI entailment >= {m['adoption_threshold']}, "
         f"at most {100 * float(m.get('max_poisoned_share', 1.0)):.0f}% of a corpus attacked at once "
