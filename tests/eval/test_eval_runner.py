@@ -238,3 +238,19 @@ def test_eval_commands_refuse_an_output_they_cannot_write_before_any_work(tmp_pa
     message = " ".join(result.stderr.split())
     assert result.exit_code == 2, result.output
     assert message.startswith(f"error: --out {out}") and "internal error" not in message
+
+
+def test_a_run_says_when_the_corpus_is_smaller_than_n(tmp_path, fake_gate_factory, monkeypatch):
+    # --n 60 on the 40-rule knowledge base: 30 evaluation and 10 calibration queries, said aloud
+    runner = _runner(tmp_path, fake_gate_factory, attack_success=False)
+    runner.n, runner.n_calib = 60, None
+    summary = runner.run(parse_suite("kb:instruction_injection"))
+    assert summary.datasets == {"secure_coding": {"n_documents": 40, "n_eval": 30, "n_calib": 10}}
+    monkeypatch.setattr(EvalRunner, "run", lambda self, specs: summary)
+    result = CliRunner().invoke(app, ["eval", "run", "--suite", "kb", "--n", "60", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    message = " ".join(result.stderr.split())
+    assert "note: secure_coding has 40 documents: 30 evaluation and 10 calibration queries, not 60 and 30" in message
+    args = ["eval", "run", "--suite", "kb", "--n", "30", "--n-calib", "10", "--out", str(tmp_path / "r2")]
+    quiet = CliRunner().invoke(app, args)
+    assert quiet.exit_code == 0 and "note:" not in quiet.stderr

@@ -166,6 +166,14 @@ def run(
         command=_command_line(),
     )
     summary = runner.run(specs)
+    asked_calib = runner.n // 2 if n_calib is None else n_calib
+    for name, sizes in summary.datasets.items():
+        if sizes["n_eval"] < runner.n or sizes["n_calib"] < asked_calib:
+            err_console.print(
+                f"note: {name} has {sizes['n_documents']} documents: {sizes['n_eval']} evaluation and "
+                f"{sizes['n_calib']} calibration queries, not {runner.n} and {asked_calib}",
+                highlight=False,
+            )
     console.print(
         f"{summary.n_samples} samples ({summary.n_errors} failed) in {summary.elapsed_s:.0f} s -> {summary.out_dir}\n"
         f"next: ragtrust eval report {summary.out_dir}"

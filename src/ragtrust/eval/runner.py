@@ -51,7 +51,7 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,8 @@ class RunSummary:
     n_errors: int
     elapsed_s: float
     specs: tuple[RunSpec, ...]
+    #: per dataset: documents, evaluation and calibration queries (fewer than asked when the corpus is small)
+    datasets: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 def staged_attacks(out: Path) -> Path:
@@ -316,7 +318,8 @@ class EvalRunner:
             "n_errors": n_errors,
         }
         atomic_write_text(out / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-        return RunSummary(out, n_samples, n_errors, time.perf_counter() - started, tuple(specs))
+        elapsed = time.perf_counter() - started
+        return RunSummary(out, n_samples, n_errors, elapsed, tuple(specs), manifest["datasets"])
 
     def _progress(self, total: int) -> Any:
         return progress_bar(total, "queries", lambda r: f"{r['run']} part {r['part']}", enabled=self.progress)
