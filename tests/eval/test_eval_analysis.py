@@ -145,6 +145,20 @@ def test_calibration_after_keeps_the_decisions_other_conditions(tmp_path):
     assert row["after"] == row["before"]
 
 
+def test_a_run_whose_verdicts_all_failed_still_reports_and_says_why_calibration_cannot(run_dir, tmp_path):
+    # e.g. --generator openai with no server: every verdict errored; the report showed nothing,
+    # it stopped at "no calibration samples" though 11 were there
+    rows = [json.loads(x) for x in (run_dir / "samples.jsonl").read_text().splitlines()]
+    text = "".join(json.dumps({**r, "failed": True, "T": None}) + "\n" for r in rows)
+    (run_dir / "samples.jsonl").write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=r"no calibration samples .* \(11 failed: their verdicts errored\)"):
+        analysis.calibrate(analysis.load_run(run_dir), force=True)
+    from ragtrust.eval.report import build_report
+
+    paths = build_report(run_dir, tmp_path / "report", bootstrap=100)
+    assert "11 sample(s) failed internally" in paths.markdown.read_text()
+
+
 def _cli_calibrate(run_dir, out, *args):
     from typer.testing import CliRunner
 

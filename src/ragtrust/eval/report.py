@@ -241,8 +241,10 @@ def build_report(
     ablation_rows = analysis.ablation(run, seed=seed)
     sensitivity = analysis.weight_sensitivity(run)
     calibrations = []
-    for dataset in sorted({s["dataset"] for s in run.samples if s["part"] == "calib"}):
-        for k in sorted({s["k"] for s in run.samples if s["part"] == "calib" and s["dataset"] == dataset}):
+    # calibration samples whose verdict failed fit nothing: a dataset and K without one is left out
+    usable = [s for s in run.samples if s["part"] == "calib" and not s.get("failed") and s.get("T") is not None]
+    for dataset in sorted({s["dataset"] for s in usable}):
+        for k in sorted({s["k"] for s in usable if s["dataset"] == dataset}):
             # reported even below the minimum sample count; the file says below_minimum
             cal = analysis.calibrate(
                 run, dataset=dataset, k=k, min_samples=analysis.MIN_CALIBRATION_SAMPLES, force=True

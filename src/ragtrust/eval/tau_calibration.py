@@ -151,17 +151,15 @@ def calibrate(
     settings = run.manifest.get("settings") or {}
     if percentile is None:
         percentile = float((settings.get("eval") or {}).get("calibration_percentile", 10.0))
-    calib = [
+    selected = [
         s
         for s in run.samples
-        if s["part"] == "calib"
-        and (dataset is None or s["dataset"] == dataset)
-        and (k is None or s["k"] == k)
-        and not s.get("failed")
-        and s.get("T") is not None
+        if s["part"] == "calib" and (dataset is None or s["dataset"] == dataset) and (k is None or s["k"] == k)
     ]
+    calib = [s for s in selected if not s.get("failed") and s.get("T") is not None]
     if not calib:
-        raise InputError(f"{run.path}: no calibration samples for dataset={dataset or 'any'} k={k or 'any'}")
+        failed = f" ({len(selected)} failed: their verdicts errored)" if selected else ""
+        raise InputError(f"{run.path}: no calibration samples for dataset={dataset or 'any'} k={k or 'any'}{failed}")
     if len(calib) < min_samples and not force:
         raise InputError(
             f"{run.path}: only {len(calib)} clean calibration samples for dataset={dataset or 'any'} "
