@@ -196,6 +196,14 @@ def test_combine_refuses_nothing_or_a_report_without_rows() -> None:
         combine_reports([{"store": "A", "rows": []}])
 
 
+def test_combine_refuses_two_reports_of_one_store() -> None:
+    # the same report twice doubled every row, and each question's twin stayed in its own
+    # leave-one-out fit: "leave-one-out 6/6" measured nothing
+    rows = [row(True, 0.7, id="on"), row(True, 0.6, id="on2"), row(False, 0.2, id="off"), row(False, 0.65, id="off2")]
+    with pytest.raises(InputError, match="two reports of store A"):
+        combine_reports([_report("A", rows), _report("A", rows)])
+
+
 def test_fit_is_joint_on_the_decision() -> None:
     # answer relevance alone would cut above on0's 0.15 and reject it, though context relevance
     # separates every question; fitted on the decision, context does the work and all pass

@@ -201,7 +201,8 @@ def combine_reports(reports: Sequence[Mapping[str, Any]], command: str = "") -> 
     the other rows of every store).
 
     Raises:
-        InputError: no report, or a report without rows.
+        InputError: no report, a report without rows, or two reports of one store (its
+            questions would count twice, and each would stay in its own leave-one-out fit).
     """
     if not reports:
         raise InputError("nothing to combine: pass the reports of `ragtrust eval relevance` runs")
@@ -210,6 +211,11 @@ def combine_reports(reports: Sequence[Mapping[str, Any]], command: str = "") -> 
     for report in reports:
         if not report.get("rows"):
             raise InputError(f"report of {report.get('store', '?')} has no rows")
+        if str(report.get("store", "?")) in corpus:
+            raise InputError(
+                f"two reports of store {report.get('store', '?')}: combine one report per store "
+                "(its questions would count twice and leak into their own leave-one-out fit)"
+            )
         for r in report["rows"]:
             fields = {k: v for k, v in r.items() if k in _ROW_FIELDS}
             rows.append(Row(**{**fields, "other_reasons": tuple(r.get("other_reasons", ()))}))
