@@ -187,3 +187,12 @@ def test_a_cell_the_attack_left_empty_reports_no_rates_not_zero(monkeypatch: pyt
     assert cell["blamed"] is cell["contested"] is cell["missed"] is cell["clean_document_blamed"] is None
     report = {**_report(0.95, 0.0), "datasets": {"kb": {**result, "cells": {"entity_swap/witness": cell}}}}
     assert "| kb | entity_swap | witness | n/a | n/a | n/a | n/a | n/a | n/a |" in ec.render_markdown(report)
+
+
+def test_datasets_that_name_no_benchmark_are_refused_before_any_model_loads(tmp_path: Path) -> None:
+    # --datasets "," wrote a report of nothing whose gaps read "none"
+    out = tmp_path / "c.json"
+    result = CliRunner().invoke(app, ["eval", "conflicts", "--datasets", ",", "--out", str(out)])
+    assert result.exit_code == 2 and "no benchmark to evaluate" in " ".join(result.stderr.split())
+    assert not out.exists()
+    assert ec.benchmark_names(["tqa", "truthfulqa", " kb "]) == ["truthfulqa", "secure_coding"]

@@ -58,7 +58,7 @@ def conflicts(
     as_json: bool = typer.Option(False, "--json", help="Print the headline numbers as JSON."),
 ) -> None:
     """Per-document AUC / recall at <= 2% FPR of claim conflicts, poison beside its witness and without one."""
-    from ragtrust.eval.conflicts import run, write_manifest_entry, write_report
+    from ragtrust.eval.conflicts import benchmark_names, run, write_manifest_entry, write_report
     from ragtrust.eval.conflicts_report import report_paths
     from ragtrust.models.embedder import default_embedder
     from ragtrust.models.nli import default_nli
@@ -69,12 +69,13 @@ def conflicts(
         raise InputError("--calibrate fits the NLI check's ramp: it cannot be combined with --no-nli-check")
     for path in report_paths(out):
         check_output_file(path, f"--out {out}" + (f" ({path.name})" if path != out else ""))
+    names = benchmark_names(datasets.split(","))  # before any model loads
     settings = settings_from(config, None)
     report = run(
         nli=default_nli(settings),
         embedder=default_embedder(settings),
         data_dir=data_dir,
-        datasets=[d.strip() for d in datasets.split(",") if d.strip()],
+        datasets=names,
         n=n,
         k=k,
         witnesses=witnesses,

@@ -440,6 +440,25 @@ def clean_check(signal: Any, sets: Sequence[Sequence[Document]]) -> dict[str, An
     }
 
 
+def benchmark_names(names: Sequence[str]) -> list[str]:
+    """The benchmarks to evaluate, canonical and each once (``tqa`` -> ``truthfulqa``).
+
+    Raises:
+        ConfigError: an unknown name.
+        InputError: no name at all (an evaluation of nothing reads "no gap").
+
+    Example:
+        >>> benchmark_names(["tqa", " truthfulqa", "kb"])
+        ['truthfulqa', 'secure_coding']
+    """
+    from ragtrust.eval.datasets import DATASETS, canonical_dataset
+
+    out = list(dict.fromkeys(canonical_dataset(n) for n in names if n.strip()))
+    if not out:
+        raise InputError(f"no benchmark to evaluate: --datasets names none of {', '.join(DATASETS)}")
+    return out
+
+
 def run(
     *,
     nli: NLIModel,
@@ -459,6 +478,7 @@ def run(
     from ragtrust import __version__
     from ragtrust.screening.conflicts import ClaimConflictSignal
 
+    datasets = benchmark_names(datasets)
     started = time.perf_counter()
     params = dict(signal_params or {})
     signal = ClaimConflictSignal(nli=nli, embedder=embedder, **params)
@@ -513,6 +533,7 @@ def run(
 __all__ = [
     "PLACEMENTS",
     "STRATEGIES",
+    "benchmark_names",
     "calibrate",
     "calibration_sets",
     "clean_check",
