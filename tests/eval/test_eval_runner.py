@@ -167,6 +167,9 @@ def test_an_interrupted_rerun_leaves_the_earlier_run_whole(tmp_path, fake_gate_f
     # the seed-7 attack was drawn before the interrupt; it must not sit beside the seed-42 samples
     assert {p.name: p.read_bytes() for p in (out / "attacks").iterdir()} == before
     assert (out / "samples.jsonl").read_bytes() == samples
+    earlier = CliRunner().invoke(app, ["eval", "report", str(out), "--bootstrap", "100"])
+    assert earlier.exit_code == 0, earlier.output
+    assert "left by a later run that did not finish" in " ".join(earlier.stderr.split())
 
     (out / "samples.jsonl").unlink()  # an interrupted first run: only the partial samples
     result = CliRunner().invoke(app, ["eval", "report", str(out)])

@@ -196,6 +196,7 @@ def report(
 ) -> None:
     """Render Markdown, JSON, PNG figures and a self-contained HTML page for a run (Markdown + JSON for threats)."""
     from ragtrust.eval.report import build_report
+    from ragtrust.eval.runner import SAMPLES_FILE
 
     if out is not None:
         check_output_folder(out, f"--out {out}")
@@ -207,6 +208,12 @@ def report(
         return
 
     paths = build_report(run_dir, out, bootstrap=bootstrap)
+    if (run_dir / (SAMPLES_FILE + ".partial")).is_file():
+        err_console.print(
+            f"note: {run_dir} also holds {SAMPLES_FILE}.partial, left by a later run that did not finish; "
+            "this report is of the earlier, finished run",
+            highlight=False,
+        )
     console.print(f"wrote {paths.markdown}, {paths.json}, {paths.html} and {len(paths.figures)} figure(s)")
 
 
