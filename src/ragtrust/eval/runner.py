@@ -283,6 +283,10 @@ class EvalRunner:
                         emit(record)
         publish_attacks(out, attacks_dir)
         tmp_path.replace(samples_path)
+        sizes = {
+            name: {"n_documents": len(b.documents), "n_eval": len(b.eval_queries), "n_calib": len(b.calib_queries)}
+            for name, b in self._benchmarks.items()
+        }
         manifest = {
             "created": created,
             "finished": utc_iso(),
@@ -305,21 +309,14 @@ class EvalRunner:
             },
             "versions": _versions(),
             "data_files": {k: v for b in self._benchmarks.values() for k, v in b.data_files.items()},
-            "datasets": {
-                name: {
-                    "n_documents": len(b.documents),
-                    "n_eval": len(b.eval_queries),
-                    "n_calib": len(b.calib_queries),
-                }
-                for name, b in self._benchmarks.items()
-            },
+            "datasets": sizes,
             "attacks": attacks_summary,
             "n_samples": n_samples,
             "n_errors": n_errors,
         }
         atomic_write_text(out / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
         elapsed = time.perf_counter() - started
-        return RunSummary(out, n_samples, n_errors, elapsed, tuple(specs), manifest["datasets"])
+        return RunSummary(out, n_samples, n_errors, elapsed, tuple(specs), sizes)
 
     def _progress(self, total: int) -> Any:
         return progress_bar(total, "queries", lambda r: f"{r['run']} part {r['part']}", enabled=self.progress)
