@@ -186,7 +186,9 @@ def test_a_cell_the_attack_left_empty_reports_no_rates_not_zero(monkeypatch: pyt
     assert cell["sets"] == cell["positives"] == 0
     assert cell["blamed"] is cell["contested"] is cell["missed"] is cell["clean_document_blamed"] is None
     report = {**_report(0.95, 0.0), "datasets": {"kb": {**result, "cells": {"entity_swap/witness": cell}}}}
-    assert "| kb | entity_swap | witness | n/a | n/a | n/a | n/a | n/a | n/a |" in ec.render_markdown(report)
+    text = ec.render_markdown(report)
+    assert "| kb | entity_swap | witness | n/a | n/a | n/a | n/a | n/a | n/a |" in text
+    assert "kb entity_swap with a witness: not measured (the attack poisoned no source)" in text
 
 
 def test_datasets_that_name_no_benchmark_are_refused_before_any_model_loads(tmp_path: Path) -> None:

@@ -82,7 +82,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                 f"| {_pct(m.get('clean_document_blamed'))} |"
             )
             target = TARGETS.get(strategy)
-            if placement == "witness" and target is not None and (m.get("roc_auc") or 0.0) < target:
+            if placement == "witness" and target is not None and m.get("positives") == 0:
+                gaps.append(f"{name} {strategy} with a witness: not measured (the attack poisoned no source)")
+            elif placement == "witness" and target is not None and (m.get("roc_auc") or 0.0) < target:
                 gaps.append(f"{name} {strategy} with a witness: ROC-AUC {_num(m.get('roc_auc'))} < {target}")
     lines += ["", "**Clean false alarms** (share of clean retrieved sets):", ""]
     lines += [
