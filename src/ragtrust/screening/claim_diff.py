@@ -39,6 +39,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ragtrust.text import split_sentences
+
 #: a token: a number (1.3 and 10,000 stay whole) or a run of letters
 TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+|\d+", re.UNICODE)
 #: function words: no content of their own
@@ -376,6 +378,33 @@ def diff_conflict(left: str, right: str, names: frozenset[str] = frozenset()) ->
     return quantity_conflict(left, right)
 
 
+def evidence_change(sentence: str, evidence: str) -> tuple[str, DiffFinding] | None:
+    """The change an answer sentence makes to the evidence that grounds it, with the evidence's sentence.
+
+    ``evidence`` (a document or the window the NLI model read) is split into sentences; the
+    one nearest ``sentence`` by token similarity is compared with it by :func:`diff_conflict`
+    (thresholds unchanged). An NLI model entails "at least 12 characters" from "at least 8
+    characters", "may" from "must", "MD5" from "Argon2id, bcrypt or scrypt"; the diff does not.
+
+    Example:
+        >>> evidence_change("Passwords may be hashed with bcrypt.", "Use a salt. Passwords must be hashed with bcrypt.")
+        ('Passwords must be hashed with bcrypt.', DiffFinding(kind='modal', left='must', right='may'))
+    """
+    mine = [_key(t) for t in _tokens(sentence)]
+    if not mine:
+        return None
+    best, best_ratio = "", 0.0
+    for part in split_sentences(evidence) or ():
+        theirs = [_key(t) for t in _tokens(part.text)]
+        ratio = difflib.SequenceMatcher(None, theirs, mine, autojunk=False).ratio() if theirs else 0.0
+        if ratio > best_ratio:
+            best, best_ratio = part.text, ratio
+    if not best:
+        return None
+    finding = diff_conflict(best, sentence, names_in(evidence, sentence))
+    return None if finding is None else (best, finding)
+
+
 _AUXILIARIES = frozenset("do does did is are was were be been has have had can could will would".split())
 
 
@@ -418,6 +447,7 @@ __all__ = [
     "TOKEN",
     "DiffFinding",
     "diff_conflict",
+    "evidence_change",
     "names_in",
     "quantity_conflict",
     "stem",
