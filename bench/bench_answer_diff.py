@@ -10,8 +10,11 @@ the NLI model nor the diff was built on (the first ``--limit`` pairs of each, as
 * (a) among gold *entailment* pairs, the share :func:`~ragtrust.screening.claim_diff.evidence_change`
   vetoes (the hypothesis as the answer sentence, the premise as its evidence) on each of
   ``vitaminc_heldout_pages.jsonl`` and ``snli_test.jsonl``: must be <= 2%;
-* (b) among gold *contradiction* pairs of ``vitaminc_heldout_pages.jsonl`` that the shipped NLI
-  model entails (entailment >= 0.5, Stage 2's threshold), the share the diff vetoes: must be >= 10%.
+* (b) among gold *contradiction* pairs that the shipped NLI model entails (entailment >= 0.5,
+  Stage 2's threshold), pooled over the files, the share the diff vetoes: must be >= 10%.
+
+``--files`` names other files of ``nli/test`` (the second rule's: ``sick_test.jsonl
+healthver_dev_test.jsonl climate_fever.jsonl``).
 
 The third (the 71 bundled OWASP questions keep every decision and level) is read by running
 ``ask`` on the OWASP store before and after. Prints and writes the shares with examples.
@@ -52,10 +55,12 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, required=True)
     ap.add_argument("--limit", type=int, default=2000)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--files", nargs="+", default=list(FILES), help="files of nli/test (default: %(default)s)")
     args = ap.parse_args()
 
     report: dict[str, Any] = {"limit": args.limit, "host": platform.machine(), "files": {}}
-    for name in FILES:
+    pooled = {"entailed_contradictions": 0, "vetoed": 0}
+    for name in args.files:
         rows = read_labelled(args.data_dir / "nli" / "test" / name, limit=args.limit)
         entailed = [r for r in rows if r[2] == "entailment"]
         vetoed = _vetoes(entailed)
@@ -65,7 +70,7 @@ def main() -> None:
             "entailment_vetoed_share": len(vetoed) / max(1, len(entailed)),
             "false_alarm_examples": vetoed[:15],
         }
-        if name.startswith("vitaminc"):
+        if any(r[2] == "contradiction" for r in rows):
             contradictions = [r for r in rows if r[2] == "contradiction"]
             nli = default_nli()
             probs = nli.predict([(p, h) for p, h, _ in contradictions])
@@ -79,10 +84,15 @@ def main() -> None:
                 "contradiction_vetoed_all": len(_vetoes(contradictions)),
                 "catch_examples": caught[:15],
             }
+            pooled["entailed_contradictions"] += len(missed)
+            pooled["vetoed"] += len(caught)
         report["files"][name] = entry
         print(name, {k: v for k, v in entry.items() if not k.endswith("examples")})
     a = all(e["entailment_vetoed_share"] <= 0.02 for e in report["files"].values())
-    b = report["files"][FILES[0]]["of_those_vetoed_share"] >= 0.10
+    share = pooled["vetoed"] / max(1, pooled["entailed_contradictions"])
+    report["pooled_nli_misses"] = pooled | {"vetoed_share": share}
+    print("pooled: contradictions the NLI model entails", pooled["entailed_contradictions"], "vetoed", f"{share:.3f}")
+    b = share >= 0.10
     report["rule"] = {"a_entailment_vetoed_at_most_2pct": a, "b_nli_misses_vetoed_at_least_10pct": b}
     print("rule (a):", a, " (b):", b)
     if args.out:
