@@ -494,12 +494,7 @@ class DocumentScreening(_JsonMixin):
 
 @dataclass(frozen=True)
 class AnswerSentence(_JsonMixin):
-    """One sentence of the answer with its citations, verified spans and NLI support.
-
-    ``change``: how the sentence changes the evidence it was checked against (a number, name,
-    negation or modal; see :class:`~ragtrust.verification.factuality.SentenceSupport`), which
-    leaves it unsupported; ``None`` when it changes nothing.
-    """
+    """One sentence of the answer with its citations, verified spans and NLI support."""
 
     text: str
     citations: tuple[str, ...] = ()
@@ -507,7 +502,6 @@ class AnswerSentence(_JsonMixin):
     support: float | None = None
     supported: bool = False
     best_doc_id: str | None = None
-    change: str | None = None
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ def checked_relevance(
 def merge_support(
     sentences: Sequence[AnswerSentence], supports: Sequence[SentenceSupport]
 ) -> tuple[AnswerSentence, ...]:
-    """The answer's sentences with their NLI support; grounded = (a verified verbatim span OR entailment) AND no changed value.
+    """The answer's sentences with their NLI support; grounded = a verified verbatim span OR entailment.
 
     A verified span is the citation guard's ``supported`` (overlap with a cited document above
     its threshold), not any span: the guard also traces a sentence's partial matches, and a
@@ -106,12 +106,9 @@ def merge_support(
                 spans=sentence.spans,
                 support=support.support,
                 # the guard's flag, not any span: spans include partial matches (five shared
-                # words of "... securely hashed using MD5" are located, but do not ground it);
-                # a sentence that changes a value of its evidence grounds nothing, however
-                # many of its words the guard found ("at least 12 characters" over "8")
-                supported=(support.supported or sentence.supported) and support.change is None,
+                # words of "... securely hashed using MD5" are located, but do not ground it)
+                supported=support.supported or sentence.supported,
                 best_doc_id=support.best_doc_id,
-                change=support.change,
             )
         )
     return tuple(merged)

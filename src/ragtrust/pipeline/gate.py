@@ -335,9 +335,7 @@ class TrustGate:
         out.outside_citations = tuple(citations_outside(answer, docs))
         out.factuality, out.factuality_errors = fact.factuality, fact.errors
         out.sentences = tuple(
-            AnswerSentence(
-                text=s.text, support=s.support, supported=s.supported, best_doc_id=s.best_doc_id, change=s.change
-            )
+            AnswerSentence(text=s.text, support=s.support, supported=s.supported, best_doc_id=s.best_doc_id)
             for s in fact.sentences
         )
         drop_unsupported(out, self.settings)

@@ -194,9 +194,7 @@ def unsupported_use(
     ``sentences`` are the answer's sentences as the user gets them, ``dropped`` the
     unsupported ones removed under ``trust.unsupported = "drop"``. An answer none of whose
     sentences is supported (or with none left) always fails; under ``"refuse"`` a single
-    unsupported sentence fails it too, naming each one. A sentence that changes a value of
-    its evidence (``AnswerSentence.change``) fails it in either mode unless it was dropped,
-    named with what it changed.
+    unsupported sentence fails it too, naming each one.
 
     Example:
         >>> ok, bad = AnswerSentence("Use Argon2id.", supported=True), AnswerSentence("The sky is green.")
@@ -211,25 +209,18 @@ def unsupported_use(
     if dropped:
         warnings.append(
             f"{len(dropped)} of {written} answer sentence(s) were removed from the answer because the evidence "
-            f"does not support them (no verified span, no NLI entailment, or a value of the evidence changed): "
-            f"{_named(dropped)}"
+            f"does not support them (no verified span, no NLI entailment): {_named(dropped)}"
         )
     unsupported = [s for s in sentences if not s.supported]
-    changed = [s for s in unsupported if s.change]
-    if changed:
-        # said apart from "not supported": the evidence is there, and the answer changed it
-        reasons.append(
-            f"{len(changed)} of {written} answer sentences change a value of the evidence they rest on: "
-            f"{_named(changed)}"
-        )
     if (sentences or dropped) and len(unsupported) == len(sentences):
         # nothing left, or nothing supported: SPEC's F = 0.5 "inconclusive" must not let it
         # pass on C and P alone
         warnings.append("No sentence of the answer is supported by the documents: the answer is not trusted.")
         reasons.append("no sentence of the answer is supported by the documents")
-    elif len(unsupported) > len(changed) and mode == "refuse":
-        plain = [s for s in unsupported if not s.change]  # the changed ones are named above
-        reasons.append(f"{len(plain)} of {written} answer sentences are not supported by the evidence: {_named(plain)}")
+    elif unsupported and mode == "refuse":
+        reasons.append(
+            f"{len(unsupported)} of {written} answer sentences are not supported by the evidence: {_named(unsupported)}"
+        )
     return reasons, warnings
 
 
@@ -292,7 +283,7 @@ def _uses(documents: Sequence[DocumentScreening]) -> str:
 
 def _named(sentences: Sequence[AnswerSentence], most: int = 3) -> str:
     """The first ``most`` sentences, each quoted and shortened, and how many more."""
-    named = ", ".join(_short(s.text) + (f" ({s.change})" if s.change else "") for s in sentences[:most])
+    named = ", ".join(_short(s.text) for s in sentences[:most])
     return f"{named}, \u2026 ({len(sentences) - most} more)" if len(sentences) > most else named
 
 

@@ -35,7 +35,6 @@ Example:
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -259,13 +258,10 @@ def _quantities(text: str) -> list[tuple[str, float, float, str, str]]:
         year = _is_date(tokens[i][0]) and not hyphenated  # "2048-bit" is a size, "in 2048" a year
         # digits inside a name ("Argon2id", "SHA256") are part of it, not a quantity
         glued = tokens[i][2] > 0 and text[tokens[i][2] - 1].isalpha()
-        # a number word written capitalised mid-sentence is a name ("Xbox One", "Formula One")
-        named = i > 0 and tokens[i][0] in NUMBER_WORDS and tokens[i][1][:1].isupper()
-        if value is None or year or glued or named or tokens[i][0] in ("first", "second", "once", "single"):
+        if value is None or year or glued or tokens[i][0] in ("first", "second", "once", "single"):
             i += 1
             continue
         low = high = value
-        bound = _bound(tokens, i)
         k = i + 1
         # "two to five years", "10 or 12 rounds", "5-10 days" (the dash is not a token; two years
         # joined by one, "2020-2021", stay two dates)
@@ -293,10 +289,6 @@ def _quantities(text: str) -> list[tuple[str, float, float, str, str]]:
             singular = unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit
             phrase = text[tokens[i][2] : tokens[k][2] + len(tokens[k][1])]
             dimension = next((name for name, units in _DIMENSIONS.items() if singular in units), None)
-            if bound == "lower":  # "more than 15 reviews": any value from 15 on
-                high = math.inf
-            elif bound == "upper":  # "less than 15 reviews", "up to 15 reviews"
-                low = -math.inf
             if dimension is not None:
                 factor = _DIMENSIONS[dimension][singular]
                 out.append((dimension, low * factor, high * factor, phrase, singular))
@@ -327,34 +319,10 @@ def _overlap(a: tuple[str, float, float, str, str], b: tuple[str, float, float, 
 
     A shared value means the claims may be talking about different things. Durations (and
     sizes) in two units get 5% slack (a year is 12 months, 52 weeks or 365 days; a kilobyte
-    1,000 or 1,024 bytes); in one unit none: "45 years" / "47 years" differ. A bound ("more
-    than 15", "at most 8") holds every value on its side: "less than 15 reviews" and "13
-    reviews" agree. Two bounds of one direction are two requirements unless they are the
-    same: "at least 8 characters" / "at least 12 characters" differ.
+    1,000 or 1,024 bytes); in one unit none: "45 years" / "47 years" differ.
     """
     slack = 1.05 if a[0] in _DIMENSIONS and a[4] != b[4] else 1.0001
-    for side in (1, 2):  # both bounded below (high infinite) or both above (low infinite)
-        if math.isinf(a[3 - side]) and math.isinf(b[3 - side]):
-            small, large = sorted((abs(a[side]), abs(b[side])))
-            return large <= small * slack
     return b[1] <= a[2] * slack and a[1] <= b[2] * slack
-
-
-#: words before a number that make it a bound: (preceding words, direction)
-_BOUNDS = (
-    (("no", "more", "than"), "upper"), (("not", "more", "than"), "upper"), (("no", "less", "than"), "lower"),
-    (("not", "less", "than"), "lower"), (("no", "fewer", "than"), "lower"), (("more", "than"), "lower"),
-    (("greater", "than"), "lower"), (("higher", "than"), "lower"), (("at", "least"), "lower"),
-    (("less", "than"), "upper"), (("fewer", "than"), "upper"), (("lower", "than"), "upper"),
-    (("at", "most"), "upper"), (("up", "to"), "upper"), (("over",), "lower"), (("above",), "lower"),
-    (("exceeding",), "lower"), (("under",), "upper"), (("below",), "upper"),
-)  # fmt: skip
-
-
-def _bound(tokens: Sequence[tuple[str, str, int]], i: int) -> str | None:
-    """``lower`` / ``upper`` when the words right before ``tokens[i]`` bound it ("more than", "up to")."""
-    before = tuple(t[0] for t in tokens[max(0, i - 3) : i])
-    return next((direction for words, direction in _BOUNDS if before[-len(words) :] == words), None)
 
 
 def diff_conflict(left: str, right: str, names: frozenset[str] = frozenset()) -> DiffFinding | None:
@@ -434,30 +402,7 @@ def evidence_change(sentence: str, evidence: str) -> tuple[str, DiffFinding] | N
     if not best:
         return None
     finding = diff_conflict(best, sentence, names_in(evidence, sentence))
-    # a sentence that only leaves words of its evidence out says less, not something else
-    # ("for sensitive data" of "for every connection that carries sensitive data"), unless
-    # what it leaves out is a negation ("Never store ..." / "Store ...")
-    if finding is None or (not finding.right and finding.kind != "negation"):
-        return None
-    return best, finding
-
-
-def changed_words(finding: DiffFinding, source: str, evidence: str) -> str:
-    """A finding of :func:`evidence_change` in words: what the sentence says where ``source`` says what.
-
-    Example:
-        >>> changed_words(DiffFinding("number", "8", "12"), "kb-3", "Passwords must be at least 8 characters.")
-        "says '12' where kb-3 says '8' ('Passwords must be at least 8 characters.')"
-        >>> changed_words(DiffFinding("negation", "", "not"), "kb-3", "Use TLS.")
-        "adds 'not' to kb-3 ('Use TLS.')"
-    """
-    quoted = " ".join(evidence.split())
-    quoted = repr(quoted if len(quoted) <= 120 else quoted[:119].rstrip() + "\u2026")
-    if not finding.left:
-        return f"adds {finding.right!r} to {source} ({quoted})"
-    if not finding.right:
-        return f"leaves out {finding.left!r} of {source} ({quoted})"
-    return f"says {finding.right!r} where {source} says {finding.left!r} ({quoted})"
+    return None if finding is None else (best, finding)
 
 
 _AUXILIARIES = frozenset("do does did is are was were be been has have had can could will would".split())
@@ -482,13 +427,9 @@ def _pure(kind: str, tokens: Sequence[tuple[str, str, int]], names: frozenset[st
 
 def _bounds_changed(left: str, right: str) -> bool:
     """Whether both claims give a range of one unit, written alike, with different bounds."""
-    ranges_a = {(q[0], q[4]): (q[1], q[2]) for q in _quantities(left) if q[1] < q[2] and _finite(q)}
-    ranges_b = {(q[0], q[4]): (q[1], q[2]) for q in _quantities(right) if q[1] < q[2] and _finite(q)}
+    ranges_a = {(q[0], q[4]): (q[1], q[2]) for q in _quantities(left) if q[1] < q[2]}
+    ranges_b = {(q[0], q[4]): (q[1], q[2]) for q in _quantities(right) if q[1] < q[2]}
     return any(unit in ranges_b and ranges_b[unit] != bounds for unit, bounds in ranges_a.items())
-
-
-def _finite(quantity: tuple[str, float, float, str, str]) -> bool:
-    return not (math.isinf(quantity[1]) or math.isinf(quantity[2]))
 
 
 def _comparable_quantities(left: str, right: str) -> bool:
@@ -505,7 +446,6 @@ __all__ = [
     "STOP_WORDS",
     "TOKEN",
     "DiffFinding",
-    "changed_words",
     "diff_conflict",
     "evidence_change",
     "names_in",

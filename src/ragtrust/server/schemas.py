@@ -213,7 +213,6 @@ class AnswerSentenceOut(_Response):
     support: float | None = None
     supported: bool = False
     best_doc_id: str | None = None
-    change: str | None = None
 
 
 class PassageOut(_Response):

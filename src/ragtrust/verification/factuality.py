@@ -30,16 +30,7 @@
    ``best_doc_id`` names the document (``window`` the window's index in it). It is
    ``supported`` when the support reaches ``entail_threshold`` (0.5 by default: the model gives entailment at least even
    odds), which is what "a meaningful entailment signal" means here.
-4. **Changed evidence.** The NLI model entails many sentences that change a value of
-   their evidence: "at least 12 characters" from "at least 8 characters", "may" from
-   "must", "64 bytes" from "64 bits". Each sentence is compared with the sentence of its
-   best window nearest it by token similarity, by the claim-conflict diff of Stage 1
-   (:func:`~ragtrust.screening.claim_diff.evidence_change`: numbers, dates, names, negations,
-   modals, quantifiers, quantities with units, bounds); a change makes the sentence
-   unsupported, whatever its entailment, and ``change`` says what changed. A verbatim
-   sentence changes nothing. Measured on NLI test pairs (docs/benchmarks.md "Bounds in the
-   evidence diff").
-5. **F** is the mean over sentences of ``support`` for supported sentences and 0.5
+4. **F** is the mean over sentences of ``support`` for supported sentences and 0.5
    (inconclusive) for the others: an unsupported sentence costs relative to a grounded
    one but is not evidence of falsehood. Raw contradiction is never used as a negative
    signal (MNLI calls unrelated text a contradiction; negative evidence belongs to the
@@ -67,7 +58,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragtrust.documents import RetrievedDoc, _JsonMixin
-from ragtrust.screening.claim_diff import changed_words, evidence_change
 from ragtrust.errors import InputError
 from ragtrust.models.base import ENTAILMENT, NLIModel
 from ragtrust.registry import warm_up
@@ -117,9 +107,6 @@ class SentenceSupport(_JsonMixin):
         supported: ``support >= entail_threshold``.
         best_doc_id: the document that supports it best (``None`` without documents).
         window: index of the best window when the verifier windows documents, else ``None``.
-        change: how the sentence changes the evidence sentence nearest it in that window
-            (a number, name, negation or modal: "says '12' where kb-3 says '8' (...)"), which
-            makes it unsupported whatever the entailment; ``None`` when it changes nothing.
     """
 
     text: str
@@ -127,7 +114,6 @@ class SentenceSupport(_JsonMixin):
     supported: bool
     best_doc_id: str | None
     window: int | None
-    change: str | None = None
 
 
 @dataclass(frozen=True)
@@ -186,8 +172,6 @@ class FactualityVerifier:
         premise_tokens: premise windows hold at most this many tokens (sentence bounds; the
             NLI engine's :meth:`~ragtrust.models.nli_engine.NLIEngine.premise_windows`; see the
             module docstring for why 64); ``None`` = as long as the model reads.
-        check_changes: compare each sentence with the evidence sentence nearest it in its
-            best window (step 4 of the module docstring); ``False`` = entailment alone.
     """
 
     nli: NLIModel
@@ -196,7 +180,6 @@ class FactualityVerifier:
     min_words: int = 1
     max_premises: int | None = 3
     premise_tokens: int | None = 64
-    check_changes: bool = True
 
     def __post_init__(self) -> None:
         """Validate the threshold and the premise bound."""
@@ -262,12 +245,10 @@ class FactualityVerifier:
             first += len(row)
             best = int(np.argmax(entail))
             value = float(min(1.0, max(0.0, entail[best])))
-            doc_index, window, premise = row[best]
-            doc_id = docs[doc_index].id
-            change = evidence_change(sentence, premise) if self.check_changes else None
-            said = None if change is None else changed_words(change[1], doc_id, change[0])
-            supported = value >= self.entail_threshold and said is None
-            supports.append(SentenceSupport(sentence, value, supported, doc_id, window, said))
+            doc_index, window, _ = row[best]
+            supports.append(
+                SentenceSupport(sentence, value, value >= self.entail_threshold, docs[doc_index].id, window)
+            )
         if not any(s.supported for s in supports):
             return FactualityReport(factuality=0.5, sentences=tuple(supports), inconclusive=True)
         f = sum(s.support if s.supported else 0.5 for s in supports) / len(supports)

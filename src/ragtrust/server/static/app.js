@@ -172,11 +172,7 @@
           "span",
           {
             className: "sentence" + (sentence.supported ? "" : " unsupported"),
-            title: sentence.supported
-              ? undefined
-              : sentence.change
-                ? "Changes its source: it " + sentence.change
-                : "Not confirmed by the sources",
+            title: sentence.supported ? undefined : "Not confirmed by the sources",
           },
           RT.markdown.renderInline(stripMarkers(sentence.text, sentence.citations), []),
         ),
