@@ -59,7 +59,9 @@ def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[s
     moved = []
     for a, b in zip(before, after, strict=True):
         if (a["trusted"], a["level"]) != (b["trusted"], b["level"]):
-            moved.append(f"{a['question']!r}: {a['trusted']}/{a['level']} -> {b['trusted']}/{b['level']} {b['reasons']}")
+            moved.append(
+                f"{a['question']!r}: {a['trusted']}/{a['level']} -> {b['trusted']}/{b['level']} {b['reasons']}"
+            )
     return moved
 
 

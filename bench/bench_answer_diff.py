@@ -40,7 +40,13 @@ def _vetoes(rows: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
         if change is not None:
             evidence, finding = change
             found.append(
-                {"evidence": evidence, "sentence": hypothesis, "kind": finding.kind, "was": finding.left, "now": finding.right}
+                {
+                    "evidence": evidence,
+                    "sentence": hypothesis,
+                    "kind": finding.kind,
+                    "was": finding.left,
+                    "now": finding.right,
+                }
             )
     return found
 
