@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +54,45 @@ def test_the_server_refuses_to_start_on_a_store_without_its_ledger(
     monkeypatch.setattr(embedder_module, "default_embedder", lambda settings=None: HashingEmbedder())
     with pytest.raises(StoreDamagedError, match=r"store damaged: ledger\.sqlite: missing"):
         build_default_gate(load_settings(env={}), root)
+
+
+async def test_a_ledger_deleted_under_a_running_server_fails_every_verdict_closed(
+    tmp_path: Path, make_client: Any
+) -> None:
+    # the ledger's open SQLite connection kept reading the deleted file: every ask answered
+    # from provenance no longer on disk, as before, and a vetting went where nobody reads it
+    root = _store(tmp_path)
+    embedder = HashingEmbedder()
+    store = Store.open(root, embedder)
+    gate = TrustGate.from_settings(load_settings(env={}), store=store, nli=LexicalNLI(), embedder=embedder)
+    question = {"question": "How do I prevent SQL injection?"}
+    async with make_client(create_app(gate=gate)) as client:
+        before = await client.post("/v1/ask", json=question)
+        (root / "ledger.sqlite").unlink()
+        after = await client.post("/v1/ask", json=question)
+        ready = await client.get("/readyz")
+    assert before.status_code == 200 and before.json()["errors"] == [], before.text
+    verdict = after.json()
+    assert after.status_code == 200 and not verdict["trusted"]
+    assert verdict["errors"] and all(
+        "ledger.sqlite: missing (deleted while the store was open)" in e for e in verdict["errors"]
+    )
+    assert ready.status_code == 503
+
+
+def test_a_ledger_replaced_under_an_open_store_is_damage_until_it_is_opened_again(tmp_path: Path) -> None:
+    root = _store(tmp_path)
+    store = Store.open(root, HashingEmbedder())
+    doc_id = store.ledger.ids()[0]
+    assert store.ledger.get(doc_id).tier == "vetted"
+    shutil.copy2(root / "ledger.sqlite", tmp_path / "copy.sqlite")
+    (root / "ledger.sqlite").unlink()
+    shutil.move(tmp_path / "copy.sqlite", root / "ledger.sqlite")
+    with pytest.raises(
+        StoreDamagedError, match=r"ledger\.sqlite: replaced by another file \(while the store was open\)"
+    ):
+        store.ledger.get(doc_id)
+    with pytest.raises(StoreDamagedError, match="replaced"):
+        store.ledger.set_tier(doc_id, "quarantined", reason="test")
+    store.close()
+    assert Store.open(root, HashingEmbedder()).ledger.get(doc_id).tier == "vetted"

@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import difflib
+import os
 import sqlite3
 import threading
 import zlib
@@ -48,7 +49,7 @@ from pathlib import Path
 from typing import Literal, cast, get_args
 
 from ragtrust.documents import Document, _JsonMixin, shown_id
-from ragtrust.errors import InputError, StoreReadOnlyError
+from ragtrust.errors import InputError, StoreDamagedError, StoreReadOnlyError
 from ragtrust.ingest.sqlite_ro import connect_read_only
 
 Tier = Literal["vetted", "unvetted", "quarantined"]
@@ -186,9 +187,36 @@ class Ledger:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
                 self._conn.executescript(_SCHEMA)
+            self._file = self._identity()
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise InputError(f"{self.path}: not a ragtrust provenance ledger ({exc})") from exc
+
+    def _identity(self) -> tuple[int, int] | None:
+        """The ledger file's (device, inode), ``None`` when it is gone."""
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return found.st_dev, found.st_ino
+
+    def _live(self) -> sqlite3.Connection:
+        """The connection, after checking the file it reads is still the ledger's (call under the lock).
+
+        An open SQLite connection keeps reading a file that was deleted or replaced under it:
+        provenance would come from a ledger no longer on disk, and a vetting would be written
+        where nobody reads it. Either is damage (fail closed) until the store is opened again.
+
+        Raises:
+            StoreDamagedError: ``ledger.sqlite`` was deleted or replaced while the ledger was open.
+        """
+        now = self._identity()
+        if now != self._file:
+            what = "missing (deleted while" if now is None else "replaced by another file (while"
+            detail = f"{what} the store was open): provenance cannot be read"
+            hint = "restore it, then restart the server or open the store again"
+            raise StoreDamagedError(self.path.name, detail, hint)
+        return self._conn
 
     def _missing_columns(self) -> list[tuple[str, str, str, str | None]]:
         have = {t: {row[1] for row in self._conn.execute(f"PRAGMA table_info({t})")} for t in ("events", "documents")}
@@ -238,13 +266,14 @@ class Ledger:
                 "cannot change its provenance ledger: no write access to its folder or files (queries still work)",
             )
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            db = self._live()
+            db.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
+                yield db
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                db.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
+            db.execute("COMMIT")
 
     # -- writing -------------------------------------------------------------------------
     def record(self, doc: Document, source: str, tier: str | None = None, *, actor: str = UNKNOWN_ACTOR) -> LedgerEvent:
@@ -374,11 +403,15 @@ class Ledger:
     def get(self, doc_id: str, *, include_deleted: bool = False) -> ProvenanceRecord | None:
         """Return the document's current record, or ``None`` when unknown (or deleted)."""
         with self._lock:
-            row = self._conn.execute(
-                "SELECT doc_id, source, content_hash, first_seen, last_changed, tier, vetted_hash, vetted_at, "
-                f"version, tier_reason, tier_changed_at, deleted_at, {self._by_sql} FROM documents WHERE doc_id = ?",
-                (doc_id,),
-            ).fetchone()
+            row = (
+                self._live()
+                .execute(
+                    "SELECT doc_id, source, content_hash, first_seen, last_changed, tier, vetted_hash, vetted_at, "
+                    f"version, tier_reason, tier_changed_at, deleted_at, {self._by_sql} FROM documents WHERE doc_id = ?",
+                    (doc_id,),
+                )
+                .fetchone()
+            )
         if row is None or (row[11] and not include_deleted):
             return None
         return ProvenanceRecord(*row)
@@ -395,38 +428,50 @@ class Ledger:
     def history(self, doc_id: str) -> list[VersionRecord]:
         """All versions of a document, oldest first (empty when unknown)."""
         with self._lock:
-            rows = self._conn.execute(
-                "SELECT doc_id, version, content_hash, source, recorded_at FROM versions WHERE doc_id = ? "
-                "ORDER BY version",
-                (doc_id,),
-            ).fetchall()
+            rows = (
+                self._live()
+                .execute(
+                    "SELECT doc_id, version, content_hash, source, recorded_at FROM versions WHERE doc_id = ? "
+                    "ORDER BY version",
+                    (doc_id,),
+                )
+                .fetchall()
+            )
         return [VersionRecord(*r) for r in rows]
 
     def events(self, doc_id: str) -> list[LedgerEntry]:
         """Return the document's event log (added, changed, vetted, quarantined, deleted), oldest first."""
         with self._lock:
-            rows = self._conn.execute(
-                f"SELECT doc_id, at, kind, detail, {self._actor_sql} FROM events WHERE doc_id = ? ORDER BY seq",
-                (doc_id,),
-            ).fetchall()
+            rows = (
+                self._live()
+                .execute(
+                    f"SELECT doc_id, at, kind, detail, {self._actor_sql} FROM events WHERE doc_id = ? ORDER BY seq",
+                    (doc_id,),
+                )
+                .fetchall()
+            )
         return [LedgerEntry(*r) for r in rows]
 
     def version_text(self, doc_id: str, content_hash: str) -> str | None:
         """Return the stored text of the version with this hash (``None`` when not recorded)."""
         with self._lock:
-            row = self._conn.execute(
-                "SELECT text FROM versions WHERE doc_id = ? AND content_hash = ? ORDER BY version DESC LIMIT 1",
-                (doc_id, content_hash),
-            ).fetchone()
+            row = (
+                self._live()
+                .execute(
+                    "SELECT text FROM versions WHERE doc_id = ? AND content_hash = ? ORDER BY version DESC LIMIT 1",
+                    (doc_id, content_hash),
+                )
+                .fetchone()
+            )
         return None if row is None else zlib.decompress(row[0]).decode("utf-8")
 
     def ids(self, tier: str | None = None) -> list[str]:
         """Ids of live documents, optionally only those of one tier."""
         with self._lock:
             if tier is None:
-                rows = self._conn.execute("SELECT doc_id FROM documents WHERE deleted_at IS NULL ORDER BY doc_id")
+                rows = self._live().execute("SELECT doc_id FROM documents WHERE deleted_at IS NULL ORDER BY doc_id")
             else:
-                rows = self._conn.execute(
+                rows = self._live().execute(
                     "SELECT doc_id FROM documents WHERE deleted_at IS NULL AND tier = ? ORDER BY doc_id", (tier,)
                 )
             return [r[0] for r in rows.fetchall()]
@@ -440,7 +485,7 @@ class Ledger:
         """
         where = "" if include_deleted else " WHERE deleted_at IS NULL"
         with self._lock:
-            known = [r[0] for r in self._conn.execute(f"SELECT doc_id FROM documents{where}").fetchall()]
+            known = [r[0] for r in self._live().execute(f"SELECT doc_id FROM documents{where}").fetchall()]
         by_lower: dict[str, str] = {}
         for known_id in sorted(known):
             by_lower.setdefault(known_id.lower(), known_id)
