@@ -81,3 +81,17 @@ def test_delete_records_the_os_user_or_by(tmp_path: Path, by: tuple[str, ...], a
     result = runner.invoke(app, ["delete", "kb/keys.md", "--store", str(store), *by])
     assert result.exit_code == 0, result.output
     assert _events(store)[-1] == ("deleted", actor)  # was always "unknown"
+
+
+@pytest.mark.parametrize("command", ["vet", "quarantine", "ledger"])
+def test_a_chunk_the_document_does_not_have_is_refused_not_read_as_the_document(tmp_path: Path, command: str) -> None:
+    # 'vet kb/keys.md#99' vetted kb/keys.md, which has one chunk: a typo passed for a real chunk
+    store = _store(tmp_path)
+    result = runner.invoke(app, [command, "kb/keys.md#99", "--store", str(store)], env={"COLUMNS": "200"})
+    assert result.exit_code == 2, result.output
+    assert (
+        "no chunk 'kb/keys.md#99' in store" in result.output
+        and "'kb/keys.md' has 1 chunk(s), #0 to #0" in result.output
+    )
+    assert _events(store) == [("added", "os-user")]
+    assert runner.invoke(app, [command, "kb/keys.md#0", "--store", str(store)]).exit_code == 0

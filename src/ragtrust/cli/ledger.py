@@ -79,7 +79,7 @@ def ledger_command(
     root = store_path(store)
     _check_ids([doc_id], root)
     with open_ledger(root) as db:
-        key = _parent_key(db, doc_id)
+        key = _parent_key(db, doc_id, root)
         record = db.get(key, include_deleted=True)
         if record is None:
             hint = _did_you_mean(db, [(doc_id, key)], include_deleted=True)
@@ -135,13 +135,30 @@ def _check_ids(ids: list[str], root: Path) -> None:
         raise InputError(f"a document id is empty: name a document (ragtrust docs --store {root} lists them)")
 
 
-def _parent_key(db: Any, doc_id: str) -> str:
-    """Map a chunk id ``<id>#<n>`` to its parent when only the parent is in the ledger."""
-    if db.get(doc_id, include_deleted=True) is None:
-        head, sep, tail = doc_id.rpartition("#")
-        if sep and tail.isdigit():
-            return head
-    return doc_id
+def _parent_key(db: Any, doc_id: str, root: Path) -> str:
+    """Map a chunk id ``<id>#<n>`` to its parent when only the parent is in the ledger.
+
+    Raises:
+        InputError: the parent is live in the store but has no chunk ``n`` (``vet DOC#99``
+            vetted DOC though DOC has 12 chunks: a typo passed for a real chunk).
+    """
+    from ragtrust.documents import shown_id
+    from ragtrust.errors import InputError
+    from ragtrust.ingest.store_files import current_generation, read_manifest_file
+
+    if db.get(doc_id, include_deleted=True) is not None:
+        return doc_id
+    head, sep, tail = doc_id.rpartition("#")
+    if not (sep and tail.isdigit()):
+        return doc_id
+    generation = current_generation(root)
+    parent = read_manifest_file(root, generation)["parents"].get(head) if generation is not None else None
+    chunks = parent.get("chunks") if isinstance(parent, dict) else None
+    if isinstance(chunks, int) and int(tail) >= chunks:
+        raise InputError(
+            f"no chunk {shown_id(doc_id)} in store {root}: {shown_id(head)} has {chunks} chunk(s), #0 to #{chunks - 1}"
+        )
+    return head
 
 
 def _did_you_mean(db: Any, unknown: list[tuple[str, str]], *, include_deleted: bool = False) -> str:
@@ -169,7 +186,7 @@ def _set_tier(root: Path, ids: list[str], tier: str, reason: str, actor: str) ->
 
     _check_ids(ids, root)
     with open_ledger(root) as db:
-        keys = [_parent_key(db, i) for i in ids]
+        keys = [_parent_key(db, i, root) for i in ids]
         unknown = [(i, k) for i, k in zip(ids, keys, strict=True) if db.get(k) is None]
         deleted = [(i, r) for i, k in unknown if (r := db.get(k, include_deleted=True)) is not None]
         if deleted:
