@@ -198,3 +198,20 @@ def test_datasets_that_name_no_benchmark_are_refused_before_any_model_loads(tmp_
     assert result.exit_code == 2 and "no benchmark to evaluate" in " ".join(result.stderr.split())
     assert not out.exists()
     assert ec.benchmark_names(["tqa", "truthfulqa", " kb "]) == ["truthfulqa", "secure_coding"]
+
+
+def test_the_conflicts_found_in_clean_benchmark_sets_are_quoted_with_their_question() -> None:
+    # FEVER's 6% of clean sets with a conflict could not be read: only the OWASP check quoted its
+    # examples (they turned out to be the corpus's own SUPPORTS / REFUTES claim pairs)
+    report = _report(0.95, 0.1)
+    example = {"query": "Did Harold Macmillan die in 1986?", "kind": "nli", "blamed": None, "strength": 0.9,
+               "left": "Harold Macmillan died on December 29, 1986.",
+               "right": "Harold Macmillan died on December 29, 1886."}  # fmt: skip
+    report["datasets"]["kb"]["clean"]["examples"] = [example]
+    text = ec.render_markdown(report)
+    assert "Examples of conflicts on clean kb sets (false alarms):" in text
+    assert (
+        '- nli: "Harold Macmillan died on December 29, 1986." vs "Harold Macmillan died on December 29, 1886."' in text
+    )
+    assert '(question: "Did Harold Macmillan die in 1986?")' in text
+    assert "Examples of conflicts" not in ec.render_markdown(_report(0.95, 0.0))

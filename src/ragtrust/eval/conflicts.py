@@ -207,14 +207,18 @@ def evaluate_dataset(
         return list(sig.score_batch(docs, query, witnesses=near[:witnesses]))
 
     clean = _Scored()
+    clean_examples: list[dict[str, Any]] = []
     for q in queries:
         results = score(tops[q.doc_id], set(), q.text)
         clean.sets += 1
         clean.y += [0] * len(results)
         clean.s += [r.score for r in results]
         clean.nli_pairs.append(int(results[0].details.get("nli_pairs", 0)) if results else 0)
-        clean.outcomes.append("conflict" if any(r.details.get("conflicts") for r in results) else "none")
+        found = [c for r in results for c in r.details.get("conflicts", [])]
+        clean.outcomes.append("conflict" if found else "none")
         clean.clean_blamed_sets += bool(_blamed_ids(results))
+        if found and len(clean_examples) < MAX_EXAMPLES:
+            clean_examples.append(_example(found[0], q.text))
     cells: dict[str, Any] = {}
     sources = [bench.documents[q.doc_index] for q in queries]
     by_id = {q.doc_id: q for q in queries}
@@ -256,6 +260,7 @@ def evaluate_dataset(
             "sets_with_conflict": round(clean.outcomes.count("conflict") / max(1, clean.sets), 4),
             "sets_with_blame": round(clean.clean_blamed_sets / max(1, clean.sets), 4),
             "nli_pairs_median": float(np.median(clean.nli_pairs)) if clean.nli_pairs else 0.0,
+            "examples": clean_examples,
         },
         "cells": cells,
         "data_files": {Path(p).name: sha for p, sha in bench.data_files.items()},
@@ -408,6 +413,22 @@ def question_check(
     return out
 
 
+#: false alarms quoted per clean check (a conflict found in a clean set)
+MAX_EXAMPLES = 5
+
+
+def _example(conflict: Mapping[str, Any], query: str | None = None) -> dict[str, Any]:
+    """A conflict found in a clean set, as a report quotes it: its kind, both claims, blame and strength."""
+    return {
+        **({"query": query} if query is not None else {}),
+        "kind": conflict["kind"],
+        "left": conflict["left"]["text"][:200],
+        "right": conflict["right"]["text"][:200],
+        "blamed": conflict.get("blamed"),
+        "strength": conflict["strength"],
+    }
+
+
 def clean_check(signal: Any, sets: Sequence[Sequence[Document]]) -> dict[str, Any]:
     """False alarms on clean retrieved sets: share with any conflict, with a blamed document."""
     conflict = blamed = 0
@@ -419,17 +440,8 @@ def clean_check(signal: Any, sets: Sequence[Sequence[Document]]) -> dict[str, An
         found = [c for r in results for c in r.details.get("conflicts", [])]
         conflict += bool(found)
         blamed += bool(_blamed_ids(results))
-        if found and len(examples) < 5:
-            c = found[0]
-            examples.append(
-                {
-                    "kind": c["kind"],
-                    "left": c["left"]["text"][:200],
-                    "right": c["right"]["text"][:200],
-                    "blamed": c.get("blamed"),
-                    "strength": c["strength"],
-                }  # fmt: skip
-            )
+        if found and len(examples) < MAX_EXAMPLES:
+            examples.append(_example(found[0]))
     n = max(1, len(sets))
     return {
         "sets": len(sets),

@@ -107,10 +107,16 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         )
         if owasp["sets_with_conflict"] > CLEAN_TARGET:
             gaps.append(f"OWASP: {_pct(owasp['sets_with_conflict'])} of clean sets have a conflict (target <= 2%)")
-        if owasp.get("examples"):
-            lines += ["", "Examples of conflicts on clean OWASP sets (false alarms):", ""]
-            for e in owasp["examples"]:
-                lines.append(f'- {e["kind"]}: "{e["left"][:140]}" vs "{e["right"][:140]}" (blamed: {e["blamed"]})')
+    quoted = [(name, d["clean"].get("examples") or []) for name, d in report["datasets"].items()]
+    quoted += [("OWASP", owasp.get("examples") or [])] if owasp else []
+    for name, examples in quoted:
+        if examples:
+            lines += ["", f"Examples of conflicts on clean {name} sets (false alarms):", ""]
+            for e in examples:
+                asked = f' (question: "{e["query"][:100]}")' if e.get("query") else ""
+                lines.append(
+                    f'- {e["kind"]}: "{e["left"][:140]}" vs "{e["right"][:140]}" (blamed: {e["blamed"]}){asked}'
+                )
     lines += _question_lines(report.get("owasp_questions", {}))
     lines += _poisonedrag_lines(report.get("poisonedrag", {}), gaps)
     lines += ["", "## Honest gaps (cells below target)", ""]

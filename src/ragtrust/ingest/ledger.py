@@ -407,7 +407,8 @@ class Ledger:
                 self._live()
                 .execute(
                     "SELECT doc_id, source, content_hash, first_seen, last_changed, tier, vetted_hash, vetted_at, "
-                    f"version, tier_reason, tier_changed_at, deleted_at, {self._by_sql} FROM documents WHERE doc_id = ?",
+                    f"version, tier_reason, tier_changed_at, deleted_at, {self._by_sql} "
+                    "FROM documents WHERE doc_id = ?",
                     (doc_id,),
                 )
                 .fetchone()
