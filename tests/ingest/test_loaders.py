@@ -240,3 +240,25 @@ def test_a_store_under_an_ingested_folder_is_not_read_as_documents(tmp_path: Pat
         assert [d.id for d in report.documents] == ["kb/a.md"], report.skipped
         assert (str(root), "a ragtrust store: its own files are not documents") in report.skipped
         assert {path for path, _ in report.skipped} <= {str(kb), str(kb / "store")}  # no line per store file
+
+
+def test_a_file_deleted_after_the_folder_was_listed_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # it read "not a regular file", which sent the user looking for a socket or a device
+    from ragtrust.ingest import loaders
+
+    (tmp_path / "kept.md").write_text("# Kept\n\nStill here.\n", encoding="utf-8")
+    (tmp_path / "gone.md").write_text("# Gone\n\nDeleted mid-ingest.\n", encoding="utf-8")
+    walk = loaders._walk
+
+    def walk_then_delete(*args: object, **kwargs: object) -> list[tuple[Path, str]]:
+        listed = walk(*args, **kwargs)  # type: ignore[arg-type]
+        (tmp_path / "gone.md").unlink()
+        return listed
+
+    monkeypatch.setattr(loaders, "_walk", walk_then_delete)
+    report = load_paths([tmp_path])
+    assert [d.id.split("/")[-1] for d in report.documents] == ["kept.md"]
+    [(path, reason)] = report.skipped
+    assert path.endswith("gone.md") and reason.startswith(
+        "no longer there (deleted or moved after the folder was listed)"
+    )

@@ -242,13 +242,19 @@ def _walk(
 
 def _read_bounded(file: Path, limit: int) -> bytes:
     """The file's bytes, refusing (InputError) one larger than ``limit`` before reading it all."""
+    vanished = "no longer there (deleted or moved after the folder was listed); not read"
+    if not file.exists() and not file.is_symlink():
+        raise InputError(vanished)
     if not file.is_file():
         raise InputError("not a regular file")
-    size = file.stat().st_size
-    if size > limit:
-        raise InputError(_too_large(size, limit, "file", "max_file_bytes"))
-    with open(file, "rb") as handle:
-        data = handle.read(limit + 1)
+    try:
+        size = file.stat().st_size
+        if size > limit:
+            raise InputError(_too_large(size, limit, "file", "max_file_bytes"))
+        with open(file, "rb") as handle:
+            data = handle.read(limit + 1)
+    except FileNotFoundError:  # gone between the checks and the read
+        raise InputError(vanished) from None
     if len(data) > limit:  # it grew after the stat
         raise InputError(_too_large(len(data), limit, "file", "max_file_bytes"))
     return data
