@@ -94,5 +94,7 @@ def test_a_ledger_replaced_under_an_open_store_is_damage_until_it_is_opened_agai
         store.ledger.get(doc_id)
     with pytest.raises(StoreDamagedError, match="replaced"):
         store.ledger.set_tier(doc_id, "quarantined", reason="test")
+    with pytest.raises(StoreDamagedError, match="replaced"):  # what /readyz asks
+        store.check_readable()
     store.close()
     assert Store.open(root, HashingEmbedder()).ledger.get(doc_id).tier == "vetted"

@@ -200,6 +200,11 @@ class Ledger:
             return None
         return found.st_dev, found.st_ino
 
+    def check_file(self) -> None:
+        """Raise when the file this ledger reads was deleted or replaced since it was opened (see :meth:`_live`)."""
+        with self._lock:
+            self._live()
+
     def _live(self) -> sqlite3.Connection:
         """The connection, after checking the file it reads is still the ledger's (call under the lock).
 

@@ -227,10 +227,13 @@ class Store:
         reads ``CURRENT`` again).
 
         Raises:
-            StoreDamagedError: ``CURRENT``, its manifest or the ledger is missing or unreadable.
+            StoreDamagedError: ``CURRENT``, its manifest or the ledger is missing or unreadable,
+                or the ledger this object has open was deleted or replaced since.
         """
         self._read_manifest(self._current())
         check_ledger_file(self.root)
+        if self._ledger is not None:  # the file on disk may be sound and still not the one it reads
+            self._ledger.check_file()
 
     # -- reading -------------------------------------------------------------------------
     def _load(self) -> Snapshot:
