@@ -3,9 +3,10 @@
 Usage:
     python bench/ask_decisions.py --store runs/owasp-store --out runs/bench/ask_decisions.json
     python bench/ask_decisions.py --compare runs/bench/before.json runs/bench/after.json
+    python bench/ask_decisions.py --store S --out F --questions owasp_value_questions.jsonl
 
 The questions are ``owasp_questions.jsonl`` and ``owasp_factoid_questions.jsonl`` of
-``ragtrust.data`` (71), asked with the default settings (extractive writer) in one process.
+``ragtrust.data`` (71; ``--questions`` names other files of ``ragtrust.data``), asked with the default settings (extractive writer) in one process.
 Decision rules of docs/benchmarks.md read "the OWASP questions keep every decision and level"
 from ``--compare`` of a run before a change and one after it, each on its own copy of the store
 (a store keeps Stage 1's per-document results, which a change to Stage 1 must not inherit).
@@ -22,16 +23,16 @@ from typing import Any
 FILES = ("owasp_questions.jsonl", "owasp_factoid_questions.jsonl")
 
 
-def questions() -> list[str]:
-    """The bundled OWASP questions, in file order."""
+def questions(files: tuple[str, ...] = FILES) -> list[str]:
+    """The bundled questions of ``files``, in file order."""
     out = []
-    for name in FILES:
+    for name in files:
         text = resources.files("ragtrust.data").joinpath(name).read_text(encoding="utf-8")
         out += [json.loads(line)["question"] for line in text.splitlines() if line.strip()]
     return out
 
 
-def ask_all(store: Path) -> list[dict[str, Any]]:
+def ask_all(store: Path, files: tuple[str, ...] = FILES) -> list[dict[str, Any]]:
     """Each question's decision, level, reasons and changed sentences."""
     from ragtrust.config import load_settings
     from ragtrust.ingest.store import Store
@@ -40,7 +41,7 @@ def ask_all(store: Path) -> list[dict[str, Any]]:
     settings = load_settings(env={})
     gate = TrustGate.from_settings(settings, store=Store.open(store))
     rows = []
-    for question in questions():
+    for question in questions(files):
         verdict = gate.ask(question)
         rows.append(
             {
@@ -71,6 +72,7 @@ def main() -> None:
     ap.add_argument("--store", type=Path)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--compare", type=Path, nargs=2)
+    ap.add_argument("--questions", nargs="+", default=list(FILES), help="question files of ragtrust.data")
     args = ap.parse_args()
     if args.compare:
         before, after = (json.loads(p.read_text(encoding="utf-8")) for p in args.compare)
@@ -82,7 +84,7 @@ def main() -> None:
         return
     if args.store is None or args.out is None:
         ap.error("--store and --out (or --compare BEFORE AFTER)")
-    rows = ask_all(args.store)
+    rows = ask_all(args.store, tuple(args.questions))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     print(f"{len(rows)} questions, {sum(r['trusted'] for r in rows)} trusted -> {args.out}")
