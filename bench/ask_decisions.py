@@ -50,6 +50,7 @@ def ask_all(store: Path, files: tuple[str, ...] = FILES) -> list[dict[str, Any]]
                 "level": str(verdict.trust_level),
                 "reasons": list(verdict.decision_reasons),
                 "changed": [s.change for s in verdict.sentences if getattr(s, "change", None)],
+                "answer": verdict.answer,
             }
         )
     return rows

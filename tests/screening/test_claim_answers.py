@@ -20,7 +20,6 @@ from ragtrust.screening.claim_answers import (
     answers,
     asks_for,
     question_before,
-    qualifiers,
     question_words,
     same_question,
     values_agree,
@@ -294,38 +293,3 @@ def test_the_queen_bee_shows_one_conflict_not_a_second_about_eggs() -> None:
     found = _conflicts(_signal().score_batch(docs, question))
     assert found, "the two lifespans were not compared"
     assert not any("eggs" in f"{c['left']['text']} {c['right']['text']}" for c in found)
-
-
-@pytest.mark.parametrize(
-    ("question", "words"),
-    [
-        ("Which hashing algorithm is the oldest?", ["oldest"]),
-        ("Who was the most famous composer of the decade?", ["famou"]),
-        ("Which is the best cipher for TLS?", ["best"]),
-        ("What is the request header that carries the token?", []),
-        ("Who composed the theme music for the film Harbour Lights?", []),
-    ],
-)
-def test_qualifiers_are_the_superlatives_that_pick_the_value(question: str, words: list[str]) -> None:
-    assert sorted(qualifiers(question)) == words
-
-
-def test_a_claim_without_the_questions_superlative_does_not_answer_it() -> None:
-    # two OWASP passages (.NET, Password Storage) that name different algorithms, neither of
-    # them saying which is the oldest: no conflict of answers
-    question = "Which hashing algorithm is the oldest?"
-    docs = retrieved(
-        [
-            "In .NET, the strongest hashing algorithm for general hashing requirements is SHA512.",
-            "Since PBKDF2 is recommended by NIST, it should be the preferred hashing algorithm when FIPS is required.",
-        ]
-    )
-    assert not _conflicts(_signal().score_batch(docs, question))
-    oldest = retrieved(
-        [
-            "The oldest hashing algorithm still in use is Snefru, designed by Ralph Merkle.",
-            "Of the common hashing algorithms, Tiger is the oldest; it dates from the nineties.",
-        ]
-    )
-    found = _conflicts(_signal().score_batch(oldest, question))
-    assert found and found[0]["kind"] == "answer"

@@ -20,11 +20,7 @@ names and numbers each claim adds to the question.
   (nor to a corpus scan, which has no question).
 * A claim *answers* it (:func:`answers`) when the claim, read with the sentences before and
   after it in its document, holds at least :data:`ANSWERS_QUESTION` of the question's content
-  words (question words such as who / how many left out) and every superlative the question
-  picks its one value by (:func:`qualifiers`: "Which hashing algorithm is *the oldest*?" is
-  not answered by "the strongest hashing algorithm ... is SHA512" nor by "PBKDF2 ... should
-  be the preferred algorithm", two OWASP claims that named different algorithms and were
-  read as two answers to it), and, when its document poses a
+  words (question words such as who / how many left out), and, when its document poses a
   question of its own before it (:func:`question_before`: "What would happen if the Earth were
   closer to the Sun? Nothing in particular ..."), that question is the one asked
   (:func:`same_question`): a document answering another question says nothing about this one,
@@ -118,13 +114,6 @@ _WHICH = re.compile(r"^\W*(?:which|what)\s+(\w+)(?:\s+(\w+))?", re.IGNORECASE)
 _NOT_PLURAL = frozenset("is was has does this its his us".split())
 #: the share of the larger question's content words two questions must share to be the same
 SAME_QUESTION = 0.8
-#: a superlative after "the" ("the oldest", "the most secure", "the best"): the question's one value is picked by it
-_SUPERLATIVE = re.compile(r"\bthe\s+(?:(?:most|least)\s+([^\W\d_]+)|([^\W\d_]{2,}est|best|worst))\b", re.IGNORECASE)
-#: nouns ending in -est that read like a superlative after "the" ("the request header")
-_NOT_SUPERLATIVE = frozenset(
-    "request interest digest manifest contest forest west midwest test rest quest guest chest nest protest "
-    "harvest conquest inquest behest pest crest everest arrest".split()
-)
 #: number words that are rarely an answer ("one of the most ...", "at first")
 _LOOSE_NUMBERS = frozenset("one first second once single half double".split())
 
@@ -168,21 +157,6 @@ def asks_for(question: str | None) -> str | None:
 def question_words(question: str) -> set[str]:
     """The question's content words, stemmed (question words such as who / how many left out)."""
     return _content(question)
-
-
-def qualifiers(question: str) -> frozenset[str]:
-    """The superlatives that pick the question's one value, stemmed: an answering claim holds each.
-
-    Example:
-        >>> sorted(qualifiers("Which hashing algorithm is the oldest?")), sorted(qualifiers("What is the request header?"))
-        (['oldest'], [])
-    """
-    found = set()
-    for m in _SUPERLATIVE.finditer(question):
-        word = (m.group(1) or m.group(2)).lower()
-        if word not in _NOT_SUPERLATIVE and word not in STOP_WORDS:
-            found.add(stem(word))
-    return frozenset(found)
 
 
 def _asks_for_several(question: str) -> bool:
@@ -419,7 +393,6 @@ __all__ = [
     "asks_for",
     "covers",
     "question_before",
-    "qualifiers",
     "question_words",
     "same_question",
     "values_agree",

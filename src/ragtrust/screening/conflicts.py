@@ -123,7 +123,6 @@ from ragtrust.screening.claim_answers import (
     answer_values,
     asks_for,
     covers,
-    qualifiers,
     question_words,
     same_question,
     values_agree,
@@ -546,7 +545,7 @@ class ClaimConflictSignal(Signal):
         asked = question_words(query)
         if not asked:
             return [], []
-        answering = _answering(pool, claims, asked, kind, qualifiers(query))
+        answering = _answering(pool, claims, asked, kind)
         found: list[Found] = []
         agree: list[tuple[int, int, float]] = []
         strength = self.diff_strength.get("answer", 0.0)
@@ -686,9 +685,9 @@ class ClaimConflictSignal(Signal):
 
 
 def _answering(
-    pool: Sequence[PoolDoc], claims: Sequence[Claim], asked: set[str], kind: str, required: frozenset[str] = frozenset()
+    pool: Sequence[PoolDoc], claims: Sequence[Claim], asked: set[str], kind: str
 ) -> list[tuple[int, dict[str, str]]]:
-    """The claims that answer the question (content words ``asked``, superlatives ``required``) with their values.
+    """The claims that answer the question (content words ``asked``) with their values of ``kind``.
 
     Only in passages (documents of at most :data:`PASSAGE_CLAIMS` claims), at most
     :data:`MAX_ANSWERS_PER_DOC` per document, each claim read with its neighbours and, when
@@ -730,7 +729,7 @@ def _answering(
             context |= words_of(k - 1)
         if k + 1 < len(claims) and claims[k + 1].doc == claim.doc:
             context |= words_of(k + 1)
-        if not covers(context, asked) or not required <= context:
+        if not covers(context, asked):
             continue
         if claim.doc not in names:
             names[claim.doc] = names_in(pool[claim.doc].document.text)
