@@ -167,6 +167,44 @@ def test_overlapping_or_unrelated_quantities_do_not_conflict(left: str, right: s
     assert quantity_conflict(right, left) is None
 
 
+# two OWASP cheat-sheet claims each (Authentication, Session Management): a conditional or an
+# example states its quantity for its own case
+CONDITIONAL_PAIRS = [
+    ("- If MFA is enabled passwords **shorter than 8 characters** are considered to be weak.",
+     "- If MFA is not enabled passwords **shorter than 15 characters** are considered to be weak."),
+    ("- If MFA is enabled passwords **shorter than 8 characters** are considered to be weak.",
+     "- **Maximum** password length should be **at least 64 characters** to allow passphrases."),
+    ("When using hexadecimal encoding, a session ID must be at least 16 hexadecimal characters long to achieve "
+     "the required 64 bits of entropy.",
+     "For example, if half of a 16-character hexadecimal session ID is fixed, only the remaining 8 characters "
+     "are random, providing just 32 bits of entropy."),
+    ("A session ID with 64 bits of entropy can have 2^64 possible values.",
+     "E.g. a session ID that is half fixed has only 32 bits of entropy."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("left", "right"), CONDITIONAL_PAIRS)
+def test_a_conditional_claims_quantity_is_no_conflict_with_another_case(left: str, right: str) -> None:
+    assert quantity_conflict(left, right) is not None  # the quantities alone would conflict
+    assert diff_conflict(left, right) is None
+    assert diff_conflict(right, left) is None
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "left_words", "right_words"),
+    [
+        ("If MFA is enabled passwords shorter than 8 characters are weak.",
+         "If MFA is enabled passwords shorter than 4 characters are weak.", "8", "4"),
+        ("When using hexadecimal encoding, a session ID must be at least 16 characters long.",
+         "When using hexadecimal encoding, a session ID must be at least 6 characters long.", "16", "6"),
+    ],
+)  # fmt: skip
+def test_a_value_swapped_inside_a_conditional_claim_still_conflicts(
+    left: str, right: str, left_words: str, right_words: str
+) -> None:
+    assert diff_conflict(left, right) == DiffFinding("number", left_words, right_words)
+
+
 @pytest.mark.parametrize("dash", ["-", "\u2013"])
 def test_a_dashed_range_is_a_range(dash: str) -> None:
     # "5-10 days" was read as "10 days": 7 days, inside the range, was a number conflict

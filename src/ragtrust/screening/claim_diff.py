@@ -18,7 +18,15 @@ Two kinds of finding, each with the differing words of both claims:
 * *quantities* in any two aligned claims: a number (or range) followed by the same unit
   ("23 episodes" / "24 episodes"), or by two units of time ("two to five years" / "three
   weeks", compared in days) or of information ("64 bits" / "64 bytes", compared in bits),
-  whose ranges do not overlap is a ``number`` conflict.
+  whose ranges do not overlap is a ``number`` conflict, unless either claim is
+  *conditional* (:func:`conditional`: "if", "unless", "when", "for example", ...). A
+  conditional claim's quantity holds in its case, which the other claim need not share: "If
+  MFA is enabled passwords shorter than 8 characters are weak" / "If MFA is not enabled
+  passwords shorter than 15 characters are weak", or "a session ID must be at least 16
+  hexadecimal characters long to achieve the required 64 bits of entropy" / "For example, if
+  half of a 16-character hexadecimal session ID is fixed, only ... 32 bits of entropy" (both
+  pairs from one OWASP cheat sheet). Near-identical conditional claims with one value
+  swapped still conflict (the first kind).
 
 The tokens, stop words and light stemming here are also those of claim alignment
 (:mod:`ragtrust.screening.claims`).
@@ -100,6 +108,11 @@ _DIMENSIONS = {"time": TIME_UNITS, "size": SIZE_UNITS}
 _RANGE_JOINERS = frozenset("to and or through".split())
 #: a dash between two numbers makes a range ("5-10 days", "5–10 days")
 _RANGE_DASHES = frozenset({"-", "\u2013", "\u2014"})
+#: words that open a case or an example (:func:`conditional`)
+_CONDITION = re.compile(
+    r"\b(?:if|unless|when|whenever|assuming|provided\s+that|in\s+case|for\s+(?:example|instance))\b|(?<!\w)e\.g\.",
+    re.IGNORECASE,
+)
 _HEDGE_FILLERS = frozenset("about around approximately roughly nearly almost only just up over some".split())
 
 
@@ -375,7 +388,19 @@ def diff_conflict(left: str, right: str, names: frozenset[str] = frozenset()) ->
                 kind = None
             if kind is not None and not _only_fillers(changed_a, changed_b):
                 return DiffFinding(kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b))
+    if conditional(left) or conditional(right):
+        return None
     return quantity_conflict(left, right)
+
+
+def conditional(claim: str) -> bool:
+    """Whether ``claim`` states a case or an example: its quantities hold in that case only.
+
+    Example:
+        >>> conditional("If MFA is enabled passwords shorter than 8 characters are weak."), conditional("A queen bee lives two to five years.")
+        (True, False)
+    """
+    return _CONDITION.search(claim) is not None
 
 
 def evidence_change(sentence: str, evidence: str) -> tuple[str, DiffFinding] | None:
@@ -446,6 +471,7 @@ __all__ = [
     "STOP_WORDS",
     "TOKEN",
     "DiffFinding",
+    "conditional",
     "diff_conflict",
     "evidence_change",
     "names_in",
