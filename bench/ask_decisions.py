@@ -6,7 +6,8 @@ Usage:
     python bench/ask_decisions.py --store S --out F --questions owasp_value_questions.jsonl
 
 The questions are ``owasp_questions.jsonl`` and ``owasp_factoid_questions.jsonl`` of
-``ragtrust.data`` (71; ``--questions`` names other files of ``ragtrust.data``), asked with the default settings (extractive writer) in one process.
+``ragtrust.data`` (71; ``--questions`` names other files of ``ragtrust.data``), asked with the
+default settings (extractive writer) in one process.
 Decision rules of docs/benchmarks.md read "the OWASP questions keep every decision and level"
 from ``--compare`` of a run before a change and one after it, each on its own copy of the store
 (a store keeps Stage 1's per-document results, which a change to Stage 1 must not inherit).

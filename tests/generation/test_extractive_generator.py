@@ -130,3 +130,31 @@ def test_a_link_alone_is_not_an_answer_sentence() -> None:
         "How do I prevent XXE in Java?", passages
     )
     assert "Java RegEx" not in answer.text and "external entities" in answer.text
+
+
+# OWASP cheat-sheet lines (Key Management, the "Related" lists of several sheets)
+REFERENCES = [
+    "- [OWASP Top 10 for LLM Applications](https://genai.owasp.org/)",
+    "- [OWASP Software Supply Chain Security Cheat Sheet](https://cheatsheetseries.owasp.org/cheatsheets/x.html)",
+    "Related OWASP Cheat Sheets:",
+    "Different strategies for rotating keys exist:",
+    "Please see [Password Storage Cheat Sheet](Password_Storage_Cheat_Sheet.md) for details on this feature.",
+]
+
+
+@pytest.mark.parametrize("line", REFERENCES)
+def test_a_reference_line_is_not_an_answer_sentence(line: str) -> None:
+    passages = [Passage("p1", f"{line}\n\nOWASP rotates cheat sheet keys yearly and publishes the OWASP Top 10.")]
+    answer = ExtractiveGenerator(relative_cutoff=0.0, focus_cutoff=0.0).generate(
+        "Which OWASP cheat sheets cover rotating keys?", passages
+    )
+    assert line.rstrip(":") not in answer.text
+    assert "rotates cheat sheet keys yearly" in answer.text
+
+
+def test_only_reference_lines_give_an_empty_answer_unless_asked_to_keep_them() -> None:
+    passages = [Passage("p1", "\n\n".join(REFERENCES[:3]))]
+    question = "Who maintains the OWASP Cheat Sheet Series?"
+    assert ExtractiveGenerator().generate(question, passages).text == ""
+    kept = ExtractiveGenerator(skip_references=False).generate(question, passages).text
+    assert "Supply Chain Security Cheat Sheet" in kept and "Related OWASP Cheat Sheets:" in kept

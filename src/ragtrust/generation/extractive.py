@@ -3,7 +3,8 @@
 It splits the verified passages into sentences, ranks them by relevance to the question
 (:func:`ragtrust.evidence.extract.relevance_scores`: lexical, plus embeddings when an
 embedder is given), keeps the best ``max_sentences`` distinct ones (never headings, table
-rows or questions), groups them by source (the lead source first, the others in order of
+rows, questions or references: a link list item, "See ...", a lead-in ending with a colon),
+groups them by source (the lead source first, the others in order of
 their best sentence, sentences in passage order) and ends each with ``[n]``, the 1-based number of its source in
 order of first use.
 
@@ -36,6 +37,7 @@ from ragtrust.evidence.extract import is_evidence_sentence, relevance_scores
 from ragtrust.generation.base import GeneratedAnswer
 from ragtrust.models.base import Embedder
 from ragtrust.registry import register, warm_up
+from ragtrust.screening.claims import is_reference
 from ragtrust.text import split_sentences, visible_words, words
 
 _EMPHASIS = re.compile(r"\*\*|__")
@@ -56,6 +58,10 @@ class ExtractiveGenerator:
             are left out.
         focus_cutoff: sentences from a source other than the lead source (that of the first
             passage) need at least this fraction of the best score (0 disables the focus).
+        skip_references: leave out sentences that point elsewhere instead of saying something
+            (:func:`~ragtrust.screening.claims.is_reference`: a link list item, "See ...", a
+            lead-in ending with a colon): a list of links is near a question in words, but
+            answers nothing.
     """
 
     max_sentences: int = 4
@@ -64,6 +70,7 @@ class ExtractiveGenerator:
     min_tokens: int = 3
     relative_cutoff: float = 0.5
     focus_cutoff: float = 0.9
+    skip_references: bool = True
     name: str = "extractive"
 
     def __post_init__(self) -> None:
@@ -90,7 +97,11 @@ class ExtractiveGenerator:
             for si, sentence in enumerate(parts):
                 # Markdown emphasis is dropped (it carries no tokens, so spans still align)
                 text = " ".join(_EMPHASIS.sub("", sentence.text).split())
-                if len(visible_words(text)) >= self.min_tokens and is_evidence_sentence(text):
+                if (
+                    len(visible_words(text)) >= self.min_tokens
+                    and is_evidence_sentence(text)
+                    and not (self.skip_references and is_reference(text))
+                ):
                     candidates.append((pi, si, text, source))
         scores = relevance_scores(query, [c[2] for c in candidates], self.embedder, self.lexical_weight)
         ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i][0], candidates[i][1]))

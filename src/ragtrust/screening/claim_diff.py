@@ -397,8 +397,10 @@ def conditional(claim: str) -> bool:
     """Whether ``claim`` states a case or an example: its quantities hold in that case only.
 
     Example:
-        >>> conditional("If MFA is enabled passwords shorter than 8 characters are weak."), conditional("A queen bee lives two to five years.")
-        (True, False)
+        >>> conditional("If MFA is enabled passwords shorter than 8 characters are weak.")
+        True
+        >>> conditional("A queen bee lives two to five years.")
+        False
     """
     return _CONDITION.search(claim) is not None
 

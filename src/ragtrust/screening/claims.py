@@ -95,6 +95,29 @@ def plain(text: str) -> str:
     return " ".join(text.split())
 
 
+def is_reference(sentence: str, bare: str | None = None) -> bool:
+    """Whether a sentence points elsewhere instead of saying something: a reference or a lead-in.
+
+    Mostly link text (a reference list item), a pointer ("See ...", "Please see ...", "For
+    more ...", "Refer to ..."), or a lead-in to a list (it ends with a colon). ``bare``: the
+    sentence's :func:`plain` text, when the caller has it.
+
+    Example:
+        >>> is_reference("- [OWASP Top 10 for LLM Applications](https://genai.owasp.org/)")
+        True
+        >>> is_reference("Different strategies for rotating keys exist:"), is_reference("Rotate keys yearly.")
+        (True, False)
+        >>> is_reference("OWASP recommends [DOMPurify](https://github.com/cure53/DOMPurify) for HTML sanitization.")
+        False
+    """
+    raw = sentence.strip()
+    text = plain(raw) if bare is None else bare
+    if _REFERENCE.match(text) or text.endswith(":"):
+        return True
+    linked = sum(len(m.group(1).split()) for m in _LINK.finditer(raw))
+    return bool(linked) and linked * 2 >= len(text.split())  # mostly a link: a reference list item
+
+
 def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
     """Whether a sentence reads as a claim: enough words, mostly letters; not code, a table row or a reference.
 
@@ -116,10 +139,7 @@ def is_prose(sentence: str, min_words: int = 4, max_chars: int = 600) -> bool:
     if raw.startswith(("|", "```", "<", "{", "[!")) or raw.count("|") >= 2:
         return False
     text = plain(raw)
-    if not text or _REFERENCE.match(text) or text.endswith(":"):  # a reference, or a lead-in to a list
-        return False
-    linked = sum(len(m.group(1).split()) for m in _LINK.finditer(raw))
-    if linked and linked * 2 >= len(text.split()):  # mostly a link: a reference list item
+    if not text or is_reference(raw, text):
         return False
     coded = sum(len(m.group(1).split()) for m in _CODE.finditer(raw))
     if coded and coded * 2 >= len(text.split()):  # mostly inline code: an identifier, not a claim
@@ -289,6 +309,7 @@ __all__ = [
     "diff_conflict",
     "extract_claims",
     "is_prose",
+    "is_reference",
     "names_in",
     "overlap_coefficient",
     "quantity_conflict",
