@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ragtrust.screening.claim_diff import conditional, evidence_change
 from ragtrust.screening.claims import (
     Claim,
     DiffFinding,
@@ -515,3 +516,19 @@ def test_a_huge_text_is_extracted_but_not_kept() -> None:
     huge = "A queen bee lives about three weeks in the hive. " * (module._KEPT_TEXT // 40)
     assert len(extract_claims(0, huge, max_claims=3)) == 3
     assert huge not in module._EXTRACTED and small in module._EXTRACTED
+
+
+def test_an_answer_sentence_read_against_its_evidence_keeps_the_quantity_check_when_conditional() -> None:
+    # the conditional rule is for two documents' cases; an answer restates its own evidence
+    found = evidence_change(
+        "When storing passwords, use PBKDF2-HMAC-SHA256 with 1,000 iterations.",
+        "Use PBKDF2-HMAC-SHA256 with 600,000 iterations.",
+    )
+    assert found is not None and found[1].kind == "number"
+
+
+def test_case_sensitive_is_no_condition_and_for_more_than_is_no_reference() -> None:
+    assert not conditional("Compare names in case-sensitive mode with 8 rounds.")
+    assert conditional("In case of doubt, use 8 rounds.")
+    assert is_prose("For more than 10 failed attempts, lock the account for an hour.")
+    assert not is_prose("For more information, see the Password Storage Cheat Sheet.")

@@ -110,7 +110,7 @@ _RANGE_JOINERS = frozenset("to and or through".split())
 _RANGE_DASHES = frozenset({"-", "\u2013", "\u2014"})
 #: words that open a case or an example (:func:`conditional`)
 _CONDITION = re.compile(
-    r"\b(?:if|unless|when|whenever|assuming|provided\s+that|in\s+case|for\s+(?:example|instance))\b|(?<!\w)e\.g\.",
+    r"\b(?:if|unless|when|whenever|assuming|provided\s+that|in\s+case(?!-)|for\s+(?:example|instance))\b|(?<!\w)e\.g\.",
     re.IGNORECASE,
 )
 _HEDGE_FILLERS = frozenset("about around approximately roughly nearly almost only just up over some".split())
@@ -338,11 +338,15 @@ def _overlap(a: tuple[str, float, float, str, str], b: tuple[str, float, float, 
     return b[1] <= a[2] * slack and a[1] <= b[2] * slack
 
 
-def diff_conflict(left: str, right: str, names: frozenset[str] = frozenset()) -> DiffFinding | None:
+def diff_conflict(
+    left: str, right: str, names: frozenset[str] = frozenset(), *, cases: bool = True
+) -> DiffFinding | None:
     """The conflict between two aligned claims that a token diff shows (see the module docstring).
 
     ``names``: words known to be names in the claims' documents (:func:`names_in`), so that a
     name that opens a sentence ("Gandhi said ..." / "Gerald Ford said ...") counts as one.
+    ``cases``: a conditional claim's quantities are not compared (:func:`conditional`); off
+    for an answer sentence read against its own evidence, which states the same case.
     """
     a, b = _tokens(left), _tokens(right)
     if not a or not b:
@@ -388,7 +392,7 @@ def diff_conflict(left: str, right: str, names: frozenset[str] = frozenset()) ->
                 kind = None
             if kind is not None and not _only_fillers(changed_a, changed_b):
                 return DiffFinding(kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b))
-    if conditional(left) or conditional(right):
+    if cases and (conditional(left) or conditional(right)):
         return None
     return quantity_conflict(left, right)
 
@@ -428,7 +432,7 @@ def evidence_change(sentence: str, evidence: str) -> tuple[str, DiffFinding] | N
             best, best_ratio = part.text, ratio
     if not best:
         return None
-    finding = diff_conflict(best, sentence, names_in(evidence, sentence))
+    finding = diff_conflict(best, sentence, names_in(evidence, sentence), cases=False)
     return None if finding is None else (best, finding)
 
 

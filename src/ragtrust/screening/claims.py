@@ -79,7 +79,7 @@ _OPTION = re.compile(r"(?:^|\s)--?[a-z][\w-]*")
 #: an answer particle before a claim ("No, very few books are banned") says nothing itself
 _ANSWER = re.compile(r"^\s*(?:yes|no)\s*[,.;:]\s*", re.I)
 _REFERENCE = re.compile(
-    r"^(?:please\s+)?(?:see(?: also)?|refer to|more (?:information|details)|for more|read more)\b", re.I
+    r"^(?:please\s+)?(?:see(?: also)?|refer to|more (?:information|details)|for more(?!\s+than\b)|read more)\b", re.I
 )
 
 
