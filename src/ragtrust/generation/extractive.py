@@ -4,8 +4,8 @@ It splits the verified passages into sentences, ranks them by relevance to the q
 (:func:`ragtrust.evidence.extract.relevance_scores`: lexical, plus embeddings when an
 embedder is given), keeps the best ``max_sentences`` distinct ones (never headings, table
 rows, questions or references: a link list item, "See ...", a lead-in ending with a colon),
-groups them by source (the lead source first, the others in order of
-their best sentence, sentences in passage order) and ends each with ``[n]``, the 1-based number of its source in
+groups them by source (the lead source first, the others in order of their best sentence,
+sentences in passage order) and ends each with ``[n]``, the 1-based number of its source in
 order of first use.
 
 Focus: the passages arrive best first (the extractor ranks them with their document's
