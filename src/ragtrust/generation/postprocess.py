@@ -50,8 +50,6 @@ _QUESTION_TERMS = frozenset(
         "best way ways good should need example examples difference mean meaning"
     )
 )
-#: the measure a "how" question asks for ("how many", "how long"): the question's form, not its topic
-_HOW_MEASURE = re.compile(r"\b(how)\s+(?:much|many|long|often|far|old|big|large|soon|frequently)\b", re.I)
 #: share of the question's topic terms one passage must contain
 ANSWER_COVERAGE = 0.5
 _MAX_PARAGRAPH_SENTENCES = 3
@@ -63,8 +61,7 @@ def evidence_answers_question(
     """Whether the passages plausibly answer the question (a documented lexical heuristic).
 
     The question's topic terms are its content terms (stop words and question words such as
-    "what", "how", "recommend" removed, light stemming; the measure of "how many", "how
-    long", "how often" ... too: it says what kind of answer is asked for, not what about). The evidence answers the question
+    "what", "how", "recommend" removed, light stemming). The evidence answers the question
     when some passage covers at least :data:`ANSWER_COVERAGE` (half) of them. A passage
     covers the terms of its own text and, when ``docs`` holds its source document, the
     terms of its topic context there (:func:`ragtrust.evidence.extract.sentence_context`:
@@ -83,13 +80,11 @@ def evidence_answers_question(
         True
         >>> evidence_answers_question("What is the capital of France?", [Passage("p", "Store passwords hashed.")])
         False
-        >>> evidence_answers_question("How much sun do tomatoes need?", [Passage("p", "Tomatoes need six hours of direct sunlight.")])
-        True
     """
     live = [p for p in passages if p.status != "dropped"]
     if not live:
         return False
-    topic = set(content_terms(_HOW_MEASURE.sub(r"\1", query))) - _QUESTION_TERMS
+    topic = set(content_terms(query)) - _QUESTION_TERMS
     if not topic:
         return True
     by_id: dict[str, Document] = {}
