@@ -209,6 +209,16 @@ class RelevanceConfig(_Section):
     names_required: bool = Field(
         True, description="a question whose names (capitalised words, acronyms) no evidence document mentions fails"
     )
+    #: a question word that no chunk of the store contains ("violin" against the OWASP cheat
+    #: sheets): the store is not about it. Applies to stores of at least
+    #: ``unknown_terms_min_vocabulary`` distinct content terms; a small store lacks many words
+    #: its users ask with.
+    unknown_terms_fail: bool = Field(
+        True, description="a question whose topic word no document of the store contains fails (stores only)"
+    )
+    unknown_terms_min_vocabulary: int = Field(
+        5000, ge=0, description="distinct content terms a store needs before its missing words count"
+    )
 
 
 class EvidenceConfig(_Section):

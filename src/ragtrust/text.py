@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -85,6 +86,27 @@ def word_tokens(text: str) -> list[Token]:
 def words(text: str) -> list[str]:
     """Just the normalised token strings."""
     return [t.text for t in word_tokens(text)]
+
+
+def distinct_words(texts: Iterable[str]) -> set[str]:
+    """The distinct normalised words of ``texts`` (:func:`words` as one set, without per-token objects).
+
+    ASCII texts are read in one pass (case folding is then lower-casing); the others are
+    folded one by one (NFKC + casefold).
+
+    Example:
+        >>> sorted(distinct_words(["Hash it.", "HASH it again!", "Straße"]))
+        ['again', 'hash', 'it', 'strasse']
+    """
+    plain: list[str] = []
+    found: set[str] = set()
+    for text in texts:
+        if text.isascii():
+            plain.append(text)
+        else:
+            found.update(_TOKEN.findall(fold(text)))
+    found.update(_TOKEN.findall("\n".join(plain).lower()))
+    return found
 
 
 #: what a reader does not see of a Markdown link (its target) and bare URLs

@@ -19,8 +19,9 @@ import pytest
 from ragtrust.config import RelevanceConfig, Settings, load_settings
 from ragtrust.documents import Document, Passage, RetrievedDoc, Span
 from ragtrust.errors import ConfigError
-from ragtrust.evidence.extract import ExtractiveExtractor
+from ragtrust.evidence.extract import ExtractiveExtractor, vocabulary
 from ragtrust.generation.postprocess import CLOSEST_EVIDENCE, NOT_STATED_PREFACE, says_not_stated
+from ragtrust.ingest.store import Store
 from ragtrust.pipeline import TrustGate
 from ragtrust.testing import HashingEmbedder, LexicalNLI, ScriptedGenerator
 from ragtrust.verification.relevance import RelevanceJudge, RelevanceReport, question_names, unnamed_names
@@ -537,4 +538,81 @@ def test_default_thresholds_are_the_calibrated_ones() -> None:
     assert (defaults.context_threshold, defaults.answer_threshold) == (
         fitted["context_threshold"],
         fitted["answer_threshold"],
+    )
+
+
+# ------------------------------------------------------ words no document of the store has
+
+
+def test_judge_fails_a_question_word_the_store_never_uses() -> None:
+    known = vocabulary(d.text for d in DOCS)
+    judge = RelevanceJudge(embedder=HashingEmbedder(), context_threshold=0.0, vocabulary=lambda: known)
+    judge.min_vocabulary = known.terms
+    passage = Passage("p1", "Store passwords with Argon2id hashing.", doc_id="pw", status="kept")
+    report = judge.judge(
+        "How many strings does a standard violin need for hashing?", [passage], [], [RetrievedDoc(DOCS[0])]
+    )
+    assert report.unknown == ("many", "strings", "standard", "violin") and not report.relevant
+    assert report.failures() == [
+        "the store is not about what the question asks: no document of it contains 'many', 'strings', 'standard' "
+        "or 'violin'"
+    ]
+    assert "'violin'" in report.warnings()[0] and "not trusted" in report.warnings()[0]
+    # every topic word in the store (inflected as the question likes): nothing fails
+    assert judge.judge("Which hashing should store a password?", [passage], []).unknown == ()
+    # a store below the floor says little by lacking a word; no store, no check
+    judge.min_vocabulary = known.terms + 1
+    assert judge.judge("How do violins store passwords?", [passage], []).unknown == ()
+    assert RelevanceJudge(embedder=HashingEmbedder()).unknown_words("How do violins store passwords?") == ()
+
+
+def test_unknown_words_are_read_as_the_question_writes_them() -> None:
+    known = vocabulary(["Store passwords hashed; cookies need the Secure flag."])
+    judge = RelevanceJudge(embedder=HashingEmbedder(), vocabulary=lambda: known, min_vocabulary=1)
+    # question words and function words never count; a stem the store has is known in any form
+    assert judge.unknown_words("What is the best way to store my Passwords?") == ()
+    assert judge.unknown_words("Which cookie flags stop CSRF, and which stop XSS?") == ("stop", "CSRF", "XSS")
+    # "hashed" is in the store: "hash" is known; each spelling of an unknown word is reported as written
+    assert judge.unknown_words("Should I hash passwords with Argon2id or with argon2id?") == ("Argon2id", "argon2id")
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "5000"])
+def test_judge_rejects_a_bad_vocabulary_floor(bad: Any) -> None:
+    with pytest.raises(ConfigError, match="min_vocabulary"):
+        RelevanceJudge(embedder=HashingEmbedder(), min_vocabulary=bad)
+
+
+def test_a_store_that_never_mentions_the_question_word_does_not_trust_the_answer(tmp_path: Path) -> None:
+    cfg = settings(unknown_terms_min_vocabulary=10)
+    store = Store.open(tmp_path / "store", HashingEmbedder(), create=True, settings=cfg)
+    store.add(DOCS)
+    g = TrustGate.from_settings(cfg, store=store, nli=LexicalNLI(), embedder=HashingEmbedder())
+    violin = g.ask("How should a violin store passwords with Argon2id hashing?")
+    assert not violin.trusted and violin.trust_level in {"LOW", "VERY LOW"}
+    assert (
+        "the store is not about what the question asks: no document of it contains 'violin'" in violin.decision_reasons
+    )
+    assert not any(
+        "violin" in r for r in g.ask("How should servers store passwords with Argon2id hashing?").decision_reasons
+    )
+    # the default floor (5,000 distinct terms) is far above this store's: the check stays off
+    small = TrustGate.from_settings(settings(), store=store, nli=LexicalNLI(), embedder=HashingEmbedder())
+    assert len(store.vocabulary()) < RelevanceConfig().unknown_terms_min_vocabulary
+    assert not any(
+        "violin" in r for r in small.ask("How should a violin store passwords with Argon2id hashing?").decision_reasons
+    )
+    off = TrustGate.from_settings(
+        settings(unknown_terms_min_vocabulary=10, unknown_terms_fail=False),
+        store=store,
+        nli=LexicalNLI(),
+        embedder=HashingEmbedder(),
+    )
+    assert not any(
+        "violin" in r for r in off.ask("How should a violin store passwords with Argon2id hashing?").decision_reasons
+    )
+    # the vocabulary follows the store's generation: a document that says "violin" makes it known
+    store.add([Document("vn", "Violin makers store passwords with Argon2id hashing too.")])
+    assert "violin" in store.vocabulary()
+    assert not any(
+        "violin" in r for r in g.ask("How should a violin store passwords with Argon2id hashing?").decision_reasons
     )

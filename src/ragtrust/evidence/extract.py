@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from ragtrust.documents import Document, Passage, RetrievedDoc, Span
@@ -54,7 +54,7 @@ from ragtrust.evidence.extract_llm import ChatModel, ExtractionError, LLMExtract
 from ragtrust.evidence.passages_json import passages_from_json, read_passages_json
 from ragtrust.models.base import Embedder
 from ragtrust.registry import register, warm_up
-from ragtrust.text import Sentence, is_front_matter, split_sentences, visible_words, word_tokens
+from ragtrust.text import Sentence, distinct_words, is_front_matter, split_sentences, visible_words, word_tokens
 
 _STOPWORD_TEXT = """a an the of to in on at is are was were be been being by for with and or as that this these those
 it its from into than then there their them they he she we you your our i me my do does did doing done can could
@@ -87,6 +87,62 @@ def stem(token: str) -> str:
 def content_terms(text: str) -> list[str]:
     """Stemmed, case-folded word tokens of ``text`` without stop words."""
     return [stem(t.text) for t in word_tokens(text) if t.text not in STOPWORDS]
+
+
+#: question words that carry no topic (a question's form, not what it is about)
+QUESTION_TERMS = frozenset(
+    content_terms(
+        "what which who how why when where explain describe tell list give recommend recommended "
+        "best way ways good should need example examples difference mean meaning"
+    )
+)
+
+
+def topic_terms(question: str) -> set[str]:
+    """A question's topic terms: its :func:`content_terms` less :data:`QUESTION_TERMS`.
+
+    Example:
+        >>> sorted(topic_terms("What is the best way to store passwords?"))
+        ['password', 'store']
+    """
+    return set(content_terms(question)) - QUESTION_TERMS
+
+
+class Vocabulary(frozenset[str]):
+    """The words of a corpus (stop words out) and their stems; ``terms``: how many distinct stems."""
+
+    terms: int = 0
+
+
+def vocabulary(texts: Iterable[str]) -> Vocabulary:
+    """The words of ``texts`` (stop words out) and their stems: what :func:`in_vocabulary` looks in.
+
+    Example:
+        >>> known = vocabulary(["Hash the passwords.", "Cookies need flags"])
+        >>> sorted(known), known.terms
+        (['cooki', 'cookies', 'flag', 'flags', 'hash', 'need', 'password', 'passwords'], 5)
+    """
+    found = {w for w in distinct_words(texts) if w not in STOPWORDS}
+    stems = {stem(w) for w in found}
+    known = Vocabulary(found | stems)
+    known.terms = len(stems)
+    return known
+
+
+def in_vocabulary(word: str, known: Collection[str]) -> bool:
+    """Whether a (normalised) word or a form of it is in ``known`` (a :func:`vocabulary`).
+
+    The stemmer is light, so singular and plural may stem apart ("cookie" / "cooki",
+    "string" / "str"): the word, its stem, and the stems of its plural and of its singular
+    are each looked up.
+
+    Example:
+        >>> known = vocabulary(["Cookies and string escapes"])
+        >>> [in_vocabulary(w, known) for w in ("cookie", "strings", "escaping", "violin")]
+        [True, True, True, False]
+    """
+    singular = word[:-1] if word.endswith("s") and len(word) > 3 else word
+    return any(form in known for form in (word, stem(word), stem(word + "s"), singular, stem(singular)))
 
 
 _NOT_EVIDENCE = re.compile(r"^\s*(?:#{1,6}\s|\||```|<!--)")
@@ -368,13 +424,16 @@ def _consecutive(indices: Sequence[int]) -> list[list[int]]:
 
 
 __all__ = [
+    "QUESTION_TERMS",
     "STOPWORDS",
     "ChatModel",
     "ExtractionError",
     "ExtractiveExtractor",
+    "Vocabulary",
     "LLMExtractor",
     "CONTEXT_METADATA_KEYS",
     "content_terms",
+    "in_vocabulary",
     "is_evidence_sentence",
     "parse_collected_passages",
     "passages_from_json",
@@ -384,4 +443,6 @@ __all__ = [
     "sentence_context",
     "sentence_contexts",
     "stem",
+    "topic_terms",
+    "vocabulary",
 ]

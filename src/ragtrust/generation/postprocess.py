@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from ragtrust.config import EvidenceConfig
 from ragtrust.documents import AnswerSentence, Document, Passage, RetrievedDoc
 from ragtrust.evidence.citations import GroundedAnswer, render_answer
-from ragtrust.evidence.extract import content_terms, sentence_context
+from ragtrust.evidence.extract import content_terms, sentence_context, topic_terms
 from ragtrust.text import words
 
 NOT_STATED_PREFACE = "The documentation does not explicitly state an answer to this question."
@@ -43,13 +43,6 @@ NOT_STATED_PREFACE = "The documentation does not explicitly state an answer to t
 #: the instruction of ``ragtrust.prompts.ANSWER_SYSTEM_PROMPT``)
 NOT_STATED_MARK = "does not explicitly state"
 CLOSEST_EVIDENCE = "The closest evidence found:"
-#: question words that carry no topic (ignored by :func:`evidence_answers_question`)
-_QUESTION_TERMS = frozenset(
-    content_terms(
-        "what which who how why when where explain describe tell list give recommend recommended "
-        "best way ways good should need example examples difference mean meaning"
-    )
-)
 #: share of the question's topic terms one passage must contain
 ANSWER_COVERAGE = 0.5
 _MAX_PARAGRAPH_SENTENCES = 3
@@ -84,7 +77,7 @@ def evidence_answers_question(
     live = [p for p in passages if p.status != "dropped"]
     if not live:
         return False
-    topic = set(content_terms(query)) - _QUESTION_TERMS
+    topic = topic_terms(query)
     if not topic:
         return True
     by_id: dict[str, Document] = {}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,9 @@ from ragtrust.documents import Document
 from ragtrust.ingest.store_files import Segment
 from ragtrust.models.base import Embedder
 from ragtrust.retrieval.base import Retriever
+
+if TYPE_CHECKING:
+    from ragtrust.evidence.extract import Vocabulary
 
 
 def live_rows(
@@ -76,6 +79,8 @@ class Snapshot:
         segment_of: the segment of each chunk (for deletion keys).
         rows: the row of each chunk id.
         retrievers: indexes built over this generation (``dense``, ``bm25``), built once.
+
+    :meth:`vocabulary` is built on first use and kept with the generation.
     """
 
     generation: str
@@ -86,6 +91,7 @@ class Snapshot:
     segment_of: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
     retrievers: dict[str, Any] = field(default_factory=dict)
+    _vocabulary: Vocabulary | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, generation: str, manifest: dict[str, Any], read: Callable[[str], Segment]) -> Snapshot:
@@ -96,6 +102,14 @@ class Snapshot:
         snap.segment_of = segment_of
         snap.rows = {c.id: i for i, c in enumerate(chunks)}
         return snap
+
+    def vocabulary(self) -> Vocabulary:
+        """The words and content terms of the live chunks (:func:`ragtrust.evidence.extract.vocabulary`), built once."""
+        if self._vocabulary is None:
+            from ragtrust.evidence.extract import vocabulary
+
+            self._vocabulary = vocabulary(c.text for c in self.chunks)
+        return self._vocabulary
 
     def stale(self, parent_ids: set[str]) -> set[str]:
         """Return the deletion keys (``<segment>/<chunk id>``) of the live chunks of these parents."""

@@ -166,6 +166,8 @@ class TrustGate:
                 context_threshold=s.relevance.context_threshold,
                 answer_threshold=s.relevance.answer_threshold,
                 names_required=s.relevance.names_required,
+                vocabulary=getattr(self.store, "vocabulary", None) if s.relevance.unknown_terms_fail else None,
+                min_vocabulary=s.relevance.unknown_terms_min_vocabulary,
             )
         if self.aligner is None:
             self.aligner = NGramAligner(n=s.evidence.ngram_n, threshold=s.evidence.overlap_threshold)

@@ -37,6 +37,16 @@ factuality; :class:`RelevanceJudge` measures the other two with the pipeline's e
   found is enough ("Is MD5 OK for passwords?" needs MD5, not "OK"). This is a failed
   condition of its own, not a threshold (``RelevanceConfig.names_required``).
 
+* **words the store never uses**: when the pipeline answers from a store whose chunks hold
+  at least ``min_vocabulary`` distinct content terms, a topic term of the question (its
+  content terms less question words, :func:`~ragtrust.evidence.extract.topic_terms`) that
+  occurs in no chunk of the store means the store is not about what is asked: "How many
+  strings does a standard violin have?" against the OWASP cheat sheets, none of which says
+  "violin", was answered from a sentence on JavaScript's "international standard" and
+  "string escapes". A small store says little by lacking a word (the 40-rule knowledge
+  base lacks "iframe" and "chatbot", which its users ask about), hence the floor. A failed
+  condition of its own (``RelevanceConfig.unknown_terms_fail``).
+
 Each is compared with its threshold (``config.RelevanceConfig``: fitted for the shipped
 embedder by ``ragtrust eval relevance``, :mod:`ragtrust.eval.relevance`); a value below it
 is a failed condition of the decision (see :mod:`ragtrust.trust`). Passages given but none
@@ -59,18 +69,18 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ragtrust.documents import Document, Passage, RetrievedDoc
 from ragtrust.errors import ConfigError
-from ragtrust.evidence.extract import sentence_context
+from ragtrust.evidence.extract import in_vocabulary, sentence_context, stem, topic_terms
 from ragtrust.models.base import Embedder
 from ragtrust.registry import warm_up
 from ragtrust.screening.claim_diff import STOP_WORDS
-from ragtrust.text import split_sentences
+from ragtrust.text import split_sentences, word_tokens
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,8 @@ class RelevanceReport:
         unnamed: the question's names when none of them occurs in the documents the
             evidence came from (empty when one does, when it has none, or when nothing was
             checked).
+        unknown: the question's words (as written) that no document of the store contains
+            (empty when every one occurs or when the check did not apply).
     """
 
     context: float | None
@@ -95,6 +107,7 @@ class RelevanceReport:
     answer_threshold: float
     no_evidence: bool = False
     unnamed: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
 
     @property
     def context_relevant(self) -> bool:
@@ -111,7 +124,7 @@ class RelevanceReport:
     @property
     def relevant(self) -> bool:
         """Every check passed (or was not measured)."""
-        return self.context_relevant and self.answer_relevant and not self.unnamed
+        return self.context_relevant and self.answer_relevant and not self.unnamed and not self.unknown
 
     def failures(self) -> list[str]:
         """The failed checks in words (decision reasons); empty when :attr:`relevant`."""
@@ -120,6 +133,10 @@ class RelevanceReport:
             out.append(
                 f"the evidence is not about what the question names: no document the evidence came from mentions "
                 f"{_listed(self.unnamed)}"
+            )
+        if self.unknown:
+            out.append(
+                f"the store is not about what the question asks: no document of it contains {_listed(self.unknown)}"
             )
         if self.no_evidence:
             out.append("no relevant evidence: no sentence of the retrieved documents was extracted for the question")
@@ -142,6 +159,11 @@ class RelevanceReport:
             out.append(
                 f"The question asks about {_listed(self.unnamed)}, which no document the evidence came from "
                 "mentions: the evidence is about something else. The answer is not trusted."
+            )
+        if self.unknown:
+            out.append(
+                f"The question asks about {_listed(self.unknown)}, which no document of the store contains: "
+                "nothing in it can answer that. The answer is not trusted."
             )
         if self.no_evidence:
             out.append(
@@ -175,6 +197,11 @@ class RelevanceJudge:
             sentences alone); 0.5, the extractive extractor's default ``context_weight``.
         names_required: fail a question none of whose names occurs in the evidence documents
             (``RelevanceConfig.names_required``).
+        vocabulary: the store's words (``Store.vocabulary``, an
+            :class:`~ragtrust.evidence.extract.Vocabulary`), called when a question is judged;
+            ``None``: no store, the unknown-words check is off.
+        min_vocabulary: the check applies only when the vocabulary holds at least this many
+            distinct content terms (its ``terms``; ``RelevanceConfig.unknown_terms_min_vocabulary``).
     """
 
     embedder: Embedder
@@ -182,6 +209,8 @@ class RelevanceJudge:
     answer_threshold: float = 0.0
     context_weight: float = 0.5
     names_required: bool = True
+    vocabulary: Callable[[], Collection[str]] | None = None
+    min_vocabulary: int = 5000
 
     def __post_init__(self) -> None:
         """Validate the thresholds and the topic weight."""
@@ -189,10 +218,38 @@ class RelevanceJudge:
             value = getattr(self, label)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
                 raise ConfigError(f"{label} must be a number in [0, 1], got {value!r}")
+        if isinstance(self.min_vocabulary, bool) or not isinstance(self.min_vocabulary, int) or self.min_vocabulary < 0:
+            raise ConfigError(f"min_vocabulary must be an integer >= 0, got {self.min_vocabulary!r}")
 
     def warm_up(self) -> None:
         """Load the embedder's model when it has a ``warm_up``."""
         warm_up(self.embedder)
+
+    def unknown_words(self, question: str) -> tuple[str, ...]:
+        """The question's topic words (as written) that no document of the store contains.
+
+        Empty without a vocabulary or when it holds fewer than ``min_vocabulary`` terms.
+
+        Example:
+            >>> from ragtrust.evidence.extract import vocabulary
+            >>> from ragtrust.testing import HashingEmbedder
+            >>> terms = vocabulary(["Many strings follow the standard for string escapes."])
+            >>> judge = RelevanceJudge(HashingEmbedder(), vocabulary=lambda: terms, min_vocabulary=5)
+            >>> judge.unknown_words("How many strings does a standard Violin have?")
+            ('Violin',)
+        """
+        if self.vocabulary is None:
+            return ()
+        known = self.vocabulary()
+        if getattr(known, "terms", len(known)) < self.min_vocabulary:  # distinct content terms
+            return ()
+        topic = topic_terms(question)
+        found = [
+            question[t.start : t.end]
+            for t in word_tokens(question)
+            if stem(t.text) in topic and not in_vocabulary(t.text, known)
+        ]
+        return tuple(dict.fromkeys(found))
 
     def judge(
         self,
@@ -222,11 +279,14 @@ class RelevanceJudge:
             evidence.extend((s.text, topic) for s in split_sentences(passage.text) if s.text.strip())
         no_evidence = passages is not None and not evidence
         unnamed = unnamed_names(question, _evidence_texts(by_id, live, answer_documents)) if self.names_required else ()
+        unknown = self.unknown_words(question)
         answer = [s for s in answer_sentences if s.strip()]
         topics = [t for _, t in evidence if t] if self.context_weight else []
         texts = list(dict.fromkeys([question, *(t for t, _ in evidence), *topics, *answer]))
         if len(texts) == 1:
-            return RelevanceReport(None, None, self.context_threshold, self.answer_threshold, no_evidence, unnamed)
+            return RelevanceReport(
+                None, None, self.context_threshold, self.answer_threshold, no_evidence, unnamed, unknown
+            )
         vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
         row = {text: i for i, text in enumerate(texts)}
         q = vectors[0]
@@ -245,7 +305,7 @@ class RelevanceJudge:
             norm = float(np.linalg.norm(mean))
             answer_score = _unit(float(mean @ q) / norm) if norm > 0 else 0.0
         return RelevanceReport(
-            context, answer_score, self.context_threshold, self.answer_threshold, no_evidence, unnamed
+            context, answer_score, self.context_threshold, self.answer_threshold, no_evidence, unnamed, unknown
         )
 
 
