@@ -120,7 +120,7 @@ def vocabulary(texts: Iterable[str]) -> Vocabulary:
     Example:
         >>> known = vocabulary(["Hash the passwords.", "Cookies need flags"])
         >>> sorted(known), known.terms
-        (['cooki', 'cookies', 'flag', 'flags', 'hash', 'need', 'password', 'passwords'], 5)
+        (['cookies', 'cooky', 'flag', 'flags', 'hash', 'need', 'password', 'passwords'], 5)
     """
     found = {w for w in distinct_words(texts) if w not in STOPWORDS}
     stems = {stem(w) for w in found}
@@ -132,7 +132,7 @@ def vocabulary(texts: Iterable[str]) -> Vocabulary:
 def in_vocabulary(word: str, known: Collection[str]) -> bool:
     """Whether a (normalised) word or a form of it is in ``known`` (a :func:`vocabulary`).
 
-    The stemmer is light, so singular and plural may stem apart ("cookie" / "cooki",
+    The stemmer is light, so singular and plural may stem apart ("cookie" / "cooky",
     "string" / "str"): the word, its stem, and the stems of its plural and of its singular
     are each looked up.
 
