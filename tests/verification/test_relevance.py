@@ -616,3 +616,16 @@ def test_a_store_that_never_mentions_the_question_word_does_not_trust_the_answer
     assert not any(
         "violin" in r for r in g.ask("How should a violin store passwords with Argon2id hashing?").decision_reasons
     )
+
+
+def test_warm_up_builds_the_store_vocabulary() -> None:
+    calls: list[int] = []
+
+    def known() -> frozenset[str]:
+        calls.append(1)
+        return frozenset()
+
+    judge = RelevanceJudge(embedder=HashingEmbedder(), vocabulary=known)
+    judge.warm_up()
+    assert calls == [1]
+    RelevanceJudge(embedder=HashingEmbedder()).warm_up()  # no store, nothing to build

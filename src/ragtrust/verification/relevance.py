@@ -222,8 +222,10 @@ class RelevanceJudge:
             raise ConfigError(f"min_vocabulary must be an integer >= 0, got {self.min_vocabulary!r}")
 
     def warm_up(self) -> None:
-        """Load the embedder's model when it has a ``warm_up``."""
+        """Load the embedder's model when it has a ``warm_up``, and build the store's vocabulary."""
         warm_up(self.embedder)
+        if self.vocabulary is not None:
+            self.vocabulary()  # once per store generation: a server pays it at start, not on a request
 
     def unknown_words(self, question: str) -> tuple[str, ...]:
         """The question's topic words (as written) that no document of the store contains.
