@@ -91,7 +91,7 @@ class Snapshot:
     segment_of: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
     retrievers: dict[str, Any] = field(default_factory=dict)
-    _vocabulary: Vocabulary | None = field(default=None, repr=False)
+    _vocabulary: Vocabulary | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def load(cls, generation: str, manifest: dict[str, Any], read: Callable[[str], Segment]) -> Snapshot:

@@ -292,7 +292,7 @@ class Store:
         """The words and content terms (stop words out, lightly stemmed) of the live chunks of this object's generation.
 
         What relevance asks of a question word: does any document of the store use it at all?
-        Built once per generation (about 0.1 s for the 1,493 OWASP chunks).
+        Built once per generation (0.18 s for the 1,493 OWASP chunks on a 2-core AVX2 host).
         """
         return self._load().vocabulary()
 
