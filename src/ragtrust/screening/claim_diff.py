@@ -113,6 +113,16 @@ _CONDITION = re.compile(
     r"\b(?:if|unless|when|whenever|assuming|provided\s+that|in\s+case(?!-)|for\s+(?:example|instance))\b|(?<!\w)e\.g\.",
     re.IGNORECASE,
 )
+#: how many times a frequency says, beyond :data:`NUMBER_WORDS`
+_FREQUENCY_WORDS = {"thrice": 3.0}
+_COUNT = r"(?:\d+(?:,\d{3})*|once|twice|thrice|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_TIME_UNIT = r"(?:second|minute|hour|day|week|month|year|decade|century)"
+#: a frequency: "once or twice a day", "3 times per week", "every 90 days", "every other day"
+_FREQUENCY = re.compile(
+    rf"\b(?P<low>{_COUNT})(?:\s+(?:or|to)\s+(?P<high>{_COUNT}))?(?:\s+times)?\s+(?:a|an|per|each)\s+(?P<unit>{_TIME_UNIT})\b"
+    rf"|\bevery\s+(?:(?P<step>other|{_COUNT})\s+)?(?P<every_unit>{_TIME_UNIT})s?\b",
+    re.IGNORECASE,
+)
 _HEDGE_FILLERS = frozenset("about around approximately roughly nearly almost only just up over some".split())
 
 
@@ -257,13 +267,46 @@ def _classify(
     return None
 
 
+def _frequencies(text: str) -> list[tuple[str, float, float, str, str]]:
+    """``("frequency", low, high, phrase, written unit)`` per frequency, in times per day.
+
+    "once or twice a day" (1-2), "three times per week" (3/7), "every 90 days" (1/90),
+    "every other day" (1/2). Adverbs ("daily", "weekly") are not read: they name magazines
+    and meetings as often as they say how often.
+
+    Example:
+        >>> [(round(lo, 3), round(hi, 3), p) for _, lo, hi, p, _ in _frequencies("Feed it once or twice a day.")]
+        [(1.0, 2.0, 'once or twice a day')]
+    """
+    out = []
+    for m in _FREQUENCY.finditer(text):
+        unit = m.group("unit") or m.group("every_unit")
+        days = TIME_UNITS[unit.lower()]
+        if m.group("unit"):
+            low, high = _count(m.group("low")), _count(m.group("high") or m.group("low"))
+            low, high = min(low, high) / days, max(low, high) / days
+        else:
+            step = m.group("step")
+            n = 2.0 if step and step.lower() == "other" else _count(step) if step else 1.0
+            low = high = 1.0 / (n * days)
+        out.append(("frequency", low, high, m.group(0), unit.lower()))
+    return out
+
+
+def _count(word: str) -> float:
+    folded = word.lower().replace(",", "")
+    return float(NUMBER_WORDS.get(folded, _FREQUENCY_WORDS.get(folded, 0.0)) or folded)
+
+
 def _quantities(text: str) -> list[tuple[str, float, float, str, str]]:
     """``(unit, low, high, phrase, written unit)`` per number or range followed by a unit word.
 
-    Durations are in days (unit ``time``), sizes in bits (unit ``size``).
+    Durations are in days (unit ``time``), sizes in bits (unit ``size``), frequencies in times
+    per day (unit ``frequency``, :func:`_frequencies`; a number inside one is no duration).
     """
-    tokens = _tokens(text)
-    out = []
+    out = _frequencies(text)
+    taken = [(m.start(), m.end()) for m in _FREQUENCY.finditer(text)] if out else []
+    tokens = [t for t in _tokens(text) if not any(a <= t[2] < b for a, b in taken)]
     i = 0
     while i < len(tokens):
         value = _number(tokens[i][0])
@@ -311,14 +354,20 @@ def _quantities(text: str) -> list[tuple[str, float, float, str, str]]:
     return out
 
 
-def quantity_conflict(left: str, right: str) -> DiffFinding | None:
+def quantity_conflict(left: str, right: str, *, frequencies: bool = True) -> DiffFinding | None:
     """Two quantities of the same unit (or two durations) whose ranges do not overlap.
+
+    ``frequencies``: also compare frequencies ("once a day" / "once a month"); off for two
+    claims of one document, which gives how often for each of its cases ("at room temperature
+    once or twice a day", "in the refrigerator about once a week").
 
     Example:
         >>> quantity_conflict("Season 4 has 23 episodes.", "The fourth season contains 24 episodes.")
         DiffFinding(kind='number', left='23 episodes', right='24 episodes')
     """
     a, b = _quantities(left), _quantities(right)
+    if not frequencies:
+        a = [qa for qa in a if qa[0] != "frequency"]
     for qa in a:
         same = [qb for qb in b if qb[0] == qa[0]]
         if not same or any(_overlap(qa, qb) for qb in same):
@@ -332,14 +381,18 @@ def _overlap(a: tuple[str, float, float, str, str], b: tuple[str, float, float, 
 
     A shared value means the claims may be talking about different things. Durations (and
     sizes) in two units get 5% slack (a year is 12 months, 52 weeks or 365 days; a kilobyte
-    1,000 or 1,024 bytes); in one unit none: "45 years" / "47 years" differ.
+    1,000 or 1,024 bytes); in one unit none: "45 years" / "47 years" differ. Frequencies in two
+    units get 15%: a month is about four weeks ("once a month" / "every four weeks").
     """
-    slack = 1.05 if a[0] in _DIMENSIONS and a[4] != b[4] else 1.0001
+    if a[4] == b[4]:
+        slack = 1.0001
+    else:
+        slack = 1.15 if a[0] == "frequency" else 1.05 if a[0] in _DIMENSIONS else 1.0001
     return b[1] <= a[2] * slack and a[1] <= b[2] * slack
 
 
 def diff_conflict(
-    left: str, right: str, names: frozenset[str] = frozenset(), *, cases: bool = True
+    left: str, right: str, names: frozenset[str] = frozenset(), *, cases: bool = True, frequencies: bool = True
 ) -> DiffFinding | None:
     """The conflict between two aligned claims that a token diff shows (see the module docstring).
 
@@ -347,6 +400,7 @@ def diff_conflict(
     name that opens a sentence ("Gandhi said ..." / "Gerald Ford said ...") counts as one.
     ``cases``: a conditional claim's quantities are not compared (:func:`conditional`); off
     for an answer sentence read against its own evidence, which states the same case.
+    ``frequencies``: see :func:`quantity_conflict`.
     """
     a, b = _tokens(left), _tokens(right)
     if not a or not b:
@@ -394,7 +448,7 @@ def diff_conflict(
                 return DiffFinding(kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b))
     if cases and (conditional(left) or conditional(right)):
         return None
-    return quantity_conflict(left, right)
+    return quantity_conflict(left, right, frequencies=frequencies)
 
 
 def conditional(claim: str) -> bool:

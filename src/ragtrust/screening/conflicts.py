@@ -494,7 +494,9 @@ class ClaimConflictSignal(Signal):
         names = {d: names_in(pool[d].document.text) for d in {claims[k].doc for p in pairs for k in p[:2]}}
         findings = []
         for (i, j, _), (a, b) in zip(pairs, texts, strict=True):
-            finding = diff_conflict(a, b, names[claims[i].doc] | names[claims[j].doc])
+            finding = diff_conflict(
+                a, b, names[claims[i].doc] | names[claims[j].doc], frequencies=claims[i].doc != claims[j].doc
+            )
             if finding is not None and not same_subject(pool, claims[i], claims[j], finding):
                 finding = None
             findings.append(finding)
