@@ -109,6 +109,36 @@ def test_the_correct_source_is_never_withheld(models: dict[str, Any]) -> None:
     assert _actions(verdict)["bee-long"] != "dropped"
 
 
+# a user's sourdough pages (2026-12-07): the FAQ's planted frequency was answered TRUSTED HIGH
+STARTER_CARE = (
+    "A sourdough starter is a culture of wild yeast and lactic acid bacteria kept in flour and water. "
+    "Feed a starter kept at room temperature once or twice a day with equal weights of flour and water. "
+    "A starter stored in the refrigerator needs feeding about once a week."
+)
+STARTER_FAQ = (
+    "Readers often ask how often a starter should be fed. "
+    "A starter on the counter must be fed only once a month; feeding it more often starves the yeast. "
+    "Whole wheat or rye flour makes a starter more active than white flour."
+)
+
+
+@pytest.mark.model
+def test_two_sources_giving_different_frequencies_are_not_trusted(models: dict[str, Any]) -> None:
+    pairs = [("starter-care", STARTER_CARE), ("starter-faq", STARTER_FAQ)]
+    verdict = _shipped_gate(models, pairs).ask("How often should I feed a sourdough starter kept on the counter?")
+    assert not verdict.trusted
+    day = [c for c in verdict.conflicts if "once or twice a day" in (c.left_words, c.right_words)]
+    assert day and {day[0].left_words, day[0].right_words} == {"once or twice a day", "once a month"}
+    assert day[0].kind == "number" and day[0].blamed is None  # one source against one: contested
+    assert _conflict_reasons(verdict)
+
+
+@pytest.mark.model
+def test_one_page_giving_how_often_for_each_case_is_no_conflict(models: dict[str, Any]) -> None:
+    verdict = _shipped_gate(models, [("starter-care", STARTER_CARE)]).ask("How often should a starter be fed?")
+    assert verdict.conflicts == ()
+
+
 # ---------------------------------------------------------------------------------- fakes
 def _fake_gate(
     pairs: Sequence[tuple[str, str]], generator: Any = None, **overrides: Any

@@ -143,6 +143,13 @@ def test_a_sentence_agrees_with_itself() -> None:
          "A queen bee lives three weeks and is then replaced by the workers.", "two to five years", "three weeks"),
         ("Season 4 has 23 episodes.", "The fourth season contains 24 episodes.", "23 episodes", "24 episodes"),
         ("Season 4 has 23 episodes.", "Season 4 has 24 episodes.", "23 episodes", "24 episodes"),
+        # frequencies, in times per day
+        ("Feed a starter kept at room temperature once or twice a day.",
+         "A starter on the counter must be fed only once a month.", "once or twice a day", "once a month"),
+        ("Rotate the signing keys every 90 days.", "Rotate the signing keys once a year.", "every 90 days",
+         "once a year"),
+        ("Back up the database three times a week.", "Back up the database every other week.",
+         "three times a week", "every other week"),
     ],
 )  # fmt: skip
 def test_quantities_whose_ranges_do_not_overlap_conflict(
@@ -161,6 +168,12 @@ def test_quantities_whose_ranges_do_not_overlap_conflict(
         ("A queen bee lives three weeks.", "A queen lives 21 days."),
         ("The token expires after 24 hours.", "The token expires after one day."),
         ("The hive holds 3 eggs.", "The queen lived 4 years."),  # different units
+        ("Feed it once a month.", "Feed it every four weeks."),  # a month is about four weeks
+        ("Feed it twice a month.", "Feed it every two weeks."),
+        ("Check the logs once a week.", "Check the logs every 7 days."),
+        ("Water it two to three times a week.", "Water it twice a week."),
+        ("Keys expire after 90 days.", "Rotate keys every 90 days."),  # a period is no duration
+        ("The plan costs $550 a year.", "About 94 per year were reported."),  # a price and a count
     ],
 )
 def test_overlapping_or_unrelated_quantities_do_not_conflict(left: str, right: str) -> None:
@@ -213,8 +226,9 @@ def test_a_dashed_range_is_a_range(dash: str) -> None:
     assert quantity_conflict(ranged, "Rotate the signing keys every 7 days.") is None
     assert diff_conflict(ranged, "Rotate the signing keys every 7 days.") is None
     assert quantity_conflict(ranged, "Rotate the signing keys every 30 days.") == DiffFinding(
-        "number", f"5{dash}10 days", "30 days"
+        "number", f"every 5{dash}10 days", "every 30 days"
     )
+    assert quantity_conflict("It takes 5-10 days.", "It takes 30 days.") == DiffFinding("number", "5-10 days", "30 days")
     # a dash before a unit word is no range, and two years joined by one stay dates
     assert quantity_conflict("Use 2048-bit keys.", "Use 1024-bit keys.") == DiffFinding(
         "number", "2048-bit", "1024-bit"
@@ -532,3 +546,13 @@ def test_case_sensitive_is_no_condition_and_for_more_than_is_no_reference() -> N
     assert conditional("In case of doubt, use 8 rounds.")
     assert is_prose("For more than 10 failed attempts, lock the account for an hour.")
     assert not is_prose("For more information, see the Password Storage Cheat Sheet.")
+
+
+def test_frequencies_of_one_document_are_not_compared() -> None:
+    day = "Feed a starter kept at room temperature once or twice a day."
+    week = "A starter stored in the refrigerator needs feeding about once a week."
+    assert quantity_conflict(day, week) == DiffFinding("number", "once or twice a day", "once a week")
+    assert quantity_conflict(day, week, frequencies=False) is None
+    assert diff_conflict(day, week, frequencies=False) is None
+    # durations are still compared
+    assert quantity_conflict("It lives two years.", "It lives three weeks.", frequencies=False) is not None

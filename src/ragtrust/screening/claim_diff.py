@@ -117,10 +117,14 @@ _CONDITION = re.compile(
 _FREQUENCY_WORDS = {"thrice": 3.0}
 _COUNT = r"(?:\d+(?:,\d{3})*|once|twice|thrice|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _TIME_UNIT = r"(?:second|minute|hour|day|week|month|year|decade|century)"
-#: a frequency: "once or twice a day", "3 times per week", "every 90 days", "every other day"
+_ONCE = r"(?<=once)|(?<=twice)|(?<=thrice)"
+#: a frequency: "once or twice a day", "3 times per week", "every 90 days", "every other day";
+#: a bare number needs "times" ("94 per year" counts something, "$550 a year" is a price)
 _FREQUENCY = re.compile(
-    rf"\b(?P<low>{_COUNT})(?:\s+(?:or|to)\s+(?P<high>{_COUNT}))?(?:\s+times)?\s+(?:a|an|per|each)\s+(?P<unit>{_TIME_UNIT})\b"
-    rf"|\bevery\s+(?:(?P<step>other|{_COUNT})\s+)?(?P<every_unit>{_TIME_UNIT})s?\b",
+    rf"\b(?P<low>{_COUNT})(?:\s+(?:or|to)\s+(?P<high>{_COUNT}))?(?:\s+times|{_ONCE})"
+    rf"\s+(?:a|an|per|each)\s+(?P<unit>{_TIME_UNIT})\b"
+    rf"|\bevery\s+(?:(?P<step>other|{_COUNT})(?:(?:\s*[-\u2013\u2014]\s*|\s+(?:or|to)\s+)(?P<step_high>{_COUNT}))?\s+)?"
+    rf"(?P<every_unit>{_TIME_UNIT})s?\b",
     re.IGNORECASE,
 )
 _HEDGE_FILLERS = frozenset("about around approximately roughly nearly almost only just up over some".split())
@@ -271,7 +275,7 @@ def _frequencies(text: str) -> list[tuple[str, float, float, str, str]]:
     """``("frequency", low, high, phrase, written unit)`` per frequency, in times per day.
 
     "once or twice a day" (1-2), "three times per week" (3/7), "every 90 days" (1/90),
-    "every other day" (1/2). Adverbs ("daily", "weekly") are not read: they name magazines
+    "every 5-10 days" (1/10-1/5), "every other day" (1/2). Adverbs ("daily", "weekly") are not read: they name magazines
     and meetings as often as they say how often.
 
     Example:
@@ -286,9 +290,10 @@ def _frequencies(text: str) -> list[tuple[str, float, float, str, str]]:
             low, high = _count(m.group("low")), _count(m.group("high") or m.group("low"))
             low, high = min(low, high) / days, max(low, high) / days
         else:
-            step = m.group("step")
+            step, step_high = m.group("step"), m.group("step_high")
             n = 2.0 if step and step.lower() == "other" else _count(step) if step else 1.0
-            low = high = 1.0 / (n * days)
+            longest = _count(step_high) if step_high else n  # "every 5-10 days": 1/10 to 1/5 a day
+            low, high = 1.0 / (max(n, longest) * days), 1.0 / (min(n, longest) * days)
         out.append(("frequency", low, high, m.group(0), unit.lower()))
     return out
 
