@@ -17,7 +17,9 @@ Two kinds of finding, each with the differing words of both claims:
   ordinary word is a paraphrase, not a conflict.
 * *quantities* in any two aligned claims: a number (or range) followed by the same unit
   ("23 episodes" / "24 episodes"), or by two units of time ("two to five years" / "three
-  weeks", compared in days) or of information ("64 bits" / "64 bytes", compared in bits),
+  weeks", compared in days) or of information ("64 bits" / "64 bytes", compared in bits), or
+  two frequencies ("once or twice a day" / "once a month", compared in times per day; not
+  between two claims of one document, which gives how often for each of its cases),
   whose ranges do not overlap is a ``number`` conflict, unless either claim is
   *conditional* (:func:`conditional`: "if", "unless", "when", "for example", ...). A
   conditional claim's quantity holds in its case, which the other claim need not share: "If
