@@ -150,6 +150,10 @@ def test_a_sentence_agrees_with_itself() -> None:
          "once a year"),
         ("Back up the database three times a week.", "Back up the database every other week.",
          "three times a week", "every other week"),
+        # temperatures with a named scale, in degrees Celsius
+        ("Bake the loaf at 450 °F.", "Bake the loaf at 180 °C.", "450 °F", "180 °C"),
+        ("Water boils at 100 degrees Celsius at sea level.", "Water boils at 90 degrees Celsius at sea level.",
+         "100 degrees Celsius", "90 degrees Celsius"),
     ],
 )  # fmt: skip
 def test_quantities_whose_ranges_do_not_overlap_conflict(
@@ -174,6 +178,13 @@ def test_quantities_whose_ranges_do_not_overlap_conflict(
         ("Water it two to three times a week.", "Water it twice a week."),
         ("Keys expire after 90 days.", "Rotate keys every 90 days."),  # a period is no duration
         ("The plan costs $550 a year.", "About 94 per year were reported."),  # a price and a count
+        # one temperature in two scales (450 F is 232 C), and a bare "degrees" against a scale
+        ("Bake the loaf at 450 degrees Fahrenheit.", "Bake the loaf at 230 degrees Celsius."),
+        ("Bake the loaf at 450°F.", "Bake the loaf at 230°C."),
+        ("The bread is done at 96 degrees C.", "The bread is done at 205 degrees F."),
+        ("Most loaves bake at 230 to 250 degrees Celsius.", "Bake at 475 degrees Fahrenheit."),
+        ("Bake at 230 degrees.", "Bake at 450 degrees Fahrenheit."),
+        ("The gas is at 300 kelvin.", "The gas is at 27 degrees Celsius."),
     ],
 )
 def test_overlapping_or_unrelated_quantities_do_not_conflict(left: str, right: str) -> None:

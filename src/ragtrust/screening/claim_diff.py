@@ -115,6 +115,18 @@ _CONDITION = re.compile(
     r"\b(?:if|unless|when|whenever|assuming|provided\s+that|in\s+case(?!-)|for\s+(?:example|instance))\b|(?<!\w)e\.g\.",
     re.IGNORECASE,
 )
+#: temperature scales, each with its conversion to degrees Celsius
+_SCALES = {
+    "celsius": lambda t: t,
+    "fahrenheit": lambda t: (t - 32.0) * 5.0 / 9.0,
+    "kelvin": lambda t: t - 273.15,
+}
+_SCALE_NAMES = {
+    "c": "celsius", "celsius": "celsius", "centigrade": "celsius", "f": "fahrenheit", "fahrenheit": "fahrenheit",
+    "k": "kelvin", "kelvin": "kelvin",
+}  # fmt: skip
+#: two temperatures written in two scales may differ by this much (degrees Celsius) from rounding
+TEMPERATURE_SLACK = 3.0
 #: how many times a frequency says, beyond :data:`NUMBER_WORDS`
 _FREQUENCY_WORDS = {"thrice": 3.0}
 _COUNT = r"(?:\d+(?:,\d{3})*|once|twice|thrice|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
@@ -309,7 +321,8 @@ def _quantities(text: str) -> list[tuple[str, float, float, str, str]]:
     """``(unit, low, high, phrase, written unit)`` per number or range followed by a unit word.
 
     Durations are in days (unit ``time``), sizes in bits (unit ``size``), frequencies in times
-    per day (unit ``frequency``, :func:`_frequencies`; a number inside one is no duration).
+    per day (unit ``frequency``, :func:`_frequencies`; a number inside one is no duration),
+    temperatures with a named scale in degrees Celsius (unit ``temperature``).
     """
     out = _frequencies(text)
     taken = [(m.start(), m.end()) for m in _FREQUENCY.finditer(text)] if out else []
@@ -346,6 +359,13 @@ def _quantities(text: str) -> list[tuple[str, float, float, str, str]]:
         # a unit is a lower-case word right after the number ("24 episodes", "2048-bit"), not a
         # name or a word across punctuation ("RFC 7515, JSON", "RFC2253) where")
         gap = text[tokens[k - 1][2] + len(tokens[k - 1][1]) : tokens[k][2]] if k < len(tokens) else ""
+        scale, after = _temperature_scale(text, tokens, k, gap)
+        if scale is not None:
+            to_celsius = _SCALES[scale]
+            phrase = text[tokens[i][2] : tokens[after - 1][2] + len(tokens[after - 1][1])]
+            out.append(("temperature", to_celsius(low), to_celsius(high), phrase, scale))
+            i = after
+            continue
         unit_ok = k < len(tokens) and tokens[k][1].islower() and re.fullmatch(r"[\s-]*", gap) is not None
         if unit_ok and tokens[k][0].isalpha() and tokens[k][0] not in STOP_WORDS:
             unit = tokens[k][0]
@@ -359,6 +379,30 @@ def _quantities(text: str) -> list[tuple[str, float, float, str, str]]:
                 out.append((singular, low, high, phrase, singular))
         i = k
     return out
+
+
+def _temperature_scale(text: str, tokens: Sequence[tuple[str, str, int]], k: int, gap: str) -> tuple[str | None, int]:
+    """The temperature scale that token ``k`` opens, and the index after it (``None``, ``k``: none).
+
+    "230 degrees Celsius", "450 °F", "450°F", "300 kelvin"; a bare "degrees" names no scale (an
+    angle, or a recipe's unstated one) and stays the unit ``degree``.
+    """
+    if k >= len(tokens):
+        return None, k
+    word = tokens[k][0]
+    if re.fullmatch(r"\s*°\s*", gap) and word in _SCALE_NAMES:
+        return _SCALE_NAMES[word], k + 1
+    if not re.fullmatch(r"\s*", gap):
+        return None, k
+    if word in ("kelvin", "kelvins"):
+        return "kelvin", k + 1
+    if word in ("degree", "degrees") and k + 1 < len(tokens):
+        between = text[tokens[k][2] + len(tokens[k][1]) : tokens[k + 1][2]]
+        if re.fullmatch(r"\s+", between) and tokens[k + 1][0] in _SCALE_NAMES:
+            # a lone letter is a scale only as a capital ("30 degrees C", not "30 degrees c")
+            if len(tokens[k + 1][0]) > 1 or tokens[k + 1][1].isupper():
+                return _SCALE_NAMES[tokens[k + 1][0]], k + 2
+    return None, k
 
 
 def quantity_conflict(left: str, right: str, *, frequencies: bool = True) -> DiffFinding | None:
@@ -391,6 +435,8 @@ def _overlap(a: tuple[str, float, float, str, str], b: tuple[str, float, float, 
     1,000 or 1,024 bytes); in one unit none: "45 years" / "47 years" differ. Frequencies in two
     units get 15%: a month is about four weeks ("once a month" / "every four weeks").
     """
+    if a[0] == "temperature" and a[4] != b[4]:  # 450 °F is 232 °C: a recipe says 230 °C
+        return b[1] <= a[2] + TEMPERATURE_SLACK and a[1] <= b[2] + TEMPERATURE_SLACK
     if a[4] == b[4]:
         slack = 1.0001
     else:
