@@ -192,6 +192,11 @@ def test_quantities_whose_ranges_do_not_overlap_conflict(
         ("Bread flour has 12-14% protein.", "Bread flour has 13% protein."),  # inside the range
         ("It rose 12%-14% in 2020.", "It rose 13 percent in 2020."),
         ("Use 100% of it.", "Use 100 percent of it."),
+        # a claim naming several values of a unit, one of them the other claim's (two OWASP sheets)
+        ("--Every month/quarter dependencies in general are updated.\r\n--Every week important security "
+         "vulnerabilities are considered and potentially trigger an update.",
+         "- Every week important security vulnerabilities are taken into account and potentially trigger an update."),
+        ("The queen lives two to five years and the drones about eight weeks.", "Drones live about eight weeks."),
     ],
 )
 def test_overlapping_or_unrelated_quantities_do_not_conflict(left: str, right: str) -> None:

@@ -420,6 +420,11 @@ def quantity_conflict(left: str, right: str, *, frequencies: bool = True) -> Dif
     claims of one document, which gives how often for each of its cases ("at room temperature
     once or twice a day", "in the refrigerator about once a week").
 
+    Two claims that share a value of a unit do not conflict on that unit, whatever else they
+    give: one of them names several ("Every month/quarter dependencies are updated. Every week
+    important security vulnerabilities ..." beside "Every week important security
+    vulnerabilities ...", two OWASP sheets).
+
     Example:
         >>> quantity_conflict("Season 4 has 23 episodes.", "The fourth season contains 24 episodes.")
         DiffFinding(kind='number', left='23 episodes', right='24 episodes')
@@ -427,11 +432,11 @@ def quantity_conflict(left: str, right: str, *, frequencies: bool = True) -> Dif
     a, b = _quantities(left), _quantities(right)
     if not frequencies:
         a = [qa for qa in a if qa[0] != "frequency"]
+    shared = {qa[0] for qa in a for qb in b if qb[0] == qa[0] and _overlap(qa, qb)}
     for qa in a:
         same = [qb for qb in b if qb[0] == qa[0]]
-        if not same or any(_overlap(qa, qb) for qb in same):
-            continue
-        return DiffFinding("number", qa[3], same[0][3])
+        if same and qa[0] not in shared:
+            return DiffFinding("number", qa[3], same[0][3])
     return None
 
 

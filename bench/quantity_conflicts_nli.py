@@ -1,0 +1,101 @@
+"""The conflict diff's quantities on public NLI test pairs: where it fires, and the pairs' labels.
+
+Usage:
+    python bench/quantity_conflicts_nli.py --data-dir ../shared/data/nli/test --out F.json
+    python bench/quantity_conflicts_nli.py --data-dir ../shared/data/nli/test --unit percent --unit frequency
+
+Text nobody here wrote or tuned on: each pair of the labelled NLI test files is split into
+sentences, and every (premise sentence, hypothesis sentence) pair in which both sides give a
+quantity of one of the ``--unit`` kinds (and neither is conditional) is read by
+:func:`ragtrust.screening.claim_diff.quantity_conflict`, as the claim-conflict signal reads two
+aligned claims. Per file: NLI pairs with such a sentence pair, how many the rule fires on, and
+the labels of those (a fired pair should be labelled contradiction, or not_entailment in the
+2-way files). The NLI pairs are aligned by construction (a claim and its evidence), so this
+measures what the diff says about two claims on one subject, not the alignment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ragtrust.screening.claim_diff import _quantities, conditional, quantity_conflict
+from ragtrust.text import split_sentences
+
+UNITS = ("percent", "frequency", "temperature", "time", "size")
+
+
+def _units(text: str, units: set[str]) -> set[str]:
+    return {q[0] for q in _quantities(text) if q[0] in units}
+
+
+def scan_file(path: Path, units: set[str]) -> dict[str, Any]:
+    """The counts of one JSONL file of ``premise`` / ``hypothesis`` / ``label`` rows."""
+    pairs, fired_labels, all_labels = 0, Counter[str](), Counter[str]()
+    examples: list[dict[str, str]] = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            premise, hypothesis, label = row["premise"], row["hypothesis"], str(row["label"])
+            if not (_units(premise, units) and _units(hypothesis, units)):
+                continue
+            fired = None
+            candidates = 0
+            for p in split_sentences(premise):
+                for h in split_sentences(hypothesis):
+                    common = _units(p.text, units) & _units(h.text, units)
+                    if not common or conditional(p.text) or conditional(h.text):
+                        continue
+                    candidates += 1
+                    finding = quantity_conflict(p.text, h.text)
+                    in_units = finding is not None and any(
+                        q[3] == finding.left and q[0] in units for q in _quantities(p.text)
+                    )
+                    if in_units and fired is None:
+                        fired = (p.text, h.text, finding)
+            if not candidates:
+                continue
+            pairs += 1
+            all_labels[label] += 1
+            if fired is not None:
+                fired_labels[label] += 1
+                if len(examples) < 8:
+                    examples.append(
+                        {"label": label, "premise": fired[0][:240], "hypothesis": fired[1][:240],
+                         "left": fired[2].left, "right": fired[2].right}
+                    )  # fmt: skip
+    return {
+        "pairs": pairs,
+        "labels": dict(all_labels),
+        "fired": sum(fired_labels.values()),
+        "fired_labels": dict(fired_labels),
+        "examples": examples,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="folder of NLI test JSONL files")
+    parser.add_argument("--unit", action="append", choices=UNITS, help="quantity kinds to read (default: all)")
+    parser.add_argument("--out", type=Path, help="write the counts as JSON")
+    args = parser.parse_args()
+    units = set(args.unit or UNITS)
+    files = sorted(args.data_dir.glob("*.jsonl"))
+    if not files:
+        parser.error(f"no .jsonl files in {args.data_dir}")
+    report = {"units": sorted(units), "files": {f.name: scan_file(f, units) for f in files}}
+    total = Counter[str]()
+    for name, counts in report["files"].items():
+        print(f"{name}: {counts['pairs']} pairs {counts['labels']}, fired {counts['fired']} {counts['fired_labels']}")
+        total.update(counts["fired_labels"])
+    print(f"fired in all: {sum(total.values())} {dict(total)}")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
