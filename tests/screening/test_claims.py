@@ -193,9 +193,11 @@ def test_quantities_whose_ranges_do_not_overlap_conflict(
         ("It rose 12%-14% in 2020.", "It rose 13 percent in 2020."),
         ("Use 100% of it.", "Use 100 percent of it."),
         # a claim naming several values of a unit, one of them the other claim's (two OWASP sheets)
-        ("--Every month/quarter dependencies in general are updated.\r\n--Every week important security "
-         "vulnerabilities are considered and potentially trigger an update.",
-         "- Every week important security vulnerabilities are taken into account and potentially trigger an update."),
+        (
+            "--Every month/quarter dependencies in general are updated.\r\n--Every week important security "
+            "vulnerabilities are considered and potentially trigger an update.",
+            "- Every week important security vulnerabilities are taken into account and potentially trigger an update.",
+        ),
         ("The queen lives two to five years and the drones about eight weeks.", "Drones live about eight weeks."),
     ],
 )
@@ -251,7 +253,9 @@ def test_a_dashed_range_is_a_range(dash: str) -> None:
     assert quantity_conflict(ranged, "Rotate the signing keys every 30 days.") == DiffFinding(
         "number", f"every 5{dash}10 days", "every 30 days"
     )
-    assert quantity_conflict("It takes 5-10 days.", "It takes 30 days.") == DiffFinding("number", "5-10 days", "30 days")
+    assert quantity_conflict("It takes 5-10 days.", "It takes 30 days.") == DiffFinding(
+        "number", "5-10 days", "30 days"
+    )
     # a dash before a unit word is no range, and two years joined by one stay dates
     assert quantity_conflict("Use 2048-bit keys.", "Use 1024-bit keys.") == DiffFinding(
         "number", "2048-bit", "1024-bit"
