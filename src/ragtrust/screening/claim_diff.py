@@ -115,12 +115,8 @@ _CONDITION = re.compile(
     r"\b(?:if|unless|when|whenever|assuming|provided\s+that|in\s+case(?!-)|for\s+(?:example|instance))\b|(?<!\w)e\.g\.",
     re.IGNORECASE,
 )
-#: temperature scales, each with its conversion to degrees Celsius
-_SCALES = {
-    "celsius": lambda t: t,
-    "fahrenheit": lambda t: (t - 32.0) * 5.0 / 9.0,
-    "kelvin": lambda t: t - 273.15,
-}
+#: temperature scales: t in the scale is (t - offset) * factor degrees Celsius
+_SCALES = {"celsius": (0.0, 1.0), "fahrenheit": (32.0, 5.0 / 9.0), "kelvin": (273.15, 1.0)}
 _SCALE_NAMES = {
     "c": "celsius", "celsius": "celsius", "centigrade": "celsius", "f": "fahrenheit", "fahrenheit": "fahrenheit",
     "k": "kelvin", "kelvin": "kelvin",
@@ -369,9 +365,9 @@ def _quantities(text: str) -> list[tuple[str, float, float, str, str]]:
         gap = text[end : tokens[k][2]] if k < len(tokens) else ""
         scale, after = _temperature_scale(text, tokens, k, gap)
         if scale is not None:
-            to_celsius = _SCALES[scale]
+            offset, factor = _SCALES[scale]
             phrase = text[tokens[i][2] : tokens[after - 1][2] + len(tokens[after - 1][1])]
-            out.append(("temperature", to_celsius(low), to_celsius(high), phrase, scale))
+            out.append(("temperature", (low - offset) * factor, (high - offset) * factor, phrase, scale))
             i = after
             continue
         unit_ok = k < len(tokens) and tokens[k][1].islower() and re.fullmatch(r"[\s-]*", gap) is not None
@@ -406,10 +402,10 @@ def _temperature_scale(text: str, tokens: Sequence[tuple[str, str, int]], k: int
         return "kelvin", k + 1
     if word in ("degree", "degrees") and k + 1 < len(tokens):
         between = text[tokens[k][2] + len(tokens[k][1]) : tokens[k + 1][2]]
-        if re.fullmatch(r"\s+", between) and tokens[k + 1][0] in _SCALE_NAMES:
-            # a lone letter is a scale only as a capital ("30 degrees C", not "30 degrees c")
-            if len(tokens[k + 1][0]) > 1 or tokens[k + 1][1].isupper():
-                return _SCALE_NAMES[tokens[k + 1][0]], k + 2
+        # a lone letter is a scale only as a capital ("30 degrees C", not "30 degrees c")
+        named = tokens[k + 1][0] in _SCALE_NAMES and (len(tokens[k + 1][0]) > 1 or tokens[k + 1][1].isupper())
+        if re.fullmatch(r"\s+", between) and named:
+            return _SCALE_NAMES[tokens[k + 1][0]], k + 2
     return None, k
 
 
@@ -450,9 +446,8 @@ def _overlap(a: tuple[str, float, float, str, str], b: tuple[str, float, float, 
     """
     if a[0] == "temperature" and a[4] != b[4]:  # 450 °F is 232 °C: a recipe says 230 °C
         return b[1] <= a[2] + TEMPERATURE_SLACK and a[1] <= b[2] + TEMPERATURE_SLACK
-    if a[4] == b[4]:
-        slack = 1.0001
-    else:
+    slack = 1.0001  # one unit, as written: none
+    if a[4] != b[4]:
         slack = 1.15 if a[0] == "frequency" else 1.05 if a[0] in _DIMENSIONS else 1.0001
     return b[1] <= a[2] * slack and a[1] <= b[2] * slack
 
