@@ -9,7 +9,8 @@ sentences, and every (premise sentence, hypothesis sentence) pair in which both 
 quantity of one of the ``--unit`` kinds (and neither is conditional) is read by
 :func:`ragtrust.screening.claim_diff.quantity_conflict`, as the claim-conflict signal reads two
 aligned claims. Per file: NLI pairs with such a sentence pair, how many the rule fires on, and
-the labels of those (a fired pair should be labelled contradiction, or not_entailment in the
+the labels of those (and, under ``fired_rows``, the line of each, to compare two runs with
+``--compare``) (a fired pair should be labelled contradiction, or not_entailment in the
 2-way files). The NLI pairs are aligned by construction (a claim and its evidence), so this
 measures what the diff says about two claims on one subject, not the alignment.
 """
@@ -36,8 +37,9 @@ def scan_file(path: Path, units: set[str]) -> dict[str, Any]:
     """The counts of one JSONL file of ``premise`` / ``hypothesis`` / ``label`` rows."""
     pairs, fired_labels, all_labels = 0, Counter[str](), Counter[str]()
     examples: list[dict[str, str]] = []
+    fired_rows: dict[int, str] = {}
     with path.open(encoding="utf-8") as fh:
-        for line in fh:
+        for number, line in enumerate(fh):
             row = json.loads(line)
             premise, hypothesis, label = row["premise"], row["hypothesis"], str(row["label"])
             if not (_units(premise, units) and _units(hypothesis, units)):
@@ -62,6 +64,7 @@ def scan_file(path: Path, units: set[str]) -> dict[str, Any]:
             all_labels[label] += 1
             if fired is not None:
                 fired_labels[label] += 1
+                fired_rows[number] = label
                 if len(examples) < 8:
                     examples.append(
                         {"label": label, "premise": fired[0][:240], "hypothesis": fired[1][:240],
@@ -73,7 +76,21 @@ def scan_file(path: Path, units: set[str]) -> dict[str, Any]:
         "fired": sum(fired_labels.values()),
         "fired_labels": dict(fired_labels),
         "examples": examples,
+        "fired_rows": fired_rows,
     }
+
+
+def compare(before: Path, after: Path) -> None:
+    """The labels of the pairs only one of two runs fires on."""
+    a, b = (json.loads(p.read_text(encoding="utf-8"))["files"] for p in (before, after))
+    only: dict[str, Counter[str]] = {"after only": Counter(), "before only": Counter()}
+    for name in sorted(set(a) | set(b)):
+        rows_a = a.get(name, {}).get("fired_rows", {})
+        rows_b = b.get(name, {}).get("fired_rows", {})
+        only["after only"].update(label for row, label in rows_b.items() if row not in rows_a)
+        only["before only"].update(label for row, label in rows_a.items() if row not in rows_b)
+    for key, labels in only.items():
+        print(f"fired {key}: {sum(labels.values())} {dict(labels)}")
 
 
 def main() -> None:
@@ -81,7 +98,11 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True, help="folder of NLI test JSONL files")
     parser.add_argument("--unit", action="append", choices=UNITS, help="quantity kinds to read (default: all)")
     parser.add_argument("--out", type=Path, help="write the counts as JSON")
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), help="two --out files")
     args = parser.parse_args()
+    if args.compare:
+        compare(*args.compare)
+        return
     units = set(args.unit or UNITS)
     files = sorted(args.data_dir.glob("*.jsonl"))
     if not files:

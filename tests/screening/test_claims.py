@@ -154,10 +154,6 @@ def test_a_sentence_agrees_with_itself() -> None:
         ("Bake the loaf at 450 °F.", "Bake the loaf at 180 °C.", "450 °F", "180 °C"),
         ("Water boils at 100 degrees Celsius at sea level.", "Water boils at 90 degrees Celsius at sea level.",
          "100 degrees Celsius", "90 degrees Celsius"),
-        # percentages, however written
-        ("Bread flour usually contains 12 to 14 percent protein.", "Protein makes up about 8% of bread flour.",
-         "12 to 14 percent", "8%"),
-        ("About 5% of users enable MFA.", "Roughly 50 per cent of users turn on MFA.", "5%", "50 per cent"),
     ],
 )  # fmt: skip
 def test_quantities_whose_ranges_do_not_overlap_conflict(
@@ -189,9 +185,6 @@ def test_quantities_whose_ranges_do_not_overlap_conflict(
         ("Most loaves bake at 230 to 250 degrees Celsius.", "Bake at 475 degrees Fahrenheit."),
         ("Bake at 230 degrees.", "Bake at 450 degrees Fahrenheit."),
         ("The gas is at 300 kelvin.", "The gas is at 27 degrees Celsius."),
-        ("Bread flour has 12-14% protein.", "Bread flour has 13% protein."),  # inside the range
-        ("It rose 12%-14% in 2020.", "It rose 13 percent in 2020."),
-        ("Use 100% of it.", "Use 100 percent of it."),
         # a claim naming several values of a unit, one of them the other claim's (two OWASP sheets)
         (
             "--Every month/quarter dependencies in general are updated.\r\n--Every week important security "
@@ -583,9 +576,3 @@ def test_frequencies_of_one_document_are_not_compared() -> None:
     assert diff_conflict(day, week, frequencies=False) is None
     # durations are still compared
     assert quantity_conflict("It lives two years.", "It lives three weeks.", frequencies=False) is not None
-
-
-def test_a_percentage_inside_a_range_is_no_swapped_number() -> None:
-    # the token diff sees "12 14" -> "13"; the quantities overlap
-    assert diff_conflict("Bread flour has 12-14% protein.", "Bread flour has 13% protein.") is None
-    assert diff_conflict("Bread flour has 12-14% protein.", "Bread flour has 8% protein.") is not None

@@ -338,8 +338,7 @@ def _quantities(text: str) -> list[tuple[str, float, float, str, str]]:
         # "two to five years", "10 or 12 rounds", "5-10 days" (the dash is not a token; two years
         # joined by one, "2020-2021", stay two dates)
         while k < len(tokens):
-            # "12%-14%": a percent sign before the dash
-            gap = text[tokens[k - 1][2] + len(tokens[k - 1][1]) : tokens[k][2]].strip().removeprefix("%").strip()
+            gap = text[tokens[k - 1][2] + len(tokens[k - 1][1]) : tokens[k][2]].strip()
             dashed = _number(tokens[k][0]) if gap in _RANGE_DASHES and not _is_date(tokens[k][0]) else None
             joined = _number(tokens[k + 1][0]) if k + 1 < len(tokens) and tokens[k][0] in _RANGE_JOINERS else None
             other = dashed if dashed is not None else joined
@@ -355,14 +354,7 @@ def _quantities(text: str) -> list[tuple[str, float, float, str, str]]:
             k += 1
         # a unit is a lower-case word right after the number ("24 episodes", "2048-bit"), not a
         # name or a word across punctuation ("RFC 7515, JSON", "RFC2253) where")
-        end = tokens[k - 1][2] + len(tokens[k - 1][1])
-        per_cent = k + 1 < len(tokens) and tokens[k][0] == "per" and tokens[k + 1][0] == "cent"
-        if re.match(r"\s?%", text[end:]) or per_cent:  # "12-14%", "8 %", "8 per cent" ("8 percent" below)
-            stop = tokens[k + 1][2] + len(tokens[k + 1][1]) if per_cent else text.index("%", end) + 1
-            out.append(("percent", low, high, text[tokens[i][2] : stop], "percent"))
-            i = k + 2 if per_cent else k
-            continue
-        gap = text[end : tokens[k][2]] if k < len(tokens) else ""
+        gap = text[tokens[k - 1][2] + len(tokens[k - 1][1]) : tokens[k][2]] if k < len(tokens) else ""
         scale, after = _temperature_scale(text, tokens, k, gap)
         if scale is not None:
             offset, factor = _SCALES[scale]
