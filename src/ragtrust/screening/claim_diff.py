@@ -562,7 +562,8 @@ def superlative_conflict(left: str, right: str) -> DiffFinding | None:
     Only one thing can be the most secure, the first or the only one of a kind: the same
     superlative and the same predicate (the shorter one's words all at the start of the
     longer, which may only go on with a new clause, "and should be preferred ...", not a
-    qualifier, "... for web development") with subjects that share no content word is an
+    qualifier, "... for web development") with two subjects, each with a word the other lacks
+    ("The Antarctic Desert" / "The Sahara Desert"; not "The WPA3 protocol" / "WPA3"), is an
     ``entity`` conflict between the subjects.
 
     Example:
@@ -585,7 +586,8 @@ def superlative_conflict(left: str, right: str) -> DiffFinding | None:
         follows = _tokens(long_[4])[n]
         if follows[0] not in _NEW_CLAUSE and not long_[4][: follows[2]].rstrip().endswith((",", "(")):
             return None
-    if {stem(t[0]) for t in a[0]} & {stem(t[0]) for t in b[0]}:
+    words_a, words_b = {stem(t[0]) for t in a[0]}, {stem(t[0]) for t in b[0]}
+    if words_a <= words_b or words_b <= words_a:  # one subject, named more or less fully
         return None
     return DiffFinding("entity", a[1], b[1])
 
