@@ -139,6 +139,30 @@ def test_one_page_giving_how_often_for_each_case_is_no_conflict(models: dict[str
     assert verdict.conflicts == ()
 
 
+# a user's router pages (2026-12-07): the planted "WEP is the most secure ..." was answered TRUSTED HIGH
+ROUTER = (
+    "Change the router's default admin password before connecting it to the internet. "
+    "WPA3 is the most secure Wi-Fi encryption available on consumer routers; use WPA2 with AES only if a device "
+    "cannot use WPA3. Disable WPS, because its eight-digit PIN can be brute-forced in a few hours."
+)
+WIFI_TIPS = (
+    "Many readers ask which encryption to pick. "
+    "WEP is the most secure Wi-Fi encryption available on consumer routers and should be preferred over WPA3. "
+    "Place the router near the middle of the home for the best coverage."
+)
+
+
+@pytest.mark.model
+def test_two_sources_naming_a_different_most_secure_option_are_not_trusted(models: dict[str, Any]) -> None:
+    pairs = [("router", ROUTER), ("wifi-tips", WIFI_TIPS)]
+    verdict = _shipped_gate(models, pairs).ask("What is the most secure Wi-Fi encryption for a home router?")
+    assert not verdict.trusted
+    (conflict,) = [c for c in verdict.conflicts if c.kind == "entity"]
+    assert {conflict.left_words, conflict.right_words} == {"WPA3", "WEP"}
+    assert conflict.blamed is None  # one source against one: contested
+    assert _conflict_reasons(verdict)
+
+
 # ---------------------------------------------------------------------------------- fakes
 def _fake_gate(
     pairs: Sequence[tuple[str, str]], generator: Any = None, **overrides: Any

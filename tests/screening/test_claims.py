@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragtrust.screening.claim_diff import conditional, evidence_change
+from ragtrust.screening.claim_diff import conditional, evidence_change, superlative_conflict
 from ragtrust.screening.claims import (
     Claim,
     DiffFinding,
@@ -576,3 +576,50 @@ def test_frequencies_of_one_document_are_not_compared() -> None:
     assert diff_conflict(day, week, frequencies=False) is None
     # durations are still compared
     assert quantity_conflict("It lives two years.", "It lives three weeks.", frequencies=False) is not None
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "left_subject", "right_subject"),
+    [
+        # a user's router pages (2026-12-07): both claims were answered, TRUSTED HIGH
+        ("WPA3 is the most secure Wi-Fi encryption available on consumer routers; use WPA2 with AES only if a "
+         "device cannot use WPA3.",
+         "WEP is the most secure Wi-Fi encryption available on consumer routers and should be preferred over WPA3.",
+         "WPA3", "WEP"),
+        ("Mount Everest is the highest mountain in the world.", "K2 is the highest mountain in the world.",
+         "Mount Everest", "K2"),
+        ("Yuri Gagarin was the first person in space.", "Alan Shepard was the first person in space, in 1961.",
+         "Yuri Gagarin", "Alan Shepard"),
+        ("- Argon2id is the only password hash we accept.", "bcrypt is the only password hash we accept.",
+         "Argon2id", "bcrypt"),
+        ("The Antarctic Desert is the largest desert in the world.",
+         "The Sahara Desert is the largest desert in the world.", "Antarctic Desert", "Sahara Desert"),
+    ],
+)  # fmt: skip
+def test_one_superlative_given_to_two_subjects_conflicts(
+    left: str, right: str, left_subject: str, right_subject: str
+) -> None:
+    assert superlative_conflict(left, right) == DiffFinding("entity", left_subject, right_subject)
+    finding = diff_conflict(left, right)  # the token diff may name the swapped words first
+    assert finding is not None and finding.kind == "entity"
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        # a qualifier makes another predicate
+        ("Python is the most popular language.", "JavaScript is the most popular language for web development."),
+        ("Argon2id is the best choice for new systems.", "bcrypt is the best choice for legacy systems."),
+        # one subject, or a subject named by a pronoun
+        ("The WPA3 protocol is the most secure Wi-Fi option.", "WPA3 is the most secure Wi-Fi option."),
+        ("It is the most secure Wi-Fi option.", "WPA3 is the most secure Wi-Fi option."),
+        # a case of its own, two superlatives, a one-word predicate, no superlative
+        ("If you need speed, ChaCha20 is the best cipher for phones.", "AES is the best cipher for phones."),
+        ("WPA3 is the most secure Wi-Fi option.", "WEP is the least secure Wi-Fi option."),
+        ("SQL injection is the most common attack.", "XSS is the most common attack."),
+        ("Canberra is the capital of Australia.", "Sydney is the capital of Australia."),
+    ],
+)
+def test_superlatives_that_do_not_clash(left: str, right: str) -> None:
+    assert superlative_conflict(left, right) is None
+    assert superlative_conflict(right, left) is None

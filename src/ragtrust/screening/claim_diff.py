@@ -115,6 +115,19 @@ _CONDITION = re.compile(
     r"\b(?:if|unless|when|whenever|assuming|provided\s+that|in\s+case(?!-)|for\s+(?:example|instance))\b|(?<!\w)e\.g\.",
     re.IGNORECASE,
 )
+#: words that give a thing a rank only one thing can hold ("the best", "the first"); also
+#: "most" / "least" with the word after it
+SUPERLATIVES = frozenset(
+    "best worst largest biggest smallest highest lowest longest shortest oldest newest youngest fastest slowest "
+    "strongest weakest safest greatest deepest richest poorest latest earliest cheapest easiest hardest heaviest "
+    "lightest simplest closest nearest furthest farthest tallest only first last".split()
+)
+_COPULA = frozenset("is are was were remains remain".split())
+#: at most this many words before the copula of a superlative claim
+_MAX_SUBJECT = 6
+_PRONOUNS = frozenset("it this that they these those he she we you i there which what who".split())
+#: words that open a new clause after a shared superlative predicate
+_NEW_CLAUSE = frozenset("and but which because so while whereas although though yet".split())
 #: temperature scales: t in the scale is (t - offset) * factor degrees Celsius
 _SCALES = {"celsius": (0.0, 1.0), "fahrenheit": (32.0, 5.0 / 9.0), "kelvin": (273.15, 1.0)}
 _SCALE_NAMES = {
@@ -499,9 +512,84 @@ def diff_conflict(
                 kind = None
             if kind is not None and not _only_fillers(changed_a, changed_b):
                 return DiffFinding(kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b))
+    # a superlative's case is read in its own clause ("X is the most secure; use Y only if ...")
+    ranked = superlative_conflict(left, right)
+    if ranked is not None:
+        return ranked
     if cases and (conditional(left) or conditional(right)):
         return None
     return quantity_conflict(left, right, frequencies=frequencies)
+
+
+def _superlative(claim: str) -> tuple[list[tuple[str, str, int]], str, str, list[str], str] | None:
+    """``(subject tokens, subject, superlative, predicate keys, predicate)`` of "X is the most ...".
+
+    Read on the claim's first clause (up to ";" or ":"), with the subject at most
+    :data:`_MAX_SUBJECT` words before a copula, then "the" and a superlative (:data:`SUPERLATIVES`,
+    or "most" / "least" and the word after it), then the rest of the clause.
+    """
+    clause = re.split(r"[;:]", claim.lstrip(" -*\u2022>#\t"), maxsplit=1)[0]
+    if conditional(clause):
+        return None
+    tokens = _tokens(clause)
+    for c in range(1, min(len(tokens), _MAX_SUBJECT + 1)):
+        if tokens[c][0] in _COPULA:
+            break
+    else:
+        return None
+    if c + 2 >= len(tokens) or tokens[c + 1][0] != "the":
+        return None
+    word = tokens[c + 2][0]
+    if word in ("most", "least") and c + 3 < len(tokens):
+        superlative, after = f"{word} {stem(tokens[c + 3][0])}", c + 4
+    elif word in SUPERLATIVES:
+        superlative, after = word, c + 3
+    else:
+        return None
+    subject = [t for t in tokens[:c] if t[0] not in STOP_WORDS]
+    if not subject or any(t[0] in _PRONOUNS for t in tokens[:c]):
+        return None
+    # the subject as written ("WPA3", not the tokens "WPA" "3")
+    subject_text = clause[subject[0][2] : subject[-1][2] + len(subject[-1][1])]
+    rest = [stem(_key(t)) for t in tokens[after:]]
+    tail = clause[tokens[after][2] :] if after < len(tokens) else ""
+    return subject, subject_text, superlative, rest, tail
+
+
+def superlative_conflict(left: str, right: str) -> DiffFinding | None:
+    """Two claims that give one superlative to two different subjects ("X is the most secure Y" / "Z is ...").
+
+    Only one thing can be the most secure, the first or the only one of a kind: the same
+    superlative and the same predicate (the shorter one's words all at the start of the
+    longer, which may only go on with a new clause, "and should be preferred ...", not a
+    qualifier, "... for web development") with two subjects, each with a word the other lacks
+    ("The Antarctic Desert" / "The Sahara Desert"; not "The WPA3 protocol" / "WPA3"), is an
+    ``entity`` conflict between the subjects.
+
+    Example:
+        >>> superlative_conflict("WPA3 is the most secure Wi-Fi encryption on home routers.",
+        ...                      "WEP is the most secure Wi-Fi encryption on home routers and beats WPA3.")
+        DiffFinding(kind='entity', left='WPA3', right='WEP')
+        >>> superlative_conflict("Python is the most popular language.",
+        ...                      "JavaScript is the most popular language for web development.") is None
+        True
+    """
+    a, b = _superlative(left), _superlative(right)
+    if a is None or b is None or a[2] != b[2]:
+        return None
+    short, long_ = (a, b) if len(a[3]) <= len(b[3]) else (b, a)
+    n = len(short[3])
+    if n < 2 or long_[3][:n] != short[3]:
+        return None
+    if len(long_[3]) > n:
+        # what follows the shared predicate in the longer claim: a new clause, or a qualifier
+        follows = _tokens(long_[4])[n]
+        if follows[0] not in _NEW_CLAUSE and not long_[4][: follows[2]].rstrip().endswith((",", "(")):
+            return None
+    words_a, words_b = {stem(t[0]) for t in a[0]}, {stem(t[0]) for t in b[0]}
+    if words_a <= words_b or words_b <= words_a:  # one subject, named more or less fully
+        return None
+    return DiffFinding("entity", a[1], b[1])
 
 
 def conditional(claim: str) -> bool:
@@ -590,4 +678,5 @@ __all__ = [
     "names_in",
     "quantity_conflict",
     "stem",
+    "superlative_conflict",
 ]
