@@ -3,6 +3,10 @@
 Usage:
     python bench/quantity_conflicts_nli.py --data-dir ../shared/data/nli/test --out F.json
     python bench/quantity_conflicts_nli.py --data-dir ../shared/data/nli/test --unit percent --unit frequency
+    python bench/quantity_conflicts_nli.py --data-dir ../shared/data/nli/test --superlatives
+
+``--superlatives`` reads :func:`~ragtrust.screening.claim_diff.superlative_conflict` instead,
+on the sentence pairs in which both sides give a thing a rank ("X is the most secure ...").
 
 Text nobody here wrote or tuned on: each pair of the labelled NLI test files is split into
 sentences, and every (premise sentence, hypothesis sentence) pair in which both sides give a
@@ -23,7 +27,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ragtrust.screening.claim_diff import _quantities, conditional, quantity_conflict
+from ragtrust.screening.claim_diff import (
+    DiffFinding,
+    _quantities,
+    _superlative,
+    conditional,
+    quantity_conflict,
+    superlative_conflict,
+)
 from ragtrust.text import split_sentences
 
 UNITS = ("percent", "frequency", "temperature", "time", "size")
@@ -33,8 +44,28 @@ def _units(text: str, units: set[str]) -> set[str]:
     return {q[0] for q in _quantities(text) if q[0] in units}
 
 
-def scan_file(path: Path, units: set[str]) -> dict[str, Any]:
+def _quantity_rule(units: set[str]) -> tuple[Any, Any]:
+    def applies(p: str, h: str) -> bool:
+        return bool(_units(p, units) & _units(h, units)) and not conditional(p) and not conditional(h)
+
+    def fires(p: str, h: str) -> DiffFinding | None:
+        finding = quantity_conflict(p, h)
+        ours = finding is not None and any(q[3] == finding.left and q[0] in units for q in _quantities(p))
+        return finding if ours else None
+
+    return applies, fires
+
+
+def _superlative_rule() -> tuple[Any, Any]:
+    def applies(p: str, h: str) -> bool:
+        return _superlative(p) is not None and _superlative(h) is not None
+
+    return applies, superlative_conflict
+
+
+def scan_file(path: Path, units: set[str], superlatives: bool = False) -> dict[str, Any]:
     """The counts of one JSONL file of ``premise`` / ``hypothesis`` / ``label`` rows."""
+    applies, fires = _superlative_rule() if superlatives else _quantity_rule(units)
     pairs, fired_labels, all_labels = 0, Counter[str](), Counter[str]()
     examples: list[dict[str, str]] = []
     fired_rows: dict[int, str] = {}
@@ -42,21 +73,15 @@ def scan_file(path: Path, units: set[str]) -> dict[str, Any]:
         for number, line in enumerate(fh):
             row = json.loads(line)
             premise, hypothesis, label = row["premise"], row["hypothesis"], str(row["label"])
-            if not (_units(premise, units) and _units(hypothesis, units)):
-                continue
             fired = None
             candidates = 0
             for p in split_sentences(premise):
                 for h in split_sentences(hypothesis):
-                    common = _units(p.text, units) & _units(h.text, units)
-                    if not common or conditional(p.text) or conditional(h.text):
+                    if not applies(p.text, h.text):
                         continue
                     candidates += 1
-                    finding = quantity_conflict(p.text, h.text)
-                    in_units = finding is not None and any(
-                        q[3] == finding.left and q[0] in units for q in _quantities(p.text)
-                    )
-                    if in_units and fired is None:
+                    finding = fires(p.text, h.text)
+                    if finding is not None and fired is None:
                         fired = (p.text, h.text, finding)
             if not candidates:
                 continue
@@ -97,6 +122,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, required=True, help="folder of NLI test JSONL files")
     parser.add_argument("--unit", action="append", choices=UNITS, help="quantity kinds to read (default: all)")
+    parser.add_argument("--superlatives", action="store_true", help="read superlatives instead of quantities")
     parser.add_argument("--out", type=Path, help="write the counts as JSON")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), help="two --out files")
     args = parser.parse_args()
@@ -107,7 +133,11 @@ def main() -> None:
     files = sorted(args.data_dir.glob("*.jsonl"))
     if not files:
         parser.error(f"no .jsonl files in {args.data_dir}")
-    report = {"units": sorted(units), "files": {f.name: scan_file(f, units) for f in files}}
+    report = {
+        "rule": "superlative" if args.superlatives else "quantity",
+        "units": sorted(units),
+        "files": {f.name: scan_file(f, units, args.superlatives) for f in files},
+    }
     total = Counter[str]()
     for name, counts in report["files"].items():
         print(f"{name}: {counts['pairs']} pairs {counts['labels']}, fired {counts['fired']} {counts['fired_labels']}")
