@@ -300,19 +300,11 @@ def _classify(
         named = _is_entity(original, start, names)
         return named and not (modal(folded, original, start) or number(folded, original, start))
 
-    # two modals of one class ("can" / "may", "must" / "required") say the same
-    modals_left = {_MODAL_CLASS.get(t[0], t[0]) for t in left if modal(*t)}
-    modals_right = {_MODAL_CLASS.get(t[0], t[0]) for t in right if modal(*t)}
-    if modals_left and modals_left == modals_right:
-        left = [t for t in left if not modal(*t)]
-        right = [t for t in right if not modal(*t)]
+    left, right = _same_force_removed(left, right, modal)
     if has(left, negation) != has(right, negation):
         return "negation"
-    # "all" or "always" added to a generic statement says what it said ("All alphanumeric
-    # characters remain unencoded" / "Alphanumeric characters remain unencoded")
-    for mine, theirs in ((left, right), (right, left)):
-        if not theirs and any(t[0] in UNIVERSAL for t in mine) and all(t[0] in UNIVERSAL | STOP_WORDS for t in mine):
-            return None
+    if _universal_added(left, right):
+        return None
     for kind, test in (("date", date), ("number", number), ("entity", entity), ("modal", modal)):
         if has(left, test) and has(right, test):
             return kind
@@ -624,6 +616,29 @@ def superlative_conflict(left: str, right: str) -> DiffFinding | None:
     if words_a <= words_b or words_b <= words_a:  # one subject, named more or less fully
         return None
     return DiffFinding("entity", a[1], b[1])
+
+
+def _same_force_removed(
+    left: Sequence[tuple[str, str, int]], right: Sequence[tuple[str, str, int]], modal: Callable[[str, str, int], bool]
+) -> tuple[Sequence[tuple[str, str, int]], Sequence[tuple[str, str, int]]]:
+    """Both sides without their modals when those say the same ("can" / "may", "must" / "required")."""
+    modals_left = {_MODAL_CLASS.get(t[0], t[0]) for t in left if modal(*t)}
+    modals_right = {_MODAL_CLASS.get(t[0], t[0]) for t in right if modal(*t)}
+    if modals_left and modals_left == modals_right:
+        return [t for t in left if not modal(*t)], [t for t in right if not modal(*t)]
+    return left, right
+
+
+def _universal_added(left: Sequence[tuple[str, str, int]], right: Sequence[tuple[str, str, int]]) -> bool:
+    """Whether one side only added "all" / "always" (and function words) to a generic statement.
+
+    "All alphanumeric characters remain unencoded" says what "Alphanumeric characters remain
+    unencoded" says.
+    """
+    for mine, theirs in ((left, right), (right, left)):
+        if not theirs and any(t[0] in UNIVERSAL for t in mine) and all(t[0] in UNIVERSAL | STOP_WORDS for t in mine):
+            return True
+    return False
 
 
 def _modal_opener(tokens: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
