@@ -6,7 +6,9 @@ Usage:
     python bench/quantity_conflicts_nli.py --data-dir ../shared/data/nli/test --superlatives
 
 ``--superlatives`` reads :func:`~ragtrust.screening.claim_diff.superlative_conflict` instead,
-on the sentence pairs in which both sides give a thing a rank ("X is the most secure ...").
+on the sentence pairs in which both sides give a thing a rank ("X is the most secure ...");
+``--negations`` reads the whole conflict diff (:func:`~ragtrust.screening.claim_diff.diff_conflict`)
+and counts its ``negation``, ``modal`` and ``quantifier`` findings, on every sentence pair.
 
 Text nobody here wrote or tuned on: each pair of the labelled NLI test files is split into
 sentences, and every (premise sentence, hypothesis sentence) pair in which both sides give a
@@ -32,6 +34,7 @@ from ragtrust.screening.claim_diff import (
     _quantities,
     _superlative,
     conditional,
+    diff_conflict,
     quantity_conflict,
     superlative_conflict,
 )
@@ -63,9 +66,21 @@ def _superlative_rule() -> tuple[Any, Any]:
     return applies, superlative_conflict
 
 
-def scan_file(path: Path, units: set[str], superlatives: bool = False) -> dict[str, Any]:
+def _polarity_rule() -> tuple[Any, Any]:
+    def applies(p: str, h: str) -> bool:
+        return True
+
+    def fires(p: str, h: str) -> DiffFinding | None:
+        finding = diff_conflict(p, h)
+        return finding if finding is not None and finding.kind in ("negation", "modal", "quantifier") else None
+
+    return applies, fires
+
+
+def scan_file(path: Path, units: set[str], rule: str = "quantity") -> dict[str, Any]:
     """The counts of one JSONL file of ``premise`` / ``hypothesis`` / ``label`` rows."""
-    applies, fires = _superlative_rule() if superlatives else _quantity_rule(units)
+    rules = {"superlative": _superlative_rule, "negation": _polarity_rule}
+    applies, fires = rules[rule]() if rule in rules else _quantity_rule(units)
     pairs, fired_labels, all_labels = 0, Counter[str](), Counter[str]()
     examples: list[dict[str, str]] = []
     fired_rows: dict[int, str] = {}
@@ -123,6 +138,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True, help="folder of NLI test JSONL files")
     parser.add_argument("--unit", action="append", choices=UNITS, help="quantity kinds to read (default: all)")
     parser.add_argument("--superlatives", action="store_true", help="read superlatives instead of quantities")
+    parser.add_argument("--negations", action="store_true", help="read negation / modal / quantifier findings")
     parser.add_argument("--out", type=Path, help="write the counts as JSON")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), help="two --out files")
     args = parser.parse_args()
@@ -133,10 +149,11 @@ def main() -> None:
     files = sorted(args.data_dir.glob("*.jsonl"))
     if not files:
         parser.error(f"no .jsonl files in {args.data_dir}")
+    rule = "superlative" if args.superlatives else "negation" if args.negations else "quantity"
     report = {
-        "rule": "superlative" if args.superlatives else "quantity",
+        "rule": rule,
         "units": sorted(units),
-        "files": {f.name: scan_file(f, units, args.superlatives) for f in files},
+        "files": {f.name: scan_file(f, units, rule) for f in files},
     }
     total = Counter[str]()
     for name, counts in report["files"].items():

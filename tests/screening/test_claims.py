@@ -623,3 +623,43 @@ def test_one_superlative_given_to_two_subjects_conflicts(
 def test_superlatives_that_do_not_clash(left: str, right: str) -> None:
     assert superlative_conflict(left, right) is None
     assert superlative_conflict(right, left) is None
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "kind"),
+    [
+        # short claims: too many of their few words change for the near-identical test
+        ("Passwords must not be logged.", "Passwords may be logged.", "negation"),
+        ("Session cookies must have the Secure attribute.", "Session cookies do not need the Secure attribute.",
+         "negation"),
+        ("Don't store secrets in the repository.", "Store secrets in the repository.", "negation"),
+        ("The cookie should be sent over HTTPS.", "The cookie must be sent over HTTPS.", "modal"),
+    ],
+)  # fmt: skip
+def test_a_short_claim_negated_or_with_another_force_conflicts(left: str, right: str, kind: str) -> None:
+    finding = diff_conflict(left, right)
+    assert finding is not None and finding.kind == kind
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        # two modals of one force (an OWASP scan's false conflict), and "May" opening a claim
+        ("- Can be used to bypass the filter.", "- May be used to bypass the filter."),
+        ("Encryption is required for backups.", "Encryption is mandatory for backups."),
+        # a universal quantifier added to a generic statement (an OWASP scan's false conflict)
+        ("All alphanumeric characters remain unencoded.", "Alphanumeric characters remain unencoded."),
+        ("Use HTTPS for every page.", "Always use HTTPS for every page."),
+        # the same words, the same polarity
+        ("Passwords must not be logged.", "Passwords must never be logged in full."),
+    ],
+)
+def test_the_same_force_in_other_words_is_no_conflict(left: str, right: str) -> None:
+    assert diff_conflict(left, right) is None
+    assert diff_conflict(right, left) is None
+
+
+def test_a_month_named_may_is_still_a_date() -> None:
+    assert diff_conflict("In May 2020 the flaw was fixed.", "In June 2020 the flaw was fixed.") == DiffFinding(
+        "date", "May", "June"
+    )

@@ -90,6 +90,24 @@ QUANTIFIERS = frozenset(
     "mostly most few many several least minimum maximum only more less fewer greater higher lower above below "
     "over under exactly approximately almost nearly majority minority".split()
 )
+#: modals that say the same (a modal conflict needs two classes: "must" / "may", not "can" / "may")
+_MODAL_CLASS = {
+    "must": "must", "shall": "must", "required": "must", "require": "must", "requires": "must",
+    "mandatory": "must", "necessary": "must", "need": "must", "needs": "must",
+    "should": "should", "recommended": "should",
+    "may": "may", "might": "may", "can": "may", "could": "may", "optional": "may", "allowed": "may",
+    "permitted": "may",
+    "forbidden": "must not", "prohibited": "must not", "unnecessary": "need not",
+    "will": "will", "would": "will",
+}  # fmt: skip
+#: quantifiers that a generic statement already implies ("Use HTTPS" / "Always use HTTPS")
+UNIVERSAL = frozenset("all every each always".split())
+#: the first half of a contraction ("don't" is tokenised don / t)
+_CONTRACTED = frozenset(
+    "don doesn didn isn aren wasn weren won shouldn mustn couldn wouldn haven hasn hadn needn mightn shan".split()
+)
+#: words that frame a claim's polarity or force, not its content (:func:`_polarity_flip`)
+_FRAME_EXTRA = frozenset({"t"}) | _CONTRACTED
 #: words that weaken a claim when they are added alone (a modal of possibility, a hedge)
 WEAKENING = frozenset(
     "may might could optional optionally sometimes rarely seldom occasionally usually generally typically often "
@@ -282,8 +300,11 @@ def _classify(
         named = _is_entity(original, start, names)
         return named and not (modal(folded, original, start) or number(folded, original, start))
 
+    left, right = _same_force_removed(left, right, modal)
     if has(left, negation) != has(right, negation):
         return "negation"
+    if _universal_added(left, right):
+        return None
     for kind, test in (("date", date), ("number", number), ("entity", entity), ("modal", modal)):
         if has(left, test) and has(right, test):
             return kind
@@ -471,6 +492,8 @@ def diff_conflict(
     a, b = _tokens(left), _tokens(right)
     if not a or not b:
         return None
+    # "May" opening a claim is the modal ("May be used to ..."), not the month
+    a, b = (_modal_opener(tokens) for tokens in (a, b))
     # a capitalised first word followed by another capitalised word opens a name ("Gerald Ford")
     for tokens in (a, b):
         if len(tokens) > 1 and tokens[0][1][:1].isupper() and tokens[1][1][:1].isupper():
@@ -512,6 +535,9 @@ def diff_conflict(
                 kind = None
             if kind is not None and not _only_fillers(changed_a, changed_b):
                 return DiffFinding(kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b))
+    flip = _polarity_flip(a, b)
+    if flip is not None:
+        return flip
     # a superlative's case is read in its own clause ("X is the most secure; use Y only if ...")
     ranked = superlative_conflict(left, right)
     if ranked is not None:
@@ -590,6 +616,70 @@ def superlative_conflict(left: str, right: str) -> DiffFinding | None:
     if words_a <= words_b or words_b <= words_a:  # one subject, named more or less fully
         return None
     return DiffFinding("entity", a[1], b[1])
+
+
+def _same_force_removed(
+    left: Sequence[tuple[str, str, int]], right: Sequence[tuple[str, str, int]], modal: Callable[[str, str, int], bool]
+) -> tuple[Sequence[tuple[str, str, int]], Sequence[tuple[str, str, int]]]:
+    """Both sides without their modals when those say the same ("can" / "may", "must" / "required")."""
+    modals_left = {_MODAL_CLASS.get(t[0], t[0]) for t in left if modal(*t)}
+    modals_right = {_MODAL_CLASS.get(t[0], t[0]) for t in right if modal(*t)}
+    if modals_left and modals_left == modals_right:
+        return [t for t in left if not modal(*t)], [t for t in right if not modal(*t)]
+    return left, right
+
+
+def _universal_added(left: Sequence[tuple[str, str, int]], right: Sequence[tuple[str, str, int]]) -> bool:
+    """Whether one side only added "all" / "always" (and function words) to a generic statement.
+
+    "All alphanumeric characters remain unencoded" says what "Alphanumeric characters remain
+    unencoded" says.
+    """
+    for mine, theirs in ((left, right), (right, left)):
+        if not theirs and any(t[0] in UNIVERSAL for t in mine) and all(t[0] in UNIVERSAL | STOP_WORDS for t in mine):
+            return True
+    return False
+
+
+def _modal_opener(tokens: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+    if tokens and tokens[0][0] == "may":
+        return [("may", "may", tokens[0][2]), *tokens[1:]]
+    return tokens
+
+
+def _polarity_flip(a: Sequence[tuple[str, str, int]], b: Sequence[tuple[str, str, int]]) -> DiffFinding | None:
+    """Two claims with the same content words, one negated or with another modal's force.
+
+    Short claims change too many of their few words for the near-identical test ("Passwords
+    must not be logged." / "Passwords may be logged.": ratio 0.67): here the claims' words
+    without function words, modals, auxiliaries and negations must be the same sequence (at
+    least two words), and then a negation on one side only is a ``negation`` conflict, two
+    modals of two classes (must / may, not can / may) a ``modal`` one.
+
+    Example:
+        >>> _polarity_flip(_tokens("Passwords must not be logged."), _tokens("Passwords may be logged."))
+        DiffFinding(kind='negation', left='must not', right='may')
+    """
+
+    def frame(t: tuple[str, str, int]) -> bool:
+        return t[0] in STOP_WORDS or t[0] in MODALS or t[0] in NEGATIONS or t[0] in _AUXILIARIES or t[0] in _FRAME_EXTRA
+
+    content_a = [stem(_key(t)) for t in a if not frame(t)]
+    if len(content_a) < 2 or content_a != [stem(_key(t)) for t in b if not frame(t)]:
+        return None
+
+    def force(tokens: Sequence[tuple[str, str, int]]) -> tuple[bool, set[str], str]:
+        negated = sum(t[0] in NEGATIONS or t[0] == "t" for t in tokens) % 2 == 1
+        modals = {_MODAL_CLASS.get(t[0], t[0]) for t in tokens if t[0] in MODALS}
+        words = " ".join(t[1] for t in tokens if (t[0] in MODALS or t[0] in NEGATIONS or t[0] == "t"))
+        return negated, modals, words
+
+    (neg_a, modals_a, words_a), (neg_b, modals_b, words_b) = force(a), force(b)
+    if neg_a != neg_b:
+        return DiffFinding("negation", words_a, words_b)
+    if modals_a and modals_b and modals_a != modals_b:
+        return DiffFinding("modal", words_a, words_b)
+    return None
 
 
 def conditional(claim: str) -> bool:
