@@ -123,17 +123,6 @@ STARTER_FAQ = (
 
 
 @pytest.mark.model
-def test_two_sources_giving_different_frequencies_are_not_trusted(models: dict[str, Any]) -> None:
-    pairs = [("starter-care", STARTER_CARE), ("starter-faq", STARTER_FAQ)]
-    verdict = _shipped_gate(models, pairs).ask("How often should I feed a sourdough starter kept on the counter?")
-    assert not verdict.trusted
-    day = [c for c in verdict.conflicts if "once or twice a day" in (c.left_words, c.right_words)]
-    assert day and {day[0].left_words, day[0].right_words} == {"once or twice a day", "once a month"}
-    assert day[0].kind == "number" and day[0].blamed is None  # one source against one: contested
-    assert _conflict_reasons(verdict)
-
-
-@pytest.mark.model
 def test_one_page_giving_how_often_for_each_case_is_no_conflict(models: dict[str, Any]) -> None:
     verdict = _shipped_gate(models, [("starter-care", STARTER_CARE)]).ask("How often should a starter be fed?")
     assert verdict.conflicts == ()
@@ -152,14 +141,27 @@ WIFI_TIPS = (
 )
 
 
+# (documents, question, the conflict's kind and its two sides' words)
+USER_CASES = [
+    pytest.param([("starter-care", STARTER_CARE), ("starter-faq", STARTER_FAQ)],
+                 "How often should I feed a sourdough starter kept on the counter?", "number",
+                 {"once or twice a day", "once a month"}, id="frequency"),
+    pytest.param([("router", ROUTER), ("wifi-tips", WIFI_TIPS)],
+                 "What is the most secure Wi-Fi encryption for a home router?", "entity", {"WPA3", "WEP"},
+                 id="superlative"),
+]  # fmt: skip
+
+
 @pytest.mark.model
-def test_two_sources_naming_a_different_most_secure_option_are_not_trusted(models: dict[str, Any]) -> None:
-    pairs = [("router", ROUTER), ("wifi-tips", WIFI_TIPS)]
-    verdict = _shipped_gate(models, pairs).ask("What is the most secure Wi-Fi encryption for a home router?")
+@pytest.mark.parametrize(("pairs", "question", "kind", "words"), USER_CASES)
+def test_a_users_planted_claim_beside_the_clean_one_is_not_trusted(
+    models: dict[str, Any], pairs: list[tuple[str, str]], question: str, kind: str, words: set[str]
+) -> None:
+    verdict = _shipped_gate(models, pairs).ask(question)
     assert not verdict.trusted
-    (conflict,) = [c for c in verdict.conflicts if c.kind == "entity"]
-    assert {conflict.left_words, conflict.right_words} == {"WPA3", "WEP"}
-    assert conflict.blamed is None  # one source against one: contested
+    found = [c for c in verdict.conflicts if {c.left_words, c.right_words} == words]
+    assert found and found[0].kind == kind
+    assert found[0].blamed is None  # one source against one: contested
     assert _conflict_reasons(verdict)
 
 
