@@ -663,3 +663,11 @@ def test_a_month_named_may_is_still_a_date() -> None:
     assert diff_conflict("In May 2020 the flaw was fixed.", "In June 2020 the flaw was fixed.") == DiffFinding(
         "date", "May", "June"
     )
+
+
+@pytest.mark.parametrize("text", ["Rotate keys every 0 days.", "every 000 weeks", "Rotate keys every 0-5 days."])
+def test_a_zero_period_is_no_frequency_and_no_crash(text: str) -> None:
+    assert quantity_conflict(text, "Rotate keys every 5 days.") is None
+    # the token diff may still see a number swapped (0 -> 5); it must not raise
+    finding = diff_conflict(text, "Rotate keys every 5 days.")
+    assert finding is None or finding.kind == "number"

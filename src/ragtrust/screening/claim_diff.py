@@ -337,6 +337,8 @@ def _frequencies(text: str) -> list[tuple[str, float, float, str, str]]:
             step, step_high = m.group("step"), m.group("step_high")
             n = 2.0 if step and step.lower() == "other" else _count(step) if step else 1.0
             longest = _count(step_high) if step_high else n  # "every 5-10 days": 1/10 to 1/5 a day
+            if min(n, longest) <= 0:  # "every 0 days" says no frequency
+                continue
             low, high = 1.0 / (max(n, longest) * days), 1.0 / (min(n, longest) * days)
         out.append(("frequency", low, high, m.group(0), unit.lower()))
     return out
