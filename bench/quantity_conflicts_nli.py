@@ -4,11 +4,13 @@ Usage:
     python bench/quantity_conflicts_nli.py --data-dir ../shared/data/nli/test --out F.json
     python bench/quantity_conflicts_nli.py --data-dir ../shared/data/nli/test --unit percent --unit frequency
     python bench/quantity_conflicts_nli.py --data-dir ../shared/data/nli/test --superlatives
+    python bench/quantity_conflicts_nli.py --data-dir ../shared/data/nli/train --antonyms
 
 ``--superlatives`` reads :func:`~ragtrust.screening.claim_diff.superlative_conflict` instead,
 on the sentence pairs in which both sides give a thing a rank ("X is the most secure ...");
 ``--negations`` reads the whole conflict diff (:func:`~ragtrust.screening.claim_diff.diff_conflict`)
-and counts its ``negation``, ``modal`` and ``quantifier`` findings, on every sentence pair.
+and counts its ``negation``, ``modal`` and ``quantifier`` findings, on every sentence pair;
+``--antonyms`` the same for its ``antonym`` findings (a word replaced by its WordNet antonym).
 
 Text nobody here wrote or tuned on: each pair of the labelled NLI test files is split into
 sentences, and every (premise sentence, hypothesis sentence) pair in which both sides give a
@@ -66,20 +68,24 @@ def _superlative_rule() -> tuple[Any, Any]:
     return applies, superlative_conflict
 
 
-def _polarity_rule() -> tuple[Any, Any]:
+def _diff_rule(kinds: tuple[str, ...]) -> tuple[Any, Any]:
     def applies(p: str, h: str) -> bool:
         return True
 
     def fires(p: str, h: str) -> DiffFinding | None:
         finding = diff_conflict(p, h)
-        return finding if finding is not None and finding.kind in ("negation", "modal", "quantifier") else None
+        return finding if finding is not None and finding.kind in kinds else None
 
     return applies, fires
 
 
 def scan_file(path: Path, units: set[str], rule: str = "quantity") -> dict[str, Any]:
     """The counts of one JSONL file of ``premise`` / ``hypothesis`` / ``label`` rows."""
-    rules = {"superlative": _superlative_rule, "negation": _polarity_rule}
+    rules = {
+        "superlative": _superlative_rule,
+        "negation": lambda: _diff_rule(("negation", "modal", "quantifier")),
+        "antonym": lambda: _diff_rule(("antonym",)),
+    }
     applies, fires = rules[rule]() if rule in rules else _quantity_rule(units)
     pairs, fired_labels, all_labels = 0, Counter[str](), Counter[str]()
     examples: list[dict[str, str]] = []
@@ -139,6 +145,7 @@ def main() -> None:
     parser.add_argument("--unit", action="append", choices=UNITS, help="quantity kinds to read (default: all)")
     parser.add_argument("--superlatives", action="store_true", help="read superlatives instead of quantities")
     parser.add_argument("--negations", action="store_true", help="read negation / modal / quantifier findings")
+    parser.add_argument("--antonyms", action="store_true", help="read antonym findings (a word and its antonym)")
     parser.add_argument("--out", type=Path, help="write the counts as JSON")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), help="two --out files")
     args = parser.parse_args()
@@ -150,6 +157,7 @@ def main() -> None:
     if not files:
         parser.error(f"no .jsonl files in {args.data_dir}")
     rule = "superlative" if args.superlatives else "negation" if args.negations else "quantity"
+    rule = "antonym" if args.antonyms else rule
     report = {
         "rule": rule,
         "units": sorted(units),

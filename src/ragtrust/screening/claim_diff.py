@@ -45,9 +45,11 @@ Example:
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib import resources
 
 from ragtrust.text import split_sentences
 
@@ -169,6 +171,75 @@ _FREQUENCY = re.compile(
     re.IGNORECASE,
 )
 _HEDGE_FILLERS = frozenset("about around approximately roughly nearly almost only just up over some".split())
+#: WordNet's direct antonyms of adjectives, verbs and adverbs (``scripts/wordnet_antonyms.py``)
+ANTONYMS_FILE = "antonyms.tsv"
+#: words with a kind of their own ("required" / "optional" is ``modal``, "more" / "less" ``quantifier``)
+_OTHER_KINDS = MODALS | QUANTIFIERS | NEGATIONS | WEAKENING
+#: inflection endings and what replaces them, WordNet's own detachment rules (its "morphy")
+#: for verbs and adjectives, and "ied" / "ier" / "iest" -> "y"
+_DETACH = (
+    ("ies", "y"), ("ied", "y"), ("ier", "y"), ("iest", "y"), ("es", "e"), ("es", ""), ("ed", "e"),
+    ("ed", ""), ("ing", "e"), ("ing", ""), ("er", ""), ("er", "e"), ("est", ""), ("est", "e"), ("s", ""),
+)  # fmt: skip
+
+
+@functools.cache
+def antonyms() -> dict[str, frozenset[str]]:
+    """Each word of the shipped antonym list and its antonyms (both directions)."""
+    pairs: dict[str, set[str]] = {}
+    text = resources.files("ragtrust.data").joinpath(ANTONYMS_FILE).read_text(encoding="utf-8")
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            left, right, _pos = line.split("\t")
+            pairs.setdefault(left, set()).add(right)
+            pairs.setdefault(right, set()).add(left)
+    return {word: frozenset(others) for word, others in pairs.items()}
+
+
+def lemmas(word: str) -> set[str]:
+    """The words of the antonym list that ``word`` (folded) can be an inflection of.
+
+    Example:
+        >>> sorted(lemmas("disabled")), sorted(lemmas("slower")), sorted(lemmas("denied"))
+        (['disable'], ['slow'], ['deny'])
+    """
+    known = antonyms()
+    found = {word} & known.keys()
+    for suffix, keep in _DETACH:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 2:
+            base = word[: len(word) - len(suffix)]
+            found |= {base + keep} & known.keys()
+            if len(base) > 2 and base[-1] == base[-2] and base[-1] not in "aeiousl":  # stopped, bigger
+                found |= {base[:-1]} & known.keys()
+    return found
+
+
+def antonymous(left: str, right: str) -> bool:
+    """Whether two folded words are antonyms in the shipped list, in any inflection.
+
+    Example:
+        >>> antonymous("enabled", "disabled"), antonymous("faster", "slower"), antonymous("fast", "quick")
+        (True, True, False)
+    """
+    known = antonyms()
+    right_lemmas = lemmas(right)
+    return any(known[lemma] & right_lemmas for lemma in lemmas(left))
+
+
+def _antonym_swap(
+    left: Sequence[tuple[str, str, int]], right: Sequence[tuple[str, str, int]]
+) -> tuple[str, str] | None:
+    """The one word and its antonym that replace each other, all else function words, or ``None``."""
+
+    def content(tokens: Sequence[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+        return [t for t in tokens if t[0] not in STOP_WORDS and t[0] not in _HEDGE_FILLERS]
+
+    for a in left:
+        for b in right:
+            if a[0] not in _OTHER_KINDS and b[0] not in _OTHER_KINDS and antonymous(a[0], b[0]):
+                rest = [t for t in content(left) if t is not a] + [t for t in content(right) if t is not b]
+                return (a[1], b[1]) if not rest else None
+    return None
 
 
 @dataclass(frozen=True)
@@ -176,7 +247,8 @@ class DiffFinding:
     """What the conflict diff found between two claims.
 
     Attributes:
-        kind: ``number`` / ``date`` / ``entity`` / ``negation`` / ``modal`` / ``quantifier``.
+        kind: ``number`` / ``date`` / ``entity`` / ``negation`` / ``modal`` / ``quantifier`` /
+            ``antonym``.
         left / right: the differing words of each claim (may be empty for an insertion).
     """
 
@@ -301,6 +373,10 @@ def _classify(
         return named and not (modal(folded, original, start) or number(folded, original, start))
 
     left, right = _same_force_removed(left, right, modal)
+    # "disable" / "enable", "faster" / "slower"; with a negation on one side they agree
+    # ("is not enabled" / "is disabled")
+    if _antonym_swap(left, right) is not None:
+        return "antonym" if has(left, negation) == has(right, negation) else None
     if has(left, negation) != has(right, negation):
         return "negation"
     if _universal_added(left, right):
@@ -667,7 +743,17 @@ def _polarity_flip(a: Sequence[tuple[str, str, int]], b: Sequence[tuple[str, str
         return t[0] in STOP_WORDS or t[0] in MODALS or t[0] in NEGATIONS or t[0] in _AUXILIARIES or t[0] in _FRAME_EXTRA
 
     content_a = [stem(_key(t)) for t in a if not frame(t)]
-    if len(content_a) < 2 or content_a != [stem(_key(t)) for t in b if not frame(t)]:
+    content_b = [stem(_key(t)) for t in b if not frame(t)]
+    if len(content_a) < 2 or len(content_a) != len(content_b):
+        return None
+    changed = [i for i, (x, y) in enumerate(zip(content_a, content_b, strict=True)) if x != y]
+    if len(changed) == 1:  # "Disable WPS." / "Enable WPS.": one word and its antonym
+        words_a, words_b = ([t for t in tokens if not frame(t)][changed[0]] for tokens in (a, b))
+        if words_a[0] in _OTHER_KINDS or words_b[0] in _OTHER_KINDS or not antonymous(words_a[0], words_b[0]):
+            return None
+        negated_a, negated_b = (sum(t[0] in NEGATIONS or t[0] == "t" for t in x) % 2 for x in (a, b))
+        return DiffFinding("antonym", words_a[1], words_b[1]) if negated_a == negated_b else None
+    if changed:
         return None
 
     def force(tokens: Sequence[tuple[str, str, int]]) -> tuple[bool, set[str], str]:
@@ -738,6 +824,8 @@ def _pure(kind: str, tokens: Sequence[tuple[str, str, int]], names: frozenset[st
             return _is_entity(original, start, names)
         if kind == "negation":
             return folded in NEGATIONS or folded == "t" or folded in _AUXILIARIES
+        if kind == "antonym":  # _antonym_swap checked that the rest are function words
+            return True
         return folded in MODALS or folded in WEAKENING or folded in QUANTIFIERS
 
     return all(fits(*t) for t in tokens)
