@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragtrust.screening.claim_diff import conditional, evidence_change, superlative_conflict
+from ragtrust.screening.claim_diff import antonymous, conditional, evidence_change, lemmas, superlative_conflict
 from ragtrust.screening.claims import (
     Claim,
     DiffFinding,
@@ -48,6 +48,17 @@ SWAPS = [
      "Multi-factor authentication is optional for administrators.", "modal", "required", "optional"),
     ("The server always validates the origin header.", "The server sometimes validates the origin header.",
      "quantifier", "always", "sometimes"),
+    # a word replaced by its WordNet antonym, in any inflection
+    ("Disable WPS on the router.", "Enable WPS on the router.", "antonym", "Disable", "Enable"),
+    ("Weak ciphers should be disabled.", "Weak ciphers should be enabled.", "antonym", "disabled", "enabled"),
+    ("Reject requests without a valid CSRF token.", "Accept requests without a valid CSRF token.",
+     "antonym", "Reject", "Accept"),
+    ("Symmetric encryption is faster than asymmetric encryption.",
+     "Symmetric encryption is slower than asymmetric encryption.", "antonym", "faster", "slower"),
+    ("Keep WPS switched off on the router.", "Keep WPS switched on on the router.", "antonym", "off", "on"),
+    ("Sign the token with the private key.", "Sign the token with the public key.", "antonym", "private", "public"),
+    # short claims: the same content words, one swapped for its antonym
+    ("Disable WPS.", "Enable WPS.", "antonym", "Disable", "Enable"),
 ]  # fmt: skip
 
 # (left, right, left words, right words): identifiers whose letters stay and digits change
@@ -69,6 +80,13 @@ PARAPHRASES = [
     ("A queen bee lives three weeks.", "A queen bee lives about three weeks."),
     ("The queen bee lives two to five years.", "A queen bee lives for two to five years."),
     ("Reed Hastings co-founded Netflix.", "Netflix was co-founded by Reed Hastings."),
+]
+
+#: an antonym with a negation on one side says the same thing; words with a kind of their own keep it
+ANTONYMS_THAT_AGREE = [
+    pytest.param("WPS is not enabled.", "WPS is disabled.", id="not-enabled"),
+    pytest.param("Weak ciphers should be disabled.", "Weak ciphers should not be enabled.", id="should-not-be"),
+    pytest.param("Disable WPS.", "Do not enable WPS.", id="short"),
 ]
 
 #: rewordings the diff still calls conflicts: a moved token counts as a changed one, digits
@@ -121,6 +139,26 @@ def test_an_identifier_swap_is_a_number_conflict(left: str, right: str, left_wor
 def test_paraphrase_agreement_is_no_conflict(left: str, right: str) -> None:
     assert diff_conflict(left, right) is None
     assert diff_conflict(right, left) is None
+
+
+@pytest.mark.parametrize(("left", "right"), ANTONYMS_THAT_AGREE)
+def test_an_antonym_under_a_negation_agrees(left: str, right: str) -> None:
+    assert diff_conflict(left, right) is None
+    assert diff_conflict(right, left) is None
+
+
+def test_two_words_that_are_no_antonyms_are_a_rewording() -> None:
+    assert diff_conflict("Use a fast hash for checksums.", "Use a quick hash for checksums.") is None
+    assert diff_conflict("Encrypt data at rest.", "Encrypt data in transit.") is None
+
+
+def test_antonyms_are_read_from_the_shipped_wordnet_list_in_any_inflection() -> None:
+    assert antonymous("enables", "disabling")
+    assert antonymous("stronger", "weakest")
+    assert antonymous("denied", "allowed")
+    assert not antonymous("enable", "enable")
+    assert not antonymous("client", "server")
+    assert lemmas("stopped") <= {"stop"}
 
 
 @pytest.mark.parametrize(("left", "right"), KNOWN_FALSE_CONFLICTS)
@@ -671,3 +709,12 @@ def test_a_zero_period_is_no_frequency_and_no_crash(text: str) -> None:
     # the token diff may still see a number swapped (0 -> 5); it must not raise
     finding = diff_conflict(text, "Rotate keys every 5 days.")
     assert finding is None or finding.kind == "number"
+
+
+def test_every_kind_the_diff_names_has_a_default_strength() -> None:
+    # a kind without one scores 0: found, shown, and adding nothing to the document's P_i
+    from ragtrust.screening.conflicts import DEFAULT_DIFF_STRENGTH
+
+    kinds = {kind for _left, _right, kind, _a, _b in SWAPS}
+    assert kinds <= DEFAULT_DIFF_STRENGTH.keys()
+    assert all(DEFAULT_DIFF_STRENGTH[kind] > 0 for kind in kinds)

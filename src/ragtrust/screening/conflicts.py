@@ -141,6 +141,7 @@ DEFAULT_DIFF_STRENGTH: Mapping[str, float] = {
     "negation": 0.9,
     "modal": 0.8,
     "quantifier": 0.8,
+    "antonym": 0.8,
     "answer": 0.8,
 }
 #: answering claims per document compared by the answer check (the first in the document)

@@ -249,7 +249,7 @@ class ConflictOut(_Response):
     left: ClaimRefOut
     right: ClaimRefOut
     kind: str = Field(
-        description="'number', 'date', 'entity', 'negation', 'modal', 'quantifier' (a token diff found it) or "
+        description="'number', 'date', 'entity', 'negation', 'modal', 'quantifier', 'antonym' (a token diff found it) or "
         "'nli' (the NLI model called the pair a contradiction)"
     )
     strength: float = Field(description="in [0, 1]")
