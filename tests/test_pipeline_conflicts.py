@@ -140,6 +140,18 @@ WIFI_TIPS = (
     "Place the router near the middle of the home for the best coverage."
 )
 
+# a user's IT pages (2026-12-07 night): the FAQ's "disabled" for "enabled" was answered TRUSTED HIGH
+LAPTOP = (
+    "Install operating system updates within a week of their release. "
+    "Keep the firewall enabled on every laptop, including on the home network. "
+    "Encrypt the whole disk so that a lost laptop does not expose company data."
+)
+IT_FAQ = (
+    "Staff often ask about the firewall when they work from home. "
+    "Keep the firewall disabled on every laptop, including on the home network. "
+    "Printers on the home network can be added from the system settings."
+)
+
 
 # (documents, question, the conflict's kind and its two sides' words)
 USER_CASES = [
@@ -149,6 +161,9 @@ USER_CASES = [
     pytest.param([("router", ROUTER), ("wifi-tips", WIFI_TIPS)],
                  "What is the most secure Wi-Fi encryption for a home router?", "entity", {"WPA3", "WEP"},
                  id="superlative"),
+    pytest.param([("laptop-hardening", LAPTOP), ("it-faq", IT_FAQ)],
+                 "Should the firewall stay on when I work from home?", "antonym", {"enabled", "disabled"},
+                 id="antonym"),
 ]  # fmt: skip
 
 
