@@ -128,6 +128,16 @@ def test_one_page_giving_how_often_for_each_case_is_no_conflict(models: dict[str
     assert verdict.conflicts == ()
 
 
+@pytest.mark.model
+def test_one_page_listing_two_opposite_cases_is_no_conflict(models: dict[str, Any]) -> None:
+    page = (
+        "Identify every service-to-service synchronous communication and record its protocol. "
+        "Identify every service-to-service asynchronous communication and record its protocol."
+    )
+    verdict = _shipped_gate(models, [("checklist", page)]).ask("Which communications should be identified?")
+    assert verdict.conflicts == ()
+
+
 # a user's router pages (2026-12-07): the planted "WEP is the most secure ..." was answered TRUSTED HIGH
 ROUTER = (
     "Change the router's default admin password before connecting it to the internet. "

@@ -153,6 +153,17 @@ def test_an_antonym_under_a_negation_agrees(left: str, right: str) -> None:
     assert diff_conflict(right, left) is None
 
 
+def test_antonyms_can_be_left_out_for_two_claims_of_one_document() -> None:
+    # one checklist's two cases ("synchronous" / "asynchronous" items of one OWASP sheet)
+    left = "Identify service-to-service synchronous communications."
+    right = "Identify service-to-service asynchronous communications."
+    assert diff_conflict(left, right).kind == "antonym"
+    assert diff_conflict(left, right, antonyms=False) is None
+    assert diff_conflict("You should disable WPS.", "You should enable WPS.", antonyms=False) is None
+    # the other kinds are still read
+    assert diff_conflict("Use TLS 1.2 for the API.", "Use TLS 1.0 for the API.", antonyms=False) is not None
+
+
 def test_two_words_that_are_no_antonyms_are_a_rewording() -> None:
     assert diff_conflict("Use a fast hash for checksums.", "Use a quick hash for checksums.") is None
     assert diff_conflict("Encrypt data at rest.", "Encrypt data in transit.") is None

@@ -228,6 +228,25 @@ def test_the_vetted_version_blames_the_edit(tmp_path: Path) -> None:
     assert "its vetted version" in result.reasons[0]
 
 
+def test_an_antonym_swapped_into_a_vetted_page_is_blamed_on_the_edit(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path, "Keep the firewall enabled on laptops.", "Keep the firewall disabled on laptops.")
+    signal = fake_signal(ledger=ledger, nli=NeutralNLI())
+    (result,) = signal.score_batch([doc("kb#0", "Keep the firewall disabled on laptops.", parent_id="kb")])
+    (c,) = conflicts([result])
+    assert (c.kind, c.blamed, c.resolution) == ("antonym", "kb#0", "the vetted version says otherwise")
+    assert {c.left_words, c.right_words} == {"enabled", "disabled"}
+
+
+def test_an_antonym_in_two_chunks_of_one_document_is_no_conflict() -> None:
+    # one page's checklist gives both cases; two chunks of it are one document
+    left = doc("page#0", "Identify the synchronous calls between services.", parent_id="page")
+    right = doc("page#1", "Identify the asynchronous calls between services.", parent_id="page")
+    assert conflicts(fake_signal(nli=NeutralNLI()).score_batch([left, right])) == []
+    other = doc("other#0", "Identify the asynchronous calls between services.", parent_id="other")
+    (c,) = conflicts(fake_signal(nli=NeutralNLI()).score_batch([left, other]))
+    assert c.kind == "antonym"
+
+
 def test_the_vetted_diff_reports_the_changed_words(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path, "Use a 64-bit nonce.", "Use a 32-bit nonce.")
     (result,) = fake_signal(ledger=ledger, nli=NeutralNLI()).score_batch(

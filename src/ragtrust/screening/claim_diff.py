@@ -339,7 +339,11 @@ def _key(token: tuple[str, str, int]) -> str:
 
 
 def _classify(
-    left: Sequence[tuple[str, str, int]], right: Sequence[tuple[str, str, int]], names: frozenset[str] = frozenset()
+    left: Sequence[tuple[str, str, int]],
+    right: Sequence[tuple[str, str, int]],
+    names: frozenset[str] = frozenset(),
+    *,
+    antonyms: bool = True,
 ) -> str | None:
     """The conflict kind of the tokens changed on each side (``None``: an ordinary rewording).
 
@@ -376,7 +380,7 @@ def _classify(
     left, right = _same_force_removed(left, right, modal)
     # "disable" / "enable", "faster" / "slower"; with a negation on one side they agree
     # ("is not enabled" / "is disabled")
-    if _antonym_swap(left, right) is not None:
+    if antonyms and _antonym_swap(left, right) is not None:
         return "antonym" if has(left, negation) == has(right, negation) else None
     if has(left, negation) != has(right, negation):
         return "negation"
@@ -558,7 +562,13 @@ def _overlap(a: tuple[str, float, float, str, str], b: tuple[str, float, float, 
 
 
 def diff_conflict(
-    left: str, right: str, names: frozenset[str] = frozenset(), *, cases: bool = True, frequencies: bool = True
+    left: str,
+    right: str,
+    names: frozenset[str] = frozenset(),
+    *,
+    cases: bool = True,
+    frequencies: bool = True,
+    antonyms: bool = True,
 ) -> DiffFinding | None:
     """The conflict between two aligned claims that a token diff shows (see the module docstring).
 
@@ -567,6 +577,9 @@ def diff_conflict(
     ``cases``: a conditional claim's quantities are not compared (:func:`conditional`); off
     for an answer sentence read against its own evidence, which states the same case.
     ``frequencies``: see :func:`quantity_conflict`.
+    ``antonyms``: whether a word replaced by its antonym is a conflict (``antonym``); off
+    between two claims of one document, which lists cases ("Identify synchronous
+    communications" / "Identify asynchronous communications" in one OWASP checklist).
     """
     a, b = _tokens(left), _tokens(right)
     if not a or not b:
@@ -591,7 +604,7 @@ def diff_conflict(
         changed_a = [t for t in changed_a if stem(_key(t)) not in moved]
         changed_b = [t for t in changed_b if stem(_key(t)) not in moved]
         if (changed_a or changed_b) and max(len(changed_a), len(changed_b)) <= MAX_CHANGED:
-            kind = _classify(changed_a, changed_b, names)
+            kind = _classify(changed_a, changed_b, names, antonyms=antonyms)
             # "2 to 5 years" / "3 years": the token diff sees a change, the ranges overlap
             # (two ranges whose bounds differ are two claims: "between 1 and 4 billion years" /
             # "between 1 and 8 billion years")
@@ -614,7 +627,7 @@ def diff_conflict(
                 kind = None
             if kind is not None and not _only_fillers(changed_a, changed_b):
                 return DiffFinding(kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b))
-    flip = _polarity_flip(a, b)
+    flip = _polarity_flip(a, b, antonyms=antonyms)
     if flip is not None:
         return flip
     # a superlative's case is read in its own clause ("X is the most secure; use Y only if ...")
@@ -726,7 +739,9 @@ def _modal_opener(tokens: list[tuple[str, str, int]]) -> list[tuple[str, str, in
     return tokens
 
 
-def _polarity_flip(a: Sequence[tuple[str, str, int]], b: Sequence[tuple[str, str, int]]) -> DiffFinding | None:
+def _polarity_flip(
+    a: Sequence[tuple[str, str, int]], b: Sequence[tuple[str, str, int]], *, antonyms: bool = True
+) -> DiffFinding | None:
     """Two claims with the same content words, one negated or with another modal's force.
 
     Short claims change too many of their few words for the near-identical test ("Passwords
@@ -755,7 +770,7 @@ def _polarity_flip(a: Sequence[tuple[str, str, int]], b: Sequence[tuple[str, str
     if len(content_a) < 2 or len(content_a) != len(content_b):
         return None
     changed = [i for i, (x, y) in enumerate(zip(content_a, content_b, strict=True)) if x != y]
-    if len(changed) == 1:  # "Disable WPS." / "Enable WPS.": one word and its antonym
+    if len(changed) == 1 and antonyms:  # "Disable WPS." / "Enable WPS.": one word and its antonym
         words_a, words_b = ([t for t in tokens if not frame(t)][changed[0]] for tokens in (a, b))
         if words_a[0] in _OTHER_KINDS or words_b[0] in _OTHER_KINDS or not antonymous(words_a[0], words_b[0]):
             return None

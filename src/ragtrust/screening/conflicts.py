@@ -495,8 +495,15 @@ class ClaimConflictSignal(Signal):
         names = {d: names_in(pool[d].document.text) for d in {claims[k].doc for p in pairs for k in p[:2]}}
         findings = []
         for (i, j, _), (a, b) in zip(pairs, texts, strict=True):
+            left, right = pool[claims[i].doc], pool[claims[j].doc]
             finding = diff_conflict(
-                a, b, names[claims[i].doc] | names[claims[j].doc], frequencies=claims[i].doc != claims[j].doc
+                a,
+                b,
+                names[claims[i].doc] | names[claims[j].doc],
+                frequencies=claims[i].doc != claims[j].doc,
+                # a word and its antonym inside one document (its chunks) list two cases; against
+                # the document's vetted version they are an edit
+                antonyms=left.group != right.group or VETTED in (left.origin, right.origin),
             )
             if finding is not None and not same_subject(pool, claims[i], claims[j], finding):
                 finding = None
