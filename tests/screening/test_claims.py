@@ -59,6 +59,12 @@ SWAPS = [
     ("Sign the token with the private key.", "Sign the token with the public key.", "antonym", "private", "public"),
     # short claims: the same content words, one swapped for its antonym
     ("Disable WPS.", "Enable WPS.", "antonym", "Disable", "Enable"),
+    # a universal against its negation, in a long claim and in a short one
+    ("Never log session tokens.", "Always log session tokens.", "negation", "Never", "Always"),
+    ("Tokens never expire.", "Tokens always expire.", "negation", "never", "always"),
+    # an ordinal keeps its kind, though WordNet makes "first" and "second" antonyms
+    ("Discovery is the first series since Enterprise.", "Discovery is the second series since Enterprise.",
+     "number", "first", "second"),
 ]  # fmt: skip
 
 # (left, right, left words, right words): identifiers whose letters stay and digits change

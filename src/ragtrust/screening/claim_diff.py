@@ -173,8 +173,9 @@ _FREQUENCY = re.compile(
 _HEDGE_FILLERS = frozenset("about around approximately roughly nearly almost only just up over some".split())
 #: WordNet's direct antonyms of adjectives, verbs and adverbs (``scripts/wordnet_antonyms.py``)
 ANTONYMS_FILE = "antonyms.tsv"
-#: words with a kind of their own ("required" / "optional" is ``modal``, "more" / "less" ``quantifier``)
-_OTHER_KINDS = MODALS | QUANTIFIERS | NEGATIONS | WEAKENING
+#: words with a kind of their own ("required" / "optional" is ``modal``, "more" / "less" ``quantifier``,
+#: "first" / "second" ``number``)
+_OTHER_KINDS = MODALS | QUANTIFIERS | NEGATIONS | WEAKENING | frozenset(NUMBER_WORDS)
 #: inflection endings and what replaces them, WordNet's own detachment rules (its "morphy")
 #: for verbs and adjectives, and "ied" / "ier" / "iest" -> "y"
 _DETACH = (
@@ -755,7 +756,14 @@ def _polarity_flip(
     """
 
     def frame(t: tuple[str, str, int]) -> bool:
-        return t[0] in STOP_WORDS or t[0] in MODALS or t[0] in NEGATIONS or t[0] in _AUXILIARIES or t[0] in _FRAME_EXTRA
+        return (
+            t[0] in STOP_WORDS
+            or t[0] in MODALS
+            or t[0] in NEGATIONS
+            or t[0] in UNIVERSAL  # "Tokens never expire." / "Tokens always expire."
+            or t[0] in _AUXILIARIES
+            or t[0] in _FRAME_EXTRA
+        )
 
     content_a = [stem(_key(t)) for t in a if not frame(t)]
     content_b = [stem(_key(t)) for t in b if not frame(t)]
@@ -774,7 +782,7 @@ def _polarity_flip(
     def force(tokens: Sequence[tuple[str, str, int]]) -> tuple[bool, set[str], str]:
         negated = sum(t[0] in NEGATIONS or t[0] == "t" for t in tokens) % 2 == 1
         modals = {_MODAL_CLASS.get(t[0], t[0]) for t in tokens if t[0] in MODALS}
-        words = " ".join(t[1] for t in tokens if (t[0] in MODALS or t[0] in NEGATIONS or t[0] == "t"))
+        words = " ".join(t[1] for t in tokens if t[0] in MODALS or t[0] in NEGATIONS or t[0] in UNIVERSAL or t[0] == "t")
         return negated, modals, words
 
     (neg_a, modals_a, words_a), (neg_b, modals_b, words_b) = force(a), force(b)
@@ -837,8 +845,8 @@ def _pure(kind: str, tokens: Sequence[tuple[str, str, int]], names: frozenset[st
             return _number(folded) is not None or _is_date(folded)
         if kind == "entity":
             return _is_entity(original, start, names)
-        if kind == "negation":
-            return folded in NEGATIONS or folded == "t" or folded in _AUXILIARIES
+        if kind == "negation":  # "Never log tokens" / "Always log tokens": a universal for its negation
+            return folded in NEGATIONS or folded == "t" or folded in _AUXILIARIES or folded in UNIVERSAL
         if kind == "antonym":  # _antonym_swap checked that the rest are function words
             return True
         return folded in MODALS or folded in WEAKENING or folded in QUANTIFIERS
