@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from ragtrust.screening.cross import CrossConsistencySignal, consistency_from
-from ragtrust.screening.intra import IntraConsistencySignal, contradiction_ramp
+from ragtrust.screening.intra import IntraConsistencySignal, contradiction_ramp, prohibition
 from ragtrust.screening.outlier import SemanticOutlierSignal
 from ragtrust.testing import HashingEmbedder, LexicalNLI, retrieved
 
@@ -219,3 +219,52 @@ def test_intra_tail_checks_skip_a_reference_list() -> None:
     )
     r = IntraConsistencySignal(nli=LexicalNLI(), direction="both").score_batch(retrieved([prose]))[0]
     assert r.details["contradiction"].get("tail_sentence", 0.0) > 0.0
+
+
+# a user's note (2026-12-08): the shipped NLI model reads the prohibition as contradicting the
+# instruction (0.92), and the clean page was withheld
+PASSWORD_NOTE = (
+    "Store passwords with a slow, salted hash such as Argon2id, bcrypt or scrypt, always with a unique salt. "
+    "Never store passwords in plain text or with a fast hash."
+)
+# a CWE entry: a description, then the advice that forbids what it describes
+CWE_ENTRY = (
+    "The product uses the class loader when it builds Enterprise JavaBeans components. "
+    "Do not use the class loader when writing Enterprise JavaBeans components."
+)
+
+
+@pytest.mark.parametrize("text", [PASSWORD_NOTE, CWE_ENTRY])
+def test_intra_reads_no_prohibition_against_a_statement(text: str) -> None:
+    r = IntraConsistencySignal(nli=LexicalNLI(), direction="both").score_batch(retrieved([text]))[0]
+    assert r.skipped and "prohibition" in (r.skip_reason or "") and r.score == 0.0
+    old = IntraConsistencySignal(nli=LexicalNLI(), direction="both", instructions=False)
+    assert old.score_batch(retrieved([text]))[0].score > 0.8  # what the rule leaves out
+
+
+@pytest.mark.parametrize(
+    ("sentence", "forbids"),
+    [
+        ("Never store passwords in plain text.", True),
+        ("- Do not use the class loader.", True),
+        ("2. Don't log session tokens.", True),
+        ("Don\u2019t log session tokens.", True),
+        ("Avoid MD5 for passwords.", True),
+        ("Passwords are never stored in plain text.", False),
+        ("Store passwords with bcrypt.", False),
+        ("Nevertheless, the key is rotated.", False),
+    ],
+)
+def test_a_prohibition_opens_with_never_do_not_or_avoid(sentence: str, forbids: bool) -> None:
+    assert prohibition(sentence) is forbids
+
+
+def test_two_prohibitions_or_two_statements_are_still_compared() -> None:
+    both_forbid = (
+        "Never store passwords in plain text on any server. Do not log passwords on the server. "
+        "Never hash passwords before you store them on the server."
+    )
+    r = IntraConsistencySignal(nli=LexicalNLI(), direction="both").score_batch(retrieved([both_forbid]))[0]
+    assert not r.skipped
+    r = IntraConsistencySignal(nli=LexicalNLI()).score_batch(retrieved([APPENDED]))[0]
+    assert r.score > 0.8

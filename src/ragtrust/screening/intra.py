@@ -66,6 +66,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
@@ -78,6 +79,20 @@ from ragtrust.models.base import CONTRADICTION, NLIModel
 from ragtrust.registry import register, warm_up
 from ragtrust.screening.base import Signal
 from ragtrust.screening.claims import is_prose
+
+#: a sentence that opens with one of these (after a list marker) forbids something: an
+#: instruction, not a statement of fact
+_PROHIBITION = re.compile(r"^(?:[-*+]\s+|\d+[.)]\s+)?(?:never|do\s+not|don['\u2019]t|avoid)\b", re.IGNORECASE)
+
+
+def prohibition(sentence: str) -> bool:
+    """Whether ``sentence`` forbids something ("Never ...", "Do not ...", "Don't ...", "Avoid ...").
+
+    Example:
+        >>> prohibition("- Do not use the class loader."), prohibition("The product uses the class loader.")
+        (True, False)
+    """
+    return bool(_PROHIBITION.match(sentence.strip()))
 from ragtrust.screening.ramp import calibrated_direction, contradiction_ramp, resolve_ramp
 from ragtrust.text import Sentence, assertions, words
 
@@ -128,6 +143,8 @@ class IntraConsistencySignal(Signal):
         prose_tail: run the tail checks only when the tail reads as a statement, and compare
             it only with earlier sentences that do (:func:`~ragtrust.screening.claims.is_prose`:
             not a reference list item, table row, code line or lead-in); ``False`` checks any.
+        instructions: leave out a check whose one side only forbids (:func:`prohibition`)
+            while the other forbids nothing; ``False`` checks them.
     """
 
     nli: NLIModel
@@ -141,6 +158,7 @@ class IntraConsistencySignal(Signal):
     whole_halves: bool = True
     whole_tail: bool = True
     prose_tail: bool = True
+    instructions: bool = True
 
     name: ClassVar[str] = "intra_consistency"
     results_cacheable: ClassVar[bool] = True
@@ -150,6 +168,15 @@ class IntraConsistencySignal(Signal):
         warm_up(self.nli)
 
     def _checks(self, i: int, sentences: list[Sentence]) -> list[_Check]:
+        """The checks of document ``i`` (see the module docstring and ``instructions``)."""
+        return self._instruction_filter(self._candidate_checks(i, sentences), sentences)
+
+    def _instruction_filter(self, checks: list[_Check], sentences: list[Sentence]) -> list[_Check]:
+        if not self.instructions:
+            return checks
+        return [c for c in checks if not self._prohibition_against_statement(c, sentences)]
+
+    def _candidate_checks(self, i: int, sentences: list[Sentence]) -> list[_Check]:
         def n_words(a: int, b: int) -> int:
             return sum(len(words(s.text)) for s in sentences[a:b])
 
@@ -180,6 +207,20 @@ class IntraConsistencySignal(Signal):
                     checks.append(_Check(i, "tail_sentence", (j, j + 1), (cut, n)))
         return checks
 
+    @staticmethod
+    def _prohibition_against_statement(check: _Check, sentences: list[Sentence]) -> bool:
+        """Whether one side of ``check`` only forbids and the other forbids nothing.
+
+        "Do not use the class loader." after "The product uses the class loader." (a CWE
+        entry), or "Never store passwords in plain text." after "Store passwords with a slow,
+        salted hash ...": an instruction has no truth value, and the NLI model reads a
+        prohibition as the negation of any statement about the same thing. Two statements,
+        or two sides that both forbid, are read as before; a prohibition against its own
+        near-identical statement is the claim-conflict diff's.
+        """
+        sides = [[prohibition(s.text) for s in sentences[a:b]] for a, b in (check.premise, check.hypothesis)]
+        return any(all(one) and one and not any(other) for one, other in (sides, sides[::-1]))
+
     def _fits(self, premise: str, hypothesis: str) -> bool:
         """Whether the pair is scored in one pass each way (always, for a model without windows)."""
         windows = getattr(self.nli, "premise_windows", None)
@@ -197,8 +238,10 @@ class IntraConsistencySignal(Signal):
         left_out = {c.kind for c in checks if c.kind in bounded and not self._fits(text(c.premise), text(c.hypothesis))}
         return [c for c in checks if c.kind not in left_out], left_out
 
-    def _why_none(self, left_out: set[str]) -> str:
+    def _why_none(self, left_out: set[str], instruction_only: bool = False) -> str:
         """The skip reason of a document with at least two sentences and no check to run."""
+        if instruction_only:
+            return "every check would read a prohibition against a statement (an instruction is no claim)"
         if left_out:
             return f"too long for the {' and '.join(sorted(left_out))} check(s), and no sentence-level check applies"
         return f"each half needs at least {self.min_words} words"
@@ -222,9 +265,11 @@ class IntraConsistencySignal(Signal):
             if len(sents) < 2:
                 results[i] = self.skipped(f"needs at least 2 sentences, found {len(sents)}")
                 continue
-            mine, too_long[i] = self._bounded(self._checks(i, sents), sents, doc.document.text)
+            candidates = self._candidate_checks(i, sents)
+            kept = self._instruction_filter(candidates, sents)
+            mine, too_long[i] = self._bounded(kept, sents, doc.document.text)
             if not mine:
-                results[i] = self.skipped(self._why_none(too_long[i]))
+                results[i] = self.skipped(self._why_none(too_long[i], bool(candidates) and not kept))
             checks.extend(mine)
 
         direction = self.direction or calibrated_direction(self.nli) or "sentences"
