@@ -389,11 +389,11 @@ def _classify(
     for kind, test in (("date", date), ("number", number), ("entity", entity), ("modal", modal)):
         if has(left, test) and has(right, test):
             return kind
-    if has(left, weakening) or has(right, weakening):
-        return "modal" if has(left, modal) or has(right, modal) else "quantifier"
-    if has(left, quantifier) or has(right, quantifier):  # "only some of the time" added to a claim
-        return "quantifier"
-    return None
+    weakened = has(left, weakening) or has(right, weakening)
+    if weakened and (has(left, modal) or has(right, modal)):
+        return "modal"
+    # a weakening word, or a quantifier ("only some of the time" added to a claim)
+    return "quantifier" if weakened or has(left, quantifier) or has(right, quantifier) else None
 
 
 def _frequencies(text: str) -> list[tuple[str, float, float, str, str]]:
@@ -771,18 +771,19 @@ def _polarity_flip(
         return None
     changed = [i for i, (x, y) in enumerate(zip(content_a, content_b, strict=True)) if x != y]
     if len(changed) == 1 and antonyms:  # "Disable WPS." / "Enable WPS.": one word and its antonym
-        words_a, words_b = ([t for t in tokens if not frame(t)][changed[0]] for tokens in (a, b))
-        if words_a[0] in _OTHER_KINDS or words_b[0] in _OTHER_KINDS or not antonymous(words_a[0], words_b[0]):
+        swapped_a, swapped_b = ([t for t in tokens if not frame(t)][changed[0]] for tokens in (a, b))
+        if swapped_a[0] in _OTHER_KINDS or swapped_b[0] in _OTHER_KINDS or not antonymous(swapped_a[0], swapped_b[0]):
             return None
         negated_a, negated_b = (sum(t[0] in NEGATIONS or t[0] == "t" for t in x) % 2 for x in (a, b))
-        return DiffFinding("antonym", words_a[1], words_b[1]) if negated_a == negated_b else None
+        return DiffFinding("antonym", swapped_a[1], swapped_b[1]) if negated_a == negated_b else None
     if changed:
         return None
 
     def force(tokens: Sequence[tuple[str, str, int]]) -> tuple[bool, set[str], str]:
         negated = sum(t[0] in NEGATIONS or t[0] == "t" for t in tokens) % 2 == 1
         modals = {_MODAL_CLASS.get(t[0], t[0]) for t in tokens if t[0] in MODALS}
-        words = " ".join(t[1] for t in tokens if t[0] in MODALS or t[0] in NEGATIONS or t[0] in UNIVERSAL or t[0] == "t")
+        marked = MODALS | NEGATIONS | UNIVERSAL | {"t"}
+        words = " ".join(t[1] for t in tokens if t[0] in marked)
         return negated, modals, words
 
     (neg_a, modals_a, words_a), (neg_b, modals_b, words_b) = force(a), force(b)

@@ -79,6 +79,8 @@ from ragtrust.models.base import CONTRADICTION, NLIModel
 from ragtrust.registry import register, warm_up
 from ragtrust.screening.base import Signal
 from ragtrust.screening.claims import is_prose
+from ragtrust.screening.ramp import calibrated_direction, contradiction_ramp, resolve_ramp
+from ragtrust.text import Sentence, assertions, words
 
 #: a sentence that opens with one of these (after a list marker) forbids something: an
 #: instruction, not a statement of fact
@@ -93,8 +95,7 @@ def prohibition(sentence: str) -> bool:
         (True, False)
     """
     return bool(_PROHIBITION.match(sentence.strip()))
-from ragtrust.screening.ramp import calibrated_direction, contradiction_ramp, resolve_ramp
-from ragtrust.text import Sentence, assertions, words
+
 
 #: the direction rules, cheapest first
 DIRECTIONS: tuple[str, ...] = ("forward", "sentences", "both")
