@@ -335,3 +335,23 @@ def test_fakes_agreeing_sources_give_no_conflict() -> None:
     assert verdict.conflicts == ()
     assert not _conflict_reasons(verdict)
     assert verdict.consistency == 1.0
+
+
+# a user's password pages (2026-12-08): the clean page was withheld, its prohibition read as
+# contradicting its own advice (intra check, 0.92), and the planted page answered
+PASSWORDS = (
+    "Store passwords with a slow, salted hash such as Argon2id, bcrypt or scrypt. Never store passwords in plain text."
+)
+TEAM_NOTES = "Store passwords with a fast hash such as md5 or sha1. Review the notes every quarter."
+
+
+@pytest.mark.model
+def test_a_clean_page_is_not_withheld_for_forbidding_what_it_does_not_advise(models: dict[str, Any]) -> None:
+    verdict = _shipped_gate(models, [("passwords", PASSWORDS), ("team-notes", TEAM_NOTES)]).ask(
+        "How should passwords be stored?"
+    )
+    assert _actions(verdict)["passwords"] == "kept"
+    intra = [
+        s for d in verdict.documents if d.doc_id == "passwords" for s in d.signals if s.name == "intra_consistency"
+    ]
+    assert intra and intra[0].score == 0.0
