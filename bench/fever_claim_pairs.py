@@ -23,6 +23,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from ragtrust.io import atomic_write_text
 from ragtrust.screening.claim_diff import STOP_WORDS, _tokens, diff_conflict
 
 SHORT = {"SUPPORTS": "S", "REFUTES": "R", "NOT ENOUGH INFO": "N"}
@@ -111,7 +112,7 @@ def main() -> None:
             print(f"  [{labels} {e['kind']}: {e['words']}] {e['left']} | {e['right']}")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(args.out, json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":
