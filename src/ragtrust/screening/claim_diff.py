@@ -9,7 +9,12 @@ Two kinds of finding, each with the differing words of both claims:
   a modal verb or a requirement word (``modal``: must -> may, required -> optional), a
   quantifier or bound (``quantifier``: always -> sometimes, "only some of the time" added),
   or a name (``entity``: capitalised mid-sentence, all capitals, or letters mixed with
-  digits: Reed Hastings -> Marc Randolph, AES -> DES). An identifier's number (CWE-79 ->
+  digits: Reed Hastings -> Marc Randolph, AES -> DES), or a word replaced by its antonym
+  (``antonym``: disable -> enable, faster -> slower; WordNet's direct antonyms in
+  ``ragtrust/data/antonyms.tsv``, any inflection; with a negation on one side the claims
+  agree; off between two claims of one document, see ``antonyms``). A universal may stand
+  for the other claim's negation ("Never log tokens" / "Always log tokens" is a
+  ``negation``). An identifier's number (CWE-79 ->
   CWE-89, TLS 1.2 -> 1.0, 2048-bit -> 1024-bit) is a ``number``. Tokens that only moved
   ("In 1998 the company..." / "...founded in 1998") and numbers written two ways (two / 2)
   are no change; a kind needs changed words of that kind on both sides, except negations,
