@@ -532,8 +532,9 @@ class Conflict(_JsonMixin):
 
     Attributes:
         left / right: the two claims.
-        kind: ``number`` / ``date`` / ``entity`` / ``negation`` / ``modal`` / ``quantifier``
-            (a token diff found it) or ``nli`` (the NLI model called the pair a contradiction).
+        kind: ``number`` / ``date`` / ``entity`` / ``negation`` / ``modal`` / ``quantifier`` /
+            ``antonym`` (a token diff found it), ``answer`` (two answers with different values)
+            or ``nli`` (the NLI model called the pair a contradiction).
         strength: in [0, 1].
         left_words / right_words: the words that differ (diff findings).
         contradiction: the NLI contradiction probability of the pair (max of both directions).

@@ -164,6 +164,34 @@ def test_antonyms_can_be_left_out_for_two_claims_of_one_document() -> None:
     assert diff_conflict("Use TLS 1.2 for the API.", "Use TLS 1.0 for the API.", antonyms=False) is not None
 
 
+# found in review (2026-12-08): pairs the antonym reading took for conflicts
+ANTONYM_REVIEW_PAIRS = [
+    pytest.param(
+        "Bcrypt is slower than MD5, which makes brute force attacks expensive for attackers.",
+        "MD5 is faster than bcrypt, which makes brute force attacks expensive for attackers.",
+        id="moved-subject",
+    ),
+    pytest.param("There is a spare key in the vault.", "Here is a spare key in the vault.", id="function-word"),
+    pytest.param("The API key is pasted in the header.", "The API key is present in the header.", id="verb-ending"),
+    pytest.param(
+        "Neither logging nor tracing is enabled in production.",
+        "Logging and tracing are disabled in production.",
+        id="neither-nor",
+    ),
+]
+
+
+@pytest.mark.parametrize(("left", "right"), ANTONYM_REVIEW_PAIRS)
+def test_what_only_looks_like_an_antonym_swap_is_none(left: str, right: str) -> None:
+    assert diff_conflict(left, right) is None
+    assert diff_conflict(right, left) is None
+
+
+def test_an_inflection_reaches_its_own_part_of_speech_only() -> None:
+    assert lemmas("pasted") == frozenset() and lemmas("news") == frozenset() and lemmas("upper") == frozenset()
+    assert lemmas("bigger") == {"big"} and lemmas("easier") == {"easy"}
+
+
 def test_two_words_that_are_no_antonyms_are_a_rewording() -> None:
     assert diff_conflict("Use a fast hash for checksums.", "Use a quick hash for checksums.") is None
     assert diff_conflict("Encrypt data at rest.", "Encrypt data in transit.") is None
@@ -175,7 +203,7 @@ def test_antonyms_are_read_from_the_shipped_wordnet_list_in_any_inflection() -> 
     assert antonymous("denied", "allowed")
     assert not antonymous("enable", "enable")
     assert not antonymous("client", "server")
-    assert lemmas("stopped") <= {"stop"}
+    assert lemmas("stopped") == {"stop"}
 
 
 @pytest.mark.parametrize(("left", "right"), KNOWN_FALSE_CONFLICTS)

@@ -237,6 +237,17 @@ def test_an_antonym_swapped_into_a_vetted_page_is_blamed_on_the_edit(tmp_path: P
     assert {c.left_words, c.right_words} == {"enabled", "disabled"}
 
 
+def test_a_vetted_page_listing_both_cases_is_no_witness_against_its_unchanged_claims(tmp_path: Path) -> None:
+    vetted = (
+        "Identify the synchronous calls between services. Identify the asynchronous calls between services. "
+        "Record every call in the inventory."
+    )
+    edited = vetted.replace("Record every call", "Record some calls")
+    ledger = _ledger(tmp_path, vetted, edited)
+    (result,) = fake_signal(ledger=ledger, nli=NeutralNLI()).score_batch([doc("kb#0", edited, parent_id="kb")])
+    assert all(c.kind != "antonym" for c in conflicts([result]))
+
+
 def test_an_antonym_in_two_chunks_of_one_document_is_no_conflict() -> None:
     # one page's checklist gives both cases; two chunks of it are one document
     left = doc("page#0", "Identify the synchronous calls between services.", parent_id="page")

@@ -253,6 +253,11 @@ def test_intra_reads_no_prohibition_against_a_statement(text: str) -> None:
         ("Passwords are never stored in plain text.", False),
         ("Store passwords with bcrypt.", False),
         ("Nevertheless, the key is rotated.", False),
+        ("**Never** commit keys.", True),
+        ("- [ ] Do not reuse nonces.", True),
+        ("> Avoid MD5.", True),
+        ("Never-ending loops are a classic bug.", False),
+        ("Never before has the service failed.", False),
     ],
 )
 def test_a_prohibition_opens_with_never_do_not_or_avoid(sentence: str, forbids: bool) -> None:

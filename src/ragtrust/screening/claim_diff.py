@@ -52,9 +52,10 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from types import MappingProxyType
 
 from ragtrust.text import split_sentences
 
@@ -181,43 +182,64 @@ ANTONYMS_FILE = "antonyms.tsv"
 #: words with a kind of their own ("required" / "optional" is ``modal``, "more" / "less" ``quantifier``,
 #: "first" / "second" ``number``)
 _OTHER_KINDS = MODALS | QUANTIFIERS | NEGATIONS | WEAKENING | frozenset(NUMBER_WORDS)
-#: inflection endings and what replaces them, WordNet's own detachment rules (its "morphy")
-#: for verbs and adjectives, and "ied" / "ier" / "iest" -> "y"
+#: function words still read against their antonym ("switched on" / "switched off")
+_SWITCHES = frozenset({"on", "off"})
+#: inflection endings, what replaces them, and the part of speech they inflect (WordNet's own
+#: detachment rules, its "morphy", for verbs and adjectives, and "ied" / "ier" / "iest" -> "y"):
+#: a verb ending is not stripped to reach an adjective ("pasted" is not "past", "news" not "new")
 _DETACH = (
-    ("ies", "y"), ("ied", "y"), ("ier", "y"), ("iest", "y"), ("es", "e"), ("es", ""), ("ed", "e"),
-    ("ed", ""), ("ing", "e"), ("ing", ""), ("er", ""), ("er", "e"), ("est", ""), ("est", "e"), ("s", ""),
+    ("ies", "y", "verb"), ("ied", "y", "verb"), ("es", "e", "verb"), ("es", "", "verb"), ("ed", "e", "verb"),
+    ("ed", "", "verb"), ("ing", "e", "verb"), ("ing", "", "verb"), ("s", "", "verb"),
+    ("ier", "y", "adj"), ("iest", "y", "adj"), ("er", "", "adj"), ("er", "e", "adj"), ("est", "", "adj"),
+    ("est", "e", "adj"),
 )  # fmt: skip
+#: a stripped stem shorter than this is no word of the list ("upper" is not "up", "ones" not "on")
+_MIN_STEM = 3
 
 
 @functools.cache
-def antonyms() -> dict[str, frozenset[str]]:
-    """Each word of the shipped antonym list and its antonyms (both directions)."""
+def _antonym_table() -> tuple[Mapping[str, frozenset[str]], Mapping[str, frozenset[str]]]:
+    """(word -> its antonyms, word -> its parts of speech), read once from the shipped list."""
     pairs: dict[str, set[str]] = {}
+    parts: dict[str, set[str]] = {}
     text = resources.files("ragtrust.data").joinpath(ANTONYMS_FILE).read_text(encoding="utf-8")
     for line in text.splitlines():
         if line and not line.startswith("#"):
-            left, right, _pos = line.split("\t")
+            left, right, pos = line.split("\t")
             pairs.setdefault(left, set()).add(right)
             pairs.setdefault(right, set()).add(left)
-    return {word: frozenset(others) for word, others in pairs.items()}
+            # an adverb takes the adjective's endings ("faster", "longer")
+            for word in (left, right):
+                parts.setdefault(word, set()).add("adj" if pos == "adv" else pos)
+    freeze = {word: frozenset(others) for word, others in pairs.items()}
+    return MappingProxyType(freeze), MappingProxyType({w: frozenset(p) for w, p in parts.items()})
 
 
-def lemmas(word: str) -> set[str]:
+def antonyms() -> Mapping[str, frozenset[str]]:
+    """Each word of the shipped antonym list and its antonyms (both directions; read-only)."""
+    return _antonym_table()[0]
+
+
+@functools.lru_cache(maxsize=65536)
+def lemmas(word: str) -> frozenset[str]:
     """The words of the antonym list that ``word`` (folded) can be an inflection of.
 
     Example:
         >>> sorted(lemmas("disabled")), sorted(lemmas("slower")), sorted(lemmas("denied"))
         (['disable'], ['slow'], ['deny'])
+        >>> sorted(lemmas("pasted")), sorted(lemmas("upper")), sorted(lemmas("news"))
+        ([], [], [])
     """
-    known = antonyms()
+    known, parts = _antonym_table()
     found = {word} & known.keys()
-    for suffix, keep in _DETACH:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 2:
-            base = word[: len(word) - len(suffix)]
-            found |= {base + keep} & known.keys()
-            if len(base) > 2 and base[-1] == base[-2] and base[-1] not in "aeiousl":  # stopped, bigger
-                found |= {base[:-1]} & known.keys()
-    return found
+    for suffix, keep, pos in _DETACH:
+        if not word.endswith(suffix):
+            continue
+        base = word[: len(word) - len(suffix)]
+        for stem in (base + keep, base[:-1] if len(base) > 2 and base[-1] == base[-2] else ""):  # stopped, bigger
+            if len(stem) >= _MIN_STEM and pos in parts.get(stem, ()):
+                found.add(stem)
+    return frozenset(found)
 
 
 def antonymous(left: str, right: str) -> bool:
@@ -232,6 +254,17 @@ def antonymous(left: str, right: str) -> bool:
     return any(known[lemma] & right_lemmas for lemma in lemmas(left))
 
 
+def _antonym_candidate(folded: str) -> bool:
+    """Whether a word may be read against its antonym.
+
+    Not a word with a kind of its own, and no function word or auxiliary ("there" / "here",
+    "have" / "lack"), except "on" / "off".
+    """
+    if folded in _OTHER_KINDS:
+        return False
+    return folded in _SWITCHES or (folded not in STOP_WORDS and folded not in _AUXILIARIES)
+
+
 def _antonym_swap(
     left: Sequence[tuple[str, str, int]], right: Sequence[tuple[str, str, int]]
 ) -> tuple[str, str] | None:
@@ -242,7 +275,7 @@ def _antonym_swap(
 
     for a in left:
         for b in right:
-            if a[0] not in _OTHER_KINDS and b[0] not in _OTHER_KINDS and antonymous(a[0], b[0]):
+            if _antonym_candidate(a[0]) and _antonym_candidate(b[0]) and antonymous(a[0], b[0]):
                 rest = [t for t in content(left) if t is not a] + [t for t in content(right) if t is not b]
                 return (a[1], b[1]) if not rest else None
     return None
@@ -609,7 +642,9 @@ def diff_conflict(
         changed_a = [t for t in changed_a if stem(_key(t)) not in moved]
         changed_b = [t for t in changed_b if stem(_key(t)) not in moved]
         if (changed_a or changed_b) and max(len(changed_a), len(changed_b)) <= MAX_CHANGED:
-            kind = _classify(changed_a, changed_b, names, antonyms=antonyms)
+            # a claim whose words moved ("Bcrypt is slower than MD5" / "MD5 is faster than bcrypt")
+            # says the same thing from the other side: no antonym reading
+            kind = _classify(changed_a, changed_b, names, antonyms=antonyms and not moved)
             # "2 to 5 years" / "3 years": the token diff sees a change, the ranges overlap
             # (two ranges whose bounds differ are two claims: "between 1 and 4 billion years" /
             # "between 1 and 8 billion years")
@@ -777,15 +812,16 @@ def _polarity_flip(
     changed = [i for i, (x, y) in enumerate(zip(content_a, content_b, strict=True)) if x != y]
     if len(changed) == 1 and antonyms:  # "Disable WPS." / "Enable WPS.": one word and its antonym
         swapped_a, swapped_b = ([t for t in tokens if not frame(t)][changed[0]] for tokens in (a, b))
-        if swapped_a[0] in _OTHER_KINDS or swapped_b[0] in _OTHER_KINDS or not antonymous(swapped_a[0], swapped_b[0]):
+        candidates = _antonym_candidate(swapped_a[0]) and _antonym_candidate(swapped_b[0])
+        if not candidates or not antonymous(swapped_a[0], swapped_b[0]):
             return None
-        negated_a, negated_b = (sum(t[0] in NEGATIONS or t[0] == "t" for t in x) % 2 for x in (a, b))
+        negated_a, negated_b = _negated(a), _negated(b)
         return DiffFinding("antonym", swapped_a[1], swapped_b[1]) if negated_a == negated_b else None
     if changed:
         return None
 
     def force(tokens: Sequence[tuple[str, str, int]]) -> tuple[bool, set[str], str]:
-        negated = sum(t[0] in NEGATIONS or t[0] == "t" for t in tokens) % 2 == 1
+        negated = _negated(tokens)
         modals = {_MODAL_CLASS.get(t[0], t[0]) for t in tokens if t[0] in MODALS}
         marked = MODALS | NEGATIONS | UNIVERSAL | {"t"}
         words = " ".join(t[1] for t in tokens if t[0] in marked)
@@ -797,6 +833,11 @@ def _polarity_flip(
     if modals_a and modals_b and modals_a != modals_b:
         return DiffFinding("modal", words_a, words_b)
     return None
+
+
+def _negated(tokens: Sequence[tuple[str, str, int]]) -> bool:
+    """Whether a claim is negated: an odd number of negations ("neither ... nor" is one)."""
+    return sum((t[0] in NEGATIONS and t[0] != "nor") or t[0] == "t" for t in tokens) % 2 == 1
 
 
 def conditional(claim: str) -> bool:

@@ -14,8 +14,8 @@ similar first.
 
 **The conflict diff** (:func:`diff_conflict`, in :mod:`ragtrust.screening.claim_diff`;
 it still imports from here) compares two aligned claims token by token: a number, date,
-name, negation, modal or quantifier changed between near-identical claims, or two
-quantities of one unit whose ranges do not overlap.
+name, negation, modal or quantifier changed between near-identical claims, a word replaced
+by its antonym, or two quantities of one unit whose ranges do not overlap.
 
 Example:
     >>> claims = extract_claims(0, "Queen bees live two years. A queen bee lives 2 years.")

@@ -17,7 +17,8 @@ A poisoned fact can only be caught by something that knows better. This signal c
    at most ``max_pairs`` (most similar first): the work grows with aligned pairs, not K².
 4. **Two checks per aligned pair.** The conflict diff
    (:func:`~ragtrust.screening.claims.diff_conflict`: numbers, dates, names, negation,
-   modals, quantifiers) with strength ``diff_strength[kind]``; and NLI contradiction in both
+   modals, quantifiers, antonyms, the last only between two documents or against a vetted
+   version for a claim the edit changed) with strength ``diff_strength[kind]``; and NLI contradiction in both
    directions, ``c = max(c(a->b), c(b->a))``, mapped through the ramp
    ``clip((c - low) / (high - low))`` whose ``low`` is calibrated per model on aligned pairs of
    clean text (``signal_calibration["claim_conflict"]`` in the model manifest; ``ragtrust eval
@@ -166,6 +167,23 @@ def _parent(doc: Document) -> str:
         return parent
     head, sep, tail = doc.id.rpartition("#")
     return head if sep and tail.isdigit() else doc.id
+
+
+def _antonyms_apart(pool: Sequence[PoolDoc], a: Claim, b: Claim) -> bool:
+    """Whether a word and its antonym in claims ``a`` and ``b`` can be a conflict.
+
+    Inside one document (its chunks) they list two cases ("Identify the synchronous calls" /
+    "Identify the asynchronous calls"). Against the document's vetted version they are an
+    edit, but only for a claim the edit changed: a claim still found word for word in the
+    vetted text is one of the cases the vetted page lists.
+    """
+    left, right = pool[a.doc], pool[b.doc]
+    if left.group != right.group:
+        return True
+    if VETTED not in (left.origin, right.origin) or left.origin == right.origin:
+        return False
+    served, vetted = (a, right) if right.origin == VETTED else (b, left)
+    return _normal(served.text) not in _normal(vetted.document.text)
 
 
 @register("signal", CLAIM_CONFLICT)
@@ -501,9 +519,7 @@ class ClaimConflictSignal(Signal):
                 b,
                 names[claims[i].doc] | names[claims[j].doc],
                 frequencies=claims[i].doc != claims[j].doc,
-                # a word and its antonym inside one document (its chunks) list two cases; against
-                # the document's vetted version they are an edit
-                antonyms=left.group != right.group or VETTED in (left.origin, right.origin),
+                antonyms=_antonyms_apart(pool, claims[i], claims[j]),
             )
             if finding is not None and not same_subject(pool, claims[i], claims[j], finding):
                 finding = None

@@ -32,6 +32,13 @@ all), and to
 The ramp is continuous, unlike the reference's step rule (``c > 0.7 -> 0.7c``,
 ``c > 0.5 -> 0.4c``).
 
+**Instructions.** A check whose one side only forbids ("Never ...", "Do not ...", "Don't ...",
+"Avoid ...") while the other side forbids nothing is left out (``instructions``): the NLI
+model reads a prohibition as the negation of any sentence about the same thing ("The product
+uses the class loader." / "Do not use the class loader.", 0.66 on a CWE entry). A
+prohibition against its own near-identical positive ("Do not enable X." / "Enable X.") is
+the claim-conflict diff's; one against a differently worded positive is no longer read.
+
 A document with fewer than two sentences, or a half with fewer than ``min_words`` words
 (reference: 5), is skipped with a reason (no score, not "clean"). The tail checks run only
 when the tail reads as a statement and compare it only with earlier statements
@@ -84,7 +91,11 @@ from ragtrust.text import Sentence, assertions, words
 
 #: a sentence that opens with one of these (after a list marker) forbids something: an
 #: instruction, not a statement of fact
-_PROHIBITION = re.compile(r"^(?:[-*+]\s+|\d+[.)]\s+)?(?:never|do\s+not|don['\u2019]t|avoid)\b", re.IGNORECASE)
+_PROHIBITION = re.compile(
+    r"^(?:(?:[-*+>\u2022]|\d+[.)]|[a-z][.)]|\[[ xX]\])\s+)*(?:\*\*|__)?"  # list and quote markers, emphasis
+    r"(?:never(?![-\w])(?!\s+before\b)|do\s+not\b|don['\u2019]t\b|avoid\b)",
+    re.IGNORECASE,
+)
 
 
 def prohibition(sentence: str) -> bool:
