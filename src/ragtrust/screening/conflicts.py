@@ -513,7 +513,6 @@ class ClaimConflictSignal(Signal):
         names = {d: names_in(pool[d].document.text) for d in {claims[k].doc for p in pairs for k in p[:2]}}
         findings = []
         for (i, j, _), (a, b) in zip(pairs, texts, strict=True):
-            left, right = pool[claims[i].doc], pool[claims[j].doc]
             finding = diff_conflict(
                 a,
                 b,
