@@ -250,12 +250,17 @@ class IntraConsistencySignal(Signal):
         left_out = {c.kind for c in checks if c.kind in bounded and not self._fits(text(c.premise), text(c.hypothesis))}
         return [c for c in checks if c.kind not in left_out], left_out
 
-    def _why_none(self, left_out: set[str], instruction_only: bool = False) -> str:
-        """The skip reason of a document with at least two sentences and no check to run."""
-        if instruction_only:
-            return "every check would read a prohibition against a statement (an instruction is no claim)"
+    def _why_none(self, left_out: set[str], instructions: bool = False) -> str:
+        """The skip reason of a document with at least two sentences and no check to run.
+
+        ``instructions``: some checks were left out for reading a prohibition against a statement.
+        """
+        prohibitions = "a prohibition against a statement (an instruction is no claim)"
         if left_out:
-            return f"too long for the {' and '.join(sorted(left_out))} check(s), and no sentence-level check applies"
+            rest = f"the other checks would read {prohibitions}" if instructions else "no sentence-level check applies"
+            return f"too long for the {' and '.join(sorted(left_out))} check(s), and {rest}"
+        if instructions:
+            return f"every check would read {prohibitions}"
         return f"each half needs at least {self.min_words} words"
 
     def score_batch(self, docs: Sequence[RetrievedDoc], query: str | None = None) -> list[SignalResult]:
@@ -281,7 +286,7 @@ class IntraConsistencySignal(Signal):
             kept = self._instruction_filter(candidates, sents)
             mine, too_long[i] = self._bounded(kept, sents, doc.document.text)
             if not mine:
-                results[i] = self.skipped(self._why_none(too_long[i], bool(candidates) and not kept))
+                results[i] = self.skipped(self._why_none(too_long[i], len(kept) < len(candidates)))
             checks.extend(mine)
 
         direction = self.direction or calibrated_direction(self.nli) or "sentences"
