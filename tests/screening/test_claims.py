@@ -88,12 +88,19 @@ PARAPHRASES = [
     ("Reed Hastings co-founded Netflix.", "Netflix was co-founded by Reed Hastings."),
 ]
 
-#: an antonym with a negation on one side says the same thing; words with a kind of their own keep it
+#: an antonym with a negation on one side says the same thing, and pairs that only look like a swap
 ANTONYMS_THAT_AGREE = [
-    pytest.param("WPS is not enabled.", "WPS is disabled.", id="not-enabled"),
-    pytest.param("Weak ciphers should be disabled.", "Weak ciphers should not be enabled.", id="should-not-be"),
-    pytest.param("Disable WPS.", "Do not enable WPS.", id="short"),
-]
+    ("WPS is not enabled.", "WPS is disabled."),
+    ("Weak ciphers should be disabled.", "Weak ciphers should not be enabled."),
+    ("Disable WPS.", "Do not enable WPS."),
+    # found in review (2026-12-08): pairs the antonym reading took for conflicts (moved words,
+    # function words, a verb ending read as an adjective, "neither ... nor" as two negations)
+    ("Bcrypt is slower than MD5, which makes brute force attacks expensive for attackers.",
+     "MD5 is faster than bcrypt, which makes brute force attacks expensive for attackers."),
+    ("There is a spare key in the vault.", "Here is a spare key in the vault."),
+    ("The API key is pasted in the header.", "The API key is present in the header."),
+    ("Neither logging nor tracing is enabled in production.", "Logging and tracing are disabled in production."),
+]  # fmt: skip
 
 #: rewordings the diff still calls conflicts: a moved token counts as a changed one, digits
 #: against number words, an imperative against "should be", equal durations in other units
@@ -162,29 +169,6 @@ def test_antonyms_can_be_left_out_for_two_claims_of_one_document() -> None:
     assert diff_conflict("You should disable WPS.", "You should enable WPS.", antonyms=False) is None
     # the other kinds are still read
     assert diff_conflict("Use TLS 1.2 for the API.", "Use TLS 1.0 for the API.", antonyms=False) is not None
-
-
-# found in review (2026-12-08): pairs the antonym reading took for conflicts
-ANTONYM_REVIEW_PAIRS = [
-    pytest.param(
-        "Bcrypt is slower than MD5, which makes brute force attacks expensive for attackers.",
-        "MD5 is faster than bcrypt, which makes brute force attacks expensive for attackers.",
-        id="moved-subject",
-    ),
-    pytest.param("There is a spare key in the vault.", "Here is a spare key in the vault.", id="function-word"),
-    pytest.param("The API key is pasted in the header.", "The API key is present in the header.", id="verb-ending"),
-    pytest.param(
-        "Neither logging nor tracing is enabled in production.",
-        "Logging and tracing are disabled in production.",
-        id="neither-nor",
-    ),
-]
-
-
-@pytest.mark.parametrize(("left", "right"), ANTONYM_REVIEW_PAIRS)
-def test_what_only_looks_like_an_antonym_swap_is_none(left: str, right: str) -> None:
-    assert diff_conflict(left, right) is None
-    assert diff_conflict(right, left) is None
 
 
 def test_an_inflection_reaches_its_own_part_of_speech_only() -> None:
