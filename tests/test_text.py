@@ -117,7 +117,7 @@ def test_offsets_round_trip_on_markdown_like_text(text: str) -> None:
         ("1. keys, certificates etc.\n2. Backups.", ["1. keys, certificates etc.", "2. Backups."]),
         (
             "Steps:\n1. Back up. Then wipe.\n\n## 2.1. Scope\nAll of it.",
-            ["Steps:", "1. Back up.", "Then wipe.", "## 2.1. Scope\nAll of it."],
+            ["Steps:", "1. Back up.", "Then wipe.", "## 2.1. Scope", "All of it."],
         ),
     ],
 )

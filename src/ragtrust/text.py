@@ -183,13 +183,17 @@ def split_sentences(text: str) -> list[Sentence]:
     Blank lines and list items are boundaries (Markdown), except a list item that starts
     lower-case after an item left dangling on "," ";" "and" "or" "but" "nor": it is the rest
     of that item's sentence. A front-matter block at the very start of the text
-    (:func:`front_matter_end`) is a sentence of its own (:func:`is_front_matter` tells it).
+    (:func:`front_matter_end`) is a sentence of its own (:func:`is_front_matter` tells it), and
+    so is a Markdown heading line joined to text by a single line break ("# API keys\nNever
+    commit keys."), outside code fences.
 
     Example:
         >>> [s.text for s in split_sentences("They\n- Can have attributes and\n- can be overwritten.")]
         ['They', '- Can have attributes and\n- can be overwritten.']
         >>> [s.text for s in split_sentences("---\ntitle: Salts\n---\nUse salts. Always.")]
         ['---\ntitle: Salts\n---', 'Use salts.', 'Always.']
+        >>> [s.text for s in split_sentences("# API keys\nNever commit keys. Rotate them.")]
+        ['# API keys', 'Never commit keys.', 'Rotate them.']
     """
     sentences: list[Sentence] = []
     start = front_matter_end(text)
@@ -207,7 +211,25 @@ def split_sentences(text: str) -> list[Sentence]:
         _append(text, start, m.end("close") if full_stop else m.start(), sentences)
         start = m.end()
     _append(text, start, len(text), sentences)
-    return sentences
+    return [part for sentence in sentences for part in _heading_lines_apart(text, sentence)]
+
+
+def _heading_lines_apart(text: str, sentence: Sentence) -> list[Sentence]:
+    """``sentence`` with each Markdown heading line in it as a sentence of its own."""
+    if "```" in sentence.text or "#" not in sentence.text or is_front_matter(sentence.text):
+        return [sentence]
+    parts: list[Sentence] = []
+    run = line = sentence.start  # the start of the current run of body lines, of the current line
+    while line < sentence.end:
+        line_end = text.find("\n", line, sentence.end)
+        line_end = sentence.end if line_end < 0 else line_end
+        if is_heading(text[line:line_end]):
+            _append(text, run, line, parts)
+            _append(text, line, line_end, parts)
+            run = line_end + 1
+        line = line_end + 1
+    _append(text, run, sentence.end, parts)
+    return parts
 
 
 _HEADING = re.compile(r"\s*#{1,6}(\s|$)")
