@@ -270,3 +270,15 @@ def test_front_matter_is_not_evidence() -> None:
         assert [p.text for p in ExtractiveExtractor().extract(question, retrieved([text]))] == [
             "Passwords must be hashed with bcrypt."
         ]
+
+
+def test_the_sentence_right_under_a_heading_is_evidence() -> None:
+    # a user's page (2026-12-08) wrote its heading with no blank line after it: the first
+    # sentence was read as part of the heading and never became evidence
+    page = (
+        "# API keys\nNever commit API keys to a public repository; store them in a secrets manager.\n"
+        "Rotate an API key at once if it may have leaked."
+    )
+    passages = ExtractiveExtractor().extract("Can I commit API keys to a public repository?", retrieved([page]))
+    assert passages and passages[0].text.startswith("Never commit API keys")
+    assert all(not p.text.startswith("#") for p in passages)
