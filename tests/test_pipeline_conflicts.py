@@ -162,6 +162,17 @@ IT_FAQ = (
     "Printers on the home network can be added from the system settings."
 )
 
+# a user's secrets pages (2026-12-08): the planted permission was answered TRUSTED HIGH beside the rule
+SECRETS = (
+    "# API keys\nNever commit API keys to a public repository. "
+    "Keep them in a secrets manager and load them from the environment at run time. "
+    "Rotate an API key at once if it may have leaked."
+)
+DEV_NOTES = (
+    "Notes for new team members on the first week. "
+    "It is fine to commit API keys to a public repository while prototyping, since nobody looks at new projects. "
+    "Ask in the team channel before installing new build tools."
+)
 
 # (documents, question, the conflict's kind and its two sides' words)
 USER_CASES = [
@@ -174,6 +185,9 @@ USER_CASES = [
     pytest.param([("laptop-hardening", LAPTOP), ("it-faq", IT_FAQ)],
                  "Should the firewall stay on when I work from home?", "antonym", {"enabled", "disabled"},
                  id="antonym"),
+    pytest.param([("secrets", SECRETS), ("dev-notes", DEV_NOTES)],
+                 "Can I commit API keys to a public repository?", "permission", {"Never", "It is fine to"},
+                 id="permission"),
 ]  # fmt: skip
 
 

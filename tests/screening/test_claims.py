@@ -10,7 +10,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragtrust.screening.claim_diff import antonymous, conditional, evidence_change, lemmas, superlative_conflict
+from ragtrust.screening.claim_diff import (
+    DiffFinding,
+    antonymous,
+    conditional,
+    evidence_change,
+    lemmas,
+    permission_conflict,
+    superlative_conflict,
+)
 from ragtrust.screening.claims import (
     Claim,
     DiffFinding,
@@ -747,3 +755,54 @@ def test_every_kind_the_diff_names_has_a_default_strength() -> None:
     kinds = {kind for _left, _right, kind, _a, _b in SWAPS}
     assert kinds <= DEFAULT_DIFF_STRENGTH.keys()
     assert all(DEFAULT_DIFF_STRENGTH[kind] > 0 for kind in kinds)
+
+
+# a claim that forbids an action against one that permits it (2026-12-08)
+PERMISSIONS = [
+    ("Never commit API keys to a public repository.",
+     "It is fine to commit API keys to a public repository while prototyping.", "Never", "It is fine to"),
+    ("Do not log session tokens.", "You can safely log session tokens.", "Do not", "You can safely"),
+    ("Avoid storing passwords in plain text.", "It's perfectly okay to store passwords in plain text.",
+     "Avoid", "It's perfectly okay to"),
+    ("Developers should never disable certificate validation.",
+     "Feel free to disable certificate validation in production.", "Developers should never", "Feel free to"),
+    ("There is no need to avoid reusing the salt.", "Never reuse the salt.", "There is no need to avoid", "Never"),
+]  # fmt: skip
+NOT_PERMISSIONS = [
+    # the permission is about another thing done with the same verb
+    ("Never store passwords in plain text.", "You can store passwords in a database."),
+    ("Do not use MD5 for passwords.", "You can use MD5 for checksums."),
+    # a rule and its exception
+    ("Never disable CSRF protection unless the endpoint is read-only.", "You can disable CSRF protection."),
+    ("Do not expose the admin interface.", "You can expose the admin interface only on the VPN."),
+    ("Never commit API keys.", "It is fine to commit API keys if they are encrypted."),
+    # both forbid, both permit, or the permission is negated
+    ("Never commit API keys.", "Do not commit API keys."),
+    ("You can rotate keys.", "It is fine to rotate keys."),
+    ("Never commit API keys.", "You can not commit API keys."),
+    ("Never commit API keys.", "It is not fine to commit API keys."),
+    # another verb
+    ("Never commit API keys.", "You can rotate API keys."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("left", "right", "left_words", "right_words"), PERMISSIONS)
+def test_a_prohibition_against_a_permission_is_a_conflict(
+    left: str, right: str, left_words: str, right_words: str
+) -> None:
+    found = permission_conflict(left, right)
+    assert found == DiffFinding("permission", left_words, right_words)
+    assert diff_conflict(left, right, permissions=True) == found
+    assert permission_conflict(right, left) == DiffFinding("permission", right_words, left_words)
+
+
+@pytest.mark.parametrize(("left", "right"), NOT_PERMISSIONS)
+def test_no_permission_conflict_without_the_same_action_or_with_an_exception(left: str, right: str) -> None:
+    assert permission_conflict(left, right) is None
+    assert permission_conflict(right, left) is None
+
+
+def test_the_permission_reading_is_off_unless_asked_for() -> None:
+    left, right, _, _ = PERMISSIONS[0]
+    found = diff_conflict(left, right)
+    assert found is None or found.kind != "permission"

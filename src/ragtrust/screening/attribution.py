@@ -113,7 +113,13 @@ def same_subject(pool: Sequence[PoolDoc], a: Claim, b: Claim, finding: DiffFindi
     da, db = pool[a.doc].document, pool[b.doc].document
     if a.doc != b.doc and _anchored(finding.left, _outside(da, a)) and _anchored(finding.right, _outside(db, b)):
         return False
-    leans = leaning and any(_REFERRING.match(c.bare) or len(c.bare.split()) < SHORT_CLAIM for c in (a, b))
+    # a permission conflict spells the action out on both sides ("It is fine to commit API keys
+    # ..." opens with a dummy "it"): neither claim leans on its document for the subject
+    leans = (
+        leaning
+        and finding.kind != "permission"
+        and any(_REFERRING.match(c.bare) or len(c.bare.split()) < SHORT_CLAIM for c in (a, b))
+    )
     if leans and a.doc != b.doc and pool[a.doc].group != pool[b.doc].group:
         return _versions(da, a, db, b)
     return True

@@ -607,6 +607,7 @@ def diff_conflict(
     cases: bool = True,
     frequencies: bool = True,
     antonyms: bool = True,
+    permissions: bool = False,
 ) -> DiffFinding | None:
     """The conflict between two aligned claims that a token diff shows (see the module docstring).
 
@@ -618,6 +619,8 @@ def diff_conflict(
     ``antonyms``: whether a word replaced by its antonym is a conflict (``antonym``); off
     between two claims of one document, which lists cases ("Identify synchronous
     communications" / "Identify asynchronous communications" in one OWASP checklist).
+    ``permissions``: whether a claim that forbids an action and one that permits it are a
+    conflict (:func:`permission_conflict`); on only between two documents, as ``antonyms``.
     """
     a, b = _tokens(left), _tokens(right)
     if not a or not b:
@@ -670,6 +673,10 @@ def diff_conflict(
     flip = _polarity_flip(a, b, antonyms=antonyms)
     if flip is not None:
         return flip
+    if permissions:
+        allowed = permission_conflict(left, right)
+        if allowed is not None:
+            return allowed
     # a superlative's case is read in its own clause ("X is the most secure; use Y only if ...")
     ranked = superlative_conflict(left, right)
     if ranked is not None:
@@ -677,6 +684,97 @@ def diff_conflict(
     if cases and (conditional(left) or conditional(right)):
         return None
     return quantity_conflict(left, right, frequencies=frequencies)
+
+
+#: a claim that forbids an action, and the action: "Never commit ...", "Do not log ...", "Avoid
+#: storing ...", "Developers should never disable ...", "It is not safe to reuse ..."
+_FORBID = re.compile(
+    r"^[-*+>\d.)\s]*(?:never|do not|don't|avoid)\s+(?P<a>.+)$"
+    r"|\b(?:you|we|one|developers?|users?|teams?|applications?|apps?|administrators?|admins?)\s+"
+    r"(?:should|must|shall)\s+(?:never|not)\s+(?P<b>.+)$"
+    r"|\b(?:it is|it's)\s+(?:never|not)\s+(?:safe|ok|okay|fine|acceptable|a good idea|advisable)\s+to\s+(?P<c>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+#: a claim that permits an action, and the action: "It is fine to commit ...", "You can safely
+#: disable ...", "Feel free to reuse ...", "There is no need to avoid storing ..."
+_PERMIT = re.compile(
+    r"\b(?:it is|it's)\s+(?:(?:perfectly|generally|usually|totally|completely|quite|also)\s+)?"
+    r"(?:fine|ok|okay|acceptable|safe|alright|all right|allowed|permissible|harmless|reasonable)\s+to\s+(?P<a>.+)$"
+    r"|\byou\s+(?:can|may)\s+(?:(?:safely|freely|also|still|always)\s+)?(?P<b>.+)$"
+    r"|\bfeel free to\s+(?P<c>.+)$"
+    r"|\bthere is no (?:need|reason) to (?:avoid|worry about)\s+(?P<d>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+#: words that make a prohibition or a permission a case of its own ("Never X unless ...",
+#: "You can X only when ..."): such a pair states a rule and its exception, not a conflict
+_EXCEPTION = frozenset("unless except excepting only if when whenever provided providing once after".split())
+#: where the forbidden action ends: a clause break
+_ACTION_END = re.compile(r"[,;:()\u2013\u2014]|\s-\s|\b(?:because|since|as|so|but|and then)\b", re.IGNORECASE)
+#: the share of the forbidden action's content words that the permission must repeat
+PERMISSION_COVERAGE = 0.75
+
+
+def _word_key(word: str) -> str:
+    """A verb-friendly light stem: commit / committing, use / using, log / logging align."""
+    w = word.lower()
+    for suffix in ("ing", "ed", "es", "s"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 2:
+            w = w[: -len(suffix)]
+            break
+    w = w.rstrip("e") or w
+    return w[:-1] if len(w) > 2 and w[-1] == w[-2] else w
+
+
+def _deontic(claim: str) -> tuple[str, str, str] | None:
+    """``("forbid" | "permit", the marker words, the action)`` of a claim, or ``None``."""
+    for force, pattern in (("forbid", _FORBID), ("permit", _PERMIT)):
+        m = pattern.search(claim.strip())
+        if m is None:
+            continue
+        group = next(g for g in m.groupdict() if m.group(g) is not None)
+        action = m.group(group).strip()
+        marker = claim.strip()[m.start() : m.start(group)].strip()
+        return force, marker, action
+    return None
+
+
+def permission_conflict(left: str, right: str) -> DiffFinding | None:
+    """A claim that forbids an action against one that permits it (kind ``permission``).
+
+    "Never commit API keys to a public repository." / "It is fine to commit API keys to a public
+    repository while prototyping." The two actions must start with the same verb and the
+    permission must repeat at least :data:`PERMISSION_COVERAGE` of the forbidden action's
+    content words (up to its first clause break); a side with an exception word ("unless",
+    "only", "if", "when", ...) is a rule and its exception, and a permission whose action is
+    negated ("You can not ...") permits nothing. The finding's words are the two markers.
+
+    Example:
+        >>> permission_conflict("Never commit API keys to a public repository.",
+        ...     "It is fine to commit API keys to a public repository while prototyping.")
+        DiffFinding(kind='permission', left='Never', right='It is fine to')
+        >>> permission_conflict("Never store passwords in plain text.",
+        ...     "You can store passwords in a database.") is None
+        True
+    """
+    sides = [_deontic(left), _deontic(right)]
+    if sides[0] is None or sides[1] is None or sides[0][0] == sides[1][0]:
+        return None
+    forbid, permit = (sides[0], sides[1]) if sides[0][0] == "forbid" else (sides[1], sides[0])
+    for text in (left, right):
+        if {t[0] for t in _tokens(text)} & _EXCEPTION:
+            return None
+    cut = _ACTION_END.search(forbid[2])
+    forbidden = [t[0] for t in _tokens(forbid[2][: cut.start()] if cut else forbid[2])]
+    permitted = [t[0] for t in _tokens(permit[2])]
+    if not forbidden or not permitted or permitted[0] in NEGATIONS:
+        return None
+    if _word_key(forbidden[0]) != _word_key(permitted[0]):
+        return None
+    content = [w for w in forbidden[1:] if w not in STOP_WORDS and w not in _HEDGE_FILLERS]
+    said = {_word_key(w) for w in permitted}
+    if content and sum(_word_key(w) in said for w in content) < PERMISSION_COVERAGE * len(content):
+        return None
+    return DiffFinding("permission", sides[0][1], sides[1][1])
 
 
 def _superlative(claim: str) -> tuple[list[tuple[str, str, int]], str, str, list[str], str] | None:

@@ -143,6 +143,7 @@ DEFAULT_DIFF_STRENGTH: Mapping[str, float] = {
     "modal": 0.8,
     "quantifier": 0.8,
     "antonym": 0.8,
+    "permission": 0.9,
     "answer": 0.8,
 }
 #: answering claims per document compared by the answer check (the first in the document)
@@ -513,12 +514,14 @@ class ClaimConflictSignal(Signal):
         names = {d: names_in(pool[d].document.text) for d in {claims[k].doc for p in pairs for k in p[:2]}}
         findings = []
         for (i, j, _), (a, b) in zip(pairs, texts, strict=True):
+            apart = _antonyms_apart(pool, claims[i], claims[j])
             finding = diff_conflict(
                 a,
                 b,
                 names[claims[i].doc] | names[claims[j].doc],
                 frequencies=claims[i].doc != claims[j].doc,
-                antonyms=_antonyms_apart(pool, claims[i], claims[j]),
+                antonyms=apart,
+                permissions=apart,
             )
             if finding is not None and not same_subject(pool, claims[i], claims[j], finding):
                 finding = None
