@@ -533,7 +533,8 @@ class Conflict(_JsonMixin):
     Attributes:
         left / right: the two claims.
         kind: ``number`` / ``date`` / ``entity`` / ``negation`` / ``modal`` / ``quantifier`` /
-            ``antonym`` (a token diff found it), ``answer`` (two answers with different values)
+            ``antonym`` (a token diff found it), ``permission`` (one forbids what the other
+            permits), ``answer`` (two answers with different values)
             or ``nli`` (the NLI model called the pair a contradiction).
         strength: in [0, 1].
         left_words / right_words: the words that differ (diff findings).

@@ -767,6 +767,7 @@ PERMISSIONS = [
     ("Developers should never disable certificate validation.",
      "Feel free to disable certificate validation in production.", "Developers should never", "Feel free to"),
     ("There is no need to avoid reusing the salt.", "Never reuse the salt.", "There is no need to avoid", "Never"),
+    ("Don\u2019t log session tokens.", "It\u2019s fine to log session tokens.", "Don\u2019t", "It\u2019s fine to"),
 ]  # fmt: skip
 NOT_PERMISSIONS = [
     # the permission is about another thing done with the same verb

@@ -287,7 +287,7 @@ class DiffFinding:
 
     Attributes:
         kind: ``number`` / ``date`` / ``entity`` / ``negation`` / ``modal`` / ``quantifier`` /
-            ``antonym``.
+            ``antonym`` / ``permission``.
         left / right: the differing words of each claim (may be empty for an insertion).
     """
 
@@ -726,15 +726,18 @@ def _word_key(word: str) -> str:
 
 
 def _deontic(claim: str) -> tuple[str, str, str] | None:
-    """``("forbid" | "permit", the marker words, the action)`` of a claim, or ``None``."""
+    """``("forbid" | "permit", the marker words, the action)`` of a claim, or ``None``.
+
+    A typographic apostrophe reads as a plain one ("Don\u2019t", "It\u2019s fine to").
+    """
+    original = claim.strip()
+    text = original.replace("\u2019", "'")  # one character for one: the offsets hold
     for force, pattern in (("forbid", _FORBID), ("permit", _PERMIT)):
-        m = pattern.search(claim.strip())
+        m = pattern.search(text)
         if m is None:
             continue
         group = next(g for g in m.groupdict() if m.group(g) is not None)
-        action = m.group(group).strip()
-        marker = claim.strip()[m.start() : m.start(group)].strip()
-        return force, marker, action
+        return force, original[m.start() : m.start(group)].strip(), m.group(group).strip()
     return None
 
 

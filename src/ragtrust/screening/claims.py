@@ -15,7 +15,8 @@ similar first.
 **The conflict diff** (:func:`diff_conflict`, in :mod:`ragtrust.screening.claim_diff`;
 it still imports from here) compares two aligned claims token by token: a number, date,
 name, negation, modal or quantifier changed between near-identical claims, a word replaced
-by its antonym, or two quantities of one unit whose ranges do not overlap.
+by its antonym, two quantities of one unit whose ranges do not overlap, or (asked for
+between two documents) a claim that forbids an action against one that permits it.
 
 Example:
     >>> claims = extract_claims(0, "Queen bees live two years. A queen bee lives 2 years.")

@@ -17,8 +17,10 @@ A poisoned fact can only be caught by something that knows better. This signal c
    at most ``max_pairs`` (most similar first): the work grows with aligned pairs, not K².
 4. **Two checks per aligned pair.** The conflict diff
    (:func:`~ragtrust.screening.claims.diff_conflict`: numbers, dates, names, negation,
-   modals, quantifiers, antonyms, the last only between two documents or against a vetted
-   version for a claim the edit changed) with strength ``diff_strength[kind]``; and NLI contradiction in both
+   modals, quantifiers, antonyms, and a prohibition against a permission of the same action
+   (``permission``: "Never commit API keys ..." / "It is fine to commit API keys ..."), the
+   last two only between two documents or against a vetted version for a claim the edit
+   changed) with strength ``diff_strength[kind]``; and NLI contradiction in both
    directions, ``c = max(c(a->b), c(b->a))``, mapped through the ramp
    ``clip((c - low) / (high - low))`` whose ``low`` is calibrated per model on aligned pairs of
    clean text (``signal_calibration["claim_conflict"]`` in the model manifest; ``ragtrust eval

@@ -250,7 +250,8 @@ class ConflictOut(_Response):
     right: ClaimRefOut
     kind: str = Field(
         description="'number', 'date', 'entity', 'negation', 'modal', 'quantifier', 'antonym' (a token diff "
-        "found it) or 'nli' (the NLI model called the pair a contradiction)"
+        "found it), 'permission' (one claim forbids what the other permits), 'answer' (two answers with "
+        "different values) or 'nli' (the NLI model called the pair a contradiction)"
     )
     strength: float = Field(description="in [0, 1]")
     left_words: str = Field(default="", description="the words of the left claim that differ (diff findings)")
