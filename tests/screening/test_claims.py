@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from ragtrust.screening.claim_diff import (
-    DiffFinding,
     antonymous,
     conditional,
     evidence_change,

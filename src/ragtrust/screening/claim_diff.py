@@ -670,6 +670,23 @@ def diff_conflict(
                 kind = None
             if kind is not None and not _only_fillers(changed_a, changed_b):
                 return DiffFinding(kind, " ".join(t[1] for t in changed_a), " ".join(t[1] for t in changed_b))
+    return _beyond_swaps(
+        left, right, a, b, cases=cases, frequencies=frequencies, antonyms=antonyms, permissions=permissions
+    )
+
+
+def _beyond_swaps(
+    left: str,
+    right: str,
+    a: list[tuple[str, str, int]],
+    b: list[tuple[str, str, int]],
+    *,
+    cases: bool,
+    frequencies: bool,
+    antonyms: bool,
+    permissions: bool,
+) -> DiffFinding | None:
+    """:func:`diff_conflict`'s readings after the token swap: polarity, permission, superlative, quantity."""
     flip = _polarity_flip(a, b, antonyms=antonyms)
     if flip is not None:
         return flip

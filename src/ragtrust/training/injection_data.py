@@ -314,7 +314,9 @@ def piece_reader(max_length: int = MODEL_PIECES) -> Callable[[Sequence[str]], li
 
     def extent(texts: Sequence[str]) -> list[int]:
         encodings = tok.encode_batch(list(texts))
-        return [max(end for _, end in e.offsets) if e.overflowing else len(t) for t, e in zip(texts, encodings)]
+        return [
+            max(end for _, end in e.offsets) if e.overflowing else len(t) for t, e in zip(texts, encodings, strict=True)
+        ]
 
     return extent
 
