@@ -728,8 +728,9 @@ _PERMIT = re.compile(
 _PRESCRIBE = re.compile(
     r"\b(?:you|we|one|developers?|users?|teams?|applications?|apps?|administrators?|admins?)\s+"
     r"(?:should|must|need to|have to|shall)\s+(?:(?:always|also|still)\s+)?(?P<a>(?!not\b|never\b).+)$"
-    r"|\b(?:it is|it's)\s+(?:(?:generally|usually|always|also)\s+)?(?:best|recommended|advisable|a good idea|good practice|"
-    r"best practice|important|essential|necessary)\s+to\s+(?P<b>.+)$"
+    r"|\b(?:it is|it's)\s+(?:(?:generally|usually|always|also)\s+)?"
+    r"(?:best|recommended|advisable|a good idea|good practice|best practice|important|essential|necessary)"
+    r"\s+to\s+(?P<b>.+)$"
     r"|^[-*+>\d.)\s]*(?:(?:always|please)\s+)?(?P<c>[^\W\d_].+)$",
     re.IGNORECASE | re.DOTALL,
 )
