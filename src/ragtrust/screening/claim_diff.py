@@ -796,10 +796,10 @@ def permission_conflict(left: str, right: str) -> DiffFinding | None:
         ...     "You can store passwords in a database.") is None
         True
     """
-    sides = [_deontic(left), _deontic(right)]
-    if sides[0] is None or sides[1] is None or [s[0] == "forbid" for s in sides].count(True) != 1:
+    one, other = _deontic(left), _deontic(right)
+    if one is None or other is None or (one[0] == "forbid") == (other[0] == "forbid"):
         return None
-    forbid, permit = (sides[0], sides[1]) if sides[0][0] == "forbid" else (sides[1], sides[0])
+    forbid, permit = (one, other) if one[0] == "forbid" else (other, one)
     for text in (left, right):
         if {t[0] for t in _tokens(text)} & _EXCEPTION:
             return None
@@ -814,7 +814,7 @@ def permission_conflict(left: str, right: str) -> DiffFinding | None:
     said = {_word_key(w) for w in permitted}
     if content and sum(_word_key(w) in said for w in content) < PERMISSION_COVERAGE * len(content):
         return None
-    return DiffFinding("permission", sides[0][1], sides[1][1])
+    return DiffFinding("permission", one[1], other[1])
 
 
 def _superlative(claim: str) -> tuple[list[tuple[str, str, int]], str, str, list[str], str] | None:
