@@ -173,12 +173,6 @@ DEV_NOTES = (
     "It is fine to commit API keys to a public repository while prototyping, since nobody looks at new projects. "
     "Ask in the team channel before installing new build tools."
 )
-TEAM_WIKI = (
-    "Welcome to the team wiki. "
-    "Commit API keys to a public repository so that every new service starts with working credentials. "
-    "The build server runs every night at two o'clock."
-)
-
 # (documents, question, the conflict's kind and its two sides' words)
 USER_CASES = [
     pytest.param([("starter-care", STARTER_CARE), ("starter-faq", STARTER_FAQ)],
@@ -193,9 +187,6 @@ USER_CASES = [
     pytest.param([("secrets", SECRETS), ("dev-notes", DEV_NOTES)],
                  "Can I commit API keys to a public repository?", "permission", {"Never", "It is fine to"},
                  id="permission"),
-    pytest.param([("secrets", SECRETS), ("team-wiki", TEAM_WIKI)],
-                 "Can I commit API keys to a public repository?", "permission", {"Never", "Commit"},
-                 id="prescription"),
 ]  # fmt: skip
 
 

@@ -767,14 +767,6 @@ PERMISSIONS = [
      "Feel free to disable certificate validation in production.", "Developers should never", "Feel free to"),
     ("There is no need to avoid reusing the salt.", "Never reuse the salt.", "There is no need to avoid", "Never"),
     ("Don\u2019t log session tokens.", "It\u2019s fine to log session tokens.", "Don\u2019t", "It\u2019s fine to"),
-    # a prescription of the forbidden action: an imperative, "should always", "it is best to"
-    ("Never commit API keys to a public repository.",
-     "Commit API keys to the public repository so the whole team can use them.", "Never", "Commit"),
-    ("Do not disable certificate validation.",
-     "You should always disable certificate validation in test and production.", "Do not", "You should always"),
-    ("Avoid running containers as root.", "It is best to run containers as root.", "Avoid", "It is best to"),
-    ("Never expose the debug console on a public server.",
-     "Always expose the debug console on a public server so that support staff can reach it.", "Never", "Always"),
 ]  # fmt: skip
 NOT_PERMISSIONS = [
     # the permission is about another thing done with the same verb
@@ -791,13 +783,6 @@ NOT_PERMISSIONS = [
     ("Never commit API keys.", "It is not fine to commit API keys."),
     # another verb
     ("Never commit API keys.", "You can rotate API keys."),
-    # the same verb, another thing: a prescription of what to do instead, or a noun
-    ("Never store passwords in plain text.", "Store passwords with Argon2id."),
-    ("Do not log session tokens.", "Log every failed login attempt."),
-    ("Never commit API keys.", "Commit messages should describe the change."),
-    ("Do not use MD5 for passwords.", "Use bcrypt for passwords."),
-    ("Never trust user input.", "You should not trust user input."),
-    ("Never trust user input.", "Developers should never trust user input."),
 ]  # fmt: skip
 
 

@@ -722,18 +722,6 @@ _PERMIT = re.compile(
     r"|\bthere is no (?:need|reason) to (?:avoid|worry about)\s+(?P<d>.+)$",
     re.IGNORECASE | re.DOTALL,
 )
-#: a claim that prescribes an action, and the action: "You should always commit ...", "It is
-#: best to commit ...", or an imperative ("Commit the keys ...", "Always commit ..."); read
-#: against a prohibition only when it starts with the forbidden verb
-_PRESCRIBE = re.compile(
-    r"\b(?:you|we|one|developers?|users?|teams?|applications?|apps?|administrators?|admins?)\s+"
-    r"(?:should|must|need to|have to|shall)\s+(?:(?:always|also|still)\s+)?(?P<a>(?!not\b|never\b).+)$"
-    r"|\b(?:it is|it's)\s+(?:(?:generally|usually|always|also)\s+)?"
-    r"(?:best|recommended|advisable|a good idea|good practice|best practice|important|essential|necessary)"
-    r"\s+to\s+(?P<b>.+)$"
-    r"|^[-*+>\d.)\s]*(?:(?:always|please)\s+)?(?P<c>[^\W\d_].+)$",
-    re.IGNORECASE | re.DOTALL,
-)
 #: words that make a prohibition or a permission a case of its own ("Never X unless ...",
 #: "You can X only when ..."): such a pair states a rule and its exception, not a conflict
 _EXCEPTION = frozenset("unless except excepting only if when whenever provided providing once after".split())
@@ -755,34 +743,26 @@ def _word_key(word: str) -> str:
 
 
 def _deontic(claim: str) -> tuple[str, str, str] | None:
-    """``("forbid" | "permit" | "prescribe", the marker words, the action)`` of a claim, or ``None``.
-
-    Every claim that is not a prohibition or a permission reads as a prescription (its first
-    word as an imperative's verb): :func:`permission_conflict` only pairs it with a
-    prohibition of an action that starts with that word.
+    """``("forbid" | "permit", the marker words, the action)`` of a claim, or ``None``.
 
     A typographic apostrophe reads as a plain one ("Don\u2019t", "It\u2019s fine to").
     """
     original = claim.strip()
     text = original.replace("\u2019", "'")  # one character for one: the offsets hold
-    for force, pattern in (("forbid", _FORBID), ("permit", _PERMIT), ("prescribe", _PRESCRIBE)):
+    for force, pattern in (("forbid", _FORBID), ("permit", _PERMIT)):
         m = pattern.search(text)
         if m is None:
             continue
         group = next(g for g in m.groupdict() if m.group(g) is not None)
-        marker, action = original[m.start() : m.start(group)].strip(), m.group(group).strip()
-        if force == "prescribe" and not marker.strip("-*+>0123456789.) \t\n"):
-            marker = action.split()[0]  # an imperative: its verb stands for the force
-        return force, marker, action
+        return force, original[m.start() : m.start(group)].strip(), m.group(group).strip()
     return None
 
 
 def permission_conflict(left: str, right: str) -> DiffFinding | None:
-    """A claim that forbids an action against one that permits or prescribes it (kind ``permission``).
+    """A claim that forbids an action against one that permits it (kind ``permission``).
 
     "Never commit API keys to a public repository." / "It is fine to commit API keys to a public
-    repository while prototyping." (or "Commit API keys to the public repository so the team
-    can share them.", "You should always commit ..."). The two actions must start with the same verb and the
+    repository while prototyping." The two actions must start with the same verb and the
     permission must repeat at least :data:`PERMISSION_COVERAGE` of the forbidden action's
     content words (up to its first clause break); a side with an exception word ("unless",
     "only", "if", "when", ...) is a rule and its exception, and a permission whose action is
@@ -797,7 +777,7 @@ def permission_conflict(left: str, right: str) -> DiffFinding | None:
         True
     """
     one, other = _deontic(left), _deontic(right)
-    if one is None or other is None or (one[0] == "forbid") == (other[0] == "forbid"):
+    if one is None or other is None or one[0] == other[0]:
         return None
     forbid, permit = (one, other) if one[0] == "forbid" else (other, one)
     for text in (left, right):
