@@ -172,7 +172,18 @@ DEV_NOTES = (
     "Notes for new team members on the first week. "
     "It is fine to commit API keys to a public repository while prototyping, since nobody looks at new projects. "
     "Ask in the team channel before installing new build tools."
+)# a waiver planted beside a requirement (2026-12-08): weakened advice in other words
+KEY_POLICY = (
+    "This policy covers the credentials of every production service. "
+    "Developers must rotate API keys every 90 days. "
+    "Keys are stored in the central secrets manager."
 )
+KEY_FAQ = (
+    "Answers to common questions from new developers. "
+    "There is no need to rotate API keys, since leaked keys are rare. "
+    "The secrets manager keeps an audit log of every read."
+)
+
 # (documents, question, the conflict's kind and its two sides' words)
 USER_CASES = [
     pytest.param([("starter-care", STARTER_CARE), ("starter-faq", STARTER_FAQ)],
@@ -187,6 +198,9 @@ USER_CASES = [
     pytest.param([("secrets", SECRETS), ("dev-notes", DEV_NOTES)],
                  "Can I commit API keys to a public repository?", "permission", {"Never", "It is fine to"},
                  id="permission"),
+    pytest.param([("key-policy", KEY_POLICY), ("key-faq", KEY_FAQ)],
+                 "How often must API keys be rotated?", "permission", {"Developers must", "There is no need to"},
+                 id="waiver"),
 ]  # fmt: skip
 
 

@@ -767,6 +767,14 @@ PERMISSIONS = [
      "Feel free to disable certificate validation in production.", "Developers should never", "Feel free to"),
     ("There is no need to avoid reusing the salt.", "Never reuse the salt.", "There is no need to avoid", "Never"),
     ("Don\u2019t log session tokens.", "It\u2019s fine to log session tokens.", "Don\u2019t", "It\u2019s fine to"),
+    # a prohibition against an explicit requirement, a requirement against a waiver
+    ("Never expose the debug console on a public server.",
+     "You must always expose the debug console on a public server for support staff.", "Never", "You must always"),
+    ("Developers must rotate API keys every 90 days.", "There is no need to rotate API keys.",
+     "Developers must", "There is no need to"),
+    ("It is essential to validate the token signature on every request.",
+     "You don't have to validate the token signature on every request.", "It is essential to", "You don't have to"),
+    ("Always encrypt backups at rest.", "It is optional to encrypt backups at rest.", "Always", "It is optional to"),
 ]  # fmt: skip
 NOT_PERMISSIONS = [
     # the permission is about another thing done with the same verb
@@ -783,10 +791,16 @@ NOT_PERMISSIONS = [
     ("Never commit API keys.", "It is not fine to commit API keys."),
     # another verb
     ("Never commit API keys.", "You can rotate API keys."),
+    # a requirement of what to do instead, two requirements, two waivers, a negated requirement
+    ("Never store passwords in plain text.", "You must store passwords with Argon2id."),
+    ("You must rotate API keys.", "Always rotate API keys."),
+    ("There is no need to rotate API keys.", "You don't have to rotate API keys."),
+    ("You should not rotate API keys.", "There is no need to rotate API keys."),
+    ("Developers should be careful with API keys.", "There is no need to be careful with API keys."),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("left", "right", "left_words", "right_words"), PERMISSIONS)
+@pytest.mark.parametrize(("left", "right", "left_words", "right_words"), [p for p in PERMISSIONS if p[2]])
 def test_a_prohibition_against_a_permission_is_a_conflict(
     left: str, right: str, left_words: str, right_words: str
 ) -> None:

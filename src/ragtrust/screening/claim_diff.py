@@ -722,6 +722,36 @@ _PERMIT = re.compile(
     r"|\bthere is no (?:need|reason) to (?:avoid|worry about)\s+(?P<d>.+)$",
     re.IGNORECASE | re.DOTALL,
 )
+#: a claim that waives an action: "There is no need to rotate ...", "You don't have to rotate
+#: ...", "It is optional to rotate ..."
+_WAIVE = re.compile(
+    r"\b(?:there is|there's) no (?:need|requirement) to\s+(?P<a>.+)$"
+    r"|\byou\s+(?:do not|don't|never)\s+(?:need|have)\s+to\s+(?P<b>.+)$"
+    r"|\byou need not\s+(?P<c>.+)$"
+    r"|\b(?:it is|it's)\s+(?:not (?:necessary|required|needed|mandatory|important)|unnecessary|optional)\s+to\s+(?P<d>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+#: a claim that requires an action with an explicit marker (never a bare imperative, which
+#: a "Don't" list uses for what not to do): "You must rotate ...", "Developers should always
+#: rotate ...", "It is essential to rotate ...", "Always rotate ..."
+_REQUIRE = re.compile(
+    r"\b(?:you|we|one|developers?|users?|teams?|applications?|apps?|administrators?|admins?)\s+"
+    r"(?:should|must|need to|have to|shall)\s+(?:(?:always|also|still)\s+)?(?P<a>(?!not\b|never\b|be\b).+)$"
+    r"|\b(?:it is|it's)\s+(?:(?:generally|usually|always|also)\s+)?"
+    r"(?:important|essential|necessary|required|mandatory|recommended)\s+to\s+(?P<b>.+)$"
+    r"|^[-*+>\d.)\s]*always\s+(?P<c>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+#: the pairs of forces that conflict over one action, and in each the side whose action the
+#: other claim must repeat: a permission (or a requirement) of a case of what is forbidden
+#: ("It is fine to commit API keys ... while prototyping" / "Never commit API keys ..."), a
+#: waiver of all of what is required ("There is no need to rotate API keys" / "Rotate API
+#: keys every 90 days"; a waiver of one case is an exception)
+_CONFLICTING = {
+    frozenset({"forbid", "permit"}): "forbid",
+    frozenset({"forbid", "require"}): "forbid",
+    frozenset({"require", "waive"}): "waive",
+}
 #: words that make a prohibition or a permission a case of its own ("Never X unless ...",
 #: "You can X only when ..."): such a pair states a rule and its exception, not a conflict
 _EXCEPTION = frozenset("unless except excepting only if when whenever provided providing once after".split())
@@ -743,13 +773,13 @@ def _word_key(word: str) -> str:
 
 
 def _deontic(claim: str) -> tuple[str, str, str] | None:
-    """``("forbid" | "permit", the marker words, the action)`` of a claim, or ``None``.
+    """``("forbid" | "permit" | "waive" | "require", the marker words, the action)`` of a claim, or ``None``.
 
     A typographic apostrophe reads as a plain one ("Don\u2019t", "It\u2019s fine to").
     """
     original = claim.strip()
     text = original.replace("\u2019", "'")  # one character for one: the offsets hold
-    for force, pattern in (("forbid", _FORBID), ("permit", _PERMIT)):
+    for force, pattern in (("forbid", _FORBID), ("permit", _PERMIT), ("waive", _WAIVE), ("require", _REQUIRE)):
         m = pattern.search(text)
         if m is None:
             continue
@@ -762,9 +792,11 @@ def permission_conflict(left: str, right: str) -> DiffFinding | None:
     """A claim that forbids an action against one that permits it (kind ``permission``).
 
     "Never commit API keys to a public repository." / "It is fine to commit API keys to a public
-    repository while prototyping." The two actions must start with the same verb and the
-    permission must repeat at least :data:`PERMISSION_COVERAGE` of the forbidden action's
-    content words (up to its first clause break); a side with an exception word ("unless",
+    repository while prototyping."; likewise a prohibition against an explicit requirement
+    ("You must ...", "Always ...") and a requirement against a waiver ("There is no need to
+    ...", "You don't have to ..."). The two actions must start with the same verb and the
+    other claim must repeat at least :data:`PERMISSION_COVERAGE` of the forbidden (or waived)
+    action's content words (up to its first clause break); a side with an exception word ("unless",
     "only", "if", "when", ...) is a rule and its exception, and a permission whose action is
     negated ("You can not ...") permits nothing. The finding's words are the two markers.
 
@@ -777,9 +809,10 @@ def permission_conflict(left: str, right: str) -> DiffFinding | None:
         True
     """
     one, other = _deontic(left), _deontic(right)
-    if one is None or other is None or one[0] == other[0]:
+    rule_force = _CONFLICTING.get(frozenset({one[0], other[0]})) if one and other else None
+    if one is None or other is None or rule_force is None:
         return None
-    forbid, permit = (one, other) if one[0] == "forbid" else (other, one)
+    forbid, permit = (one, other) if one[0] == rule_force else (other, one)
     for text in (left, right):
         if {t[0] for t in _tokens(text)} & _EXCEPTION:
             return None
