@@ -728,7 +728,8 @@ _WAIVE = re.compile(
     r"\b(?:there is|there's) no (?:need|requirement) to\s+(?P<a>.+)$"
     r"|\byou\s+(?:do not|don't|never)\s+(?:need|have)\s+to\s+(?P<b>.+)$"
     r"|\byou need not\s+(?P<c>.+)$"
-    r"|\b(?:it is|it's)\s+(?:not (?:necessary|required|needed|mandatory|important)|unnecessary|optional)\s+to\s+(?P<d>.+)$",
+    r"|\b(?:it is|it's)\s+(?:not (?:necessary|required|needed|mandatory|important)|unnecessary|optional)"
+    r"\s+to\s+(?P<d>.+)$",
     re.IGNORECASE | re.DOTALL,
 )
 #: a claim that requires an action with an explicit marker (never a bare imperative, which
