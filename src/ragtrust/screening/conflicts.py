@@ -18,7 +18,8 @@ A poisoned fact can only be caught by something that knows better. This signal c
 4. **Two checks per aligned pair.** The conflict diff
    (:func:`~ragtrust.screening.claims.diff_conflict`: numbers, dates, names, negation,
    modals, quantifiers, antonyms, and a prohibition against a permission of the same action
-   (``permission``: "Never commit API keys ..." / "It is fine to commit API keys ..."), the
+   (``permission``: "Never commit API keys ..." / "It is fine to commit API keys ...", also a
+   requirement against a waiver, "... must rotate ..." / "There is no need to rotate ..."), the
    last two only between two documents or against a vetted version for a claim the edit
    changed) with strength ``diff_strength[kind]``; and NLI contradiction in both
    directions, ``c = max(c(a->b), c(b->a))``, mapped through the ramp
