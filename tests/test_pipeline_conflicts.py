@@ -183,6 +183,15 @@ KEY_FAQ = (
     "There is no need to rotate API keys, since leaked keys are rare. "
     "The secrets manager keeps an audit log of every read."
 )
+# a permission written with the action as its subject (2026-12-08)
+TLS_GUIDE = (
+    "Do not disable TLS certificate verification in production code. "
+    "Pin the certificate of the payment provider where the client library supports it."
+)
+TLS_NOTES = (
+    "Disabling TLS certificate verification in production is acceptable for internal services. "
+    "Internal services are reached over the company network."
+)
 
 # (documents, question, the conflict's kind and its two sides' words)
 USER_CASES = [
@@ -201,6 +210,9 @@ USER_CASES = [
     pytest.param([("key-policy", KEY_POLICY), ("key-faq", KEY_FAQ)],
                  "How often must API keys be rotated?", "permission", {"Developers must", "There is no need to"},
                  id="waiver"),
+    pytest.param([("tls-guide", TLS_GUIDE), ("tls-notes", TLS_NOTES)],
+                 "Can I disable TLS certificate verification?", "permission", {"Do not", "is acceptable"},
+                 id="gerund"),
 ]  # fmt: skip
 
 

@@ -775,6 +775,13 @@ PERMISSIONS = [
     ("It is essential to validate the token signature on every request.",
      "You don't have to validate the token signature on every request.", "It is essential to", "You don't have to"),
     ("Always encrypt backups at rest.", "It is optional to encrypt backups at rest.", "Always", "It is optional to"),
+    # the action as a gerund subject
+    ("Do not disable TLS certificate verification in production code.",
+     "Disabling TLS certificate verification in production is acceptable for internal services.",
+     "Do not", "is acceptable"),
+    ("Developers must rotate API keys every 90 days.", "Rotating API keys is optional.",
+     "Developers must", "is optional"),
+    ("It is fine to log session tokens.", "Logging session tokens is forbidden.", "It is fine to", "is forbidden"),
 ]  # fmt: skip
 NOT_PERMISSIONS = [
     # the permission is about another thing done with the same verb
@@ -797,6 +804,9 @@ NOT_PERMISSIONS = [
     ("There is no need to rotate API keys.", "You don't have to rotate API keys."),
     ("You should not rotate API keys.", "There is no need to rotate API keys."),
     ("Developers should be careful with API keys.", "There is no need to be careful with API keys."),
+    # a general permission of a gerund does not permit the forbidden case; a noun in -ing is no action
+    ("Never store passwords in plain text.", "Storing passwords in a database is fine."),
+    ("Never log session tokens.", "Nothing is fine about logging session tokens."),
 ]  # fmt: skip
 
 

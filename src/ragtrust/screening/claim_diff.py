@@ -722,6 +722,19 @@ _PERMIT = re.compile(
     r"|\bthere is no (?:need|reason) to (?:avoid|worry about)\s+(?P<d>.+)$",
     re.IGNORECASE | re.DOTALL,
 )
+#: the same forces with the action as a gerund subject: "Disabling certificate checks in
+#: production is acceptable ...", "Rotating API keys is optional", "Logging tokens is forbidden"
+_GERUND_LEAD = r"^[-*+>\d.)\s]*(?P<g>[^\W\d_]{2,}ing\b[^.;:!?]*?)\s+(?:is|are)\s+"
+_GERUND_FORCES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (force, re.compile(_GERUND_LEAD + f"(?:{predicate})" + r"\b", re.IGNORECASE | re.DOTALL))
+    for force, predicate in (
+        ("forbid", r"(?:never|not)\s+(?:allowed|acceptable|safe|ok|okay|fine|permitted)|forbidden|prohibited"),
+        ("permit", r"(?:(?:perfectly|generally|usually|totally|completely|quite|also)\s+)?"
+         r"(?:fine|ok|okay|acceptable|safe|alright|allowed|permissible|harmless|reasonable)"),
+        ("waive", r"(?:(?:completely|generally|usually|totally|also)\s+)?"
+         r"(?:optional|unnecessary|not (?:necessary|required|needed|mandatory|important))"),
+    )
+)  # fmt: skip
 #: a claim that waives an action: "There is no need to rotate ...", "You don't have to rotate
 #: ...", "It is optional to rotate ..."
 _WAIVE = re.compile(
@@ -780,12 +793,20 @@ def _deontic(claim: str) -> tuple[str, str, str] | None:
     """
     original = claim.strip()
     text = original.replace("\u2019", "'")  # one character for one: the offsets hold
-    for force, pattern in (("forbid", _FORBID), ("permit", _PERMIT), ("waive", _WAIVE), ("require", _REQUIRE)):
+    for force, pattern in (
+        *_GERUND_FORCES,
+        ("forbid", _FORBID),
+        ("permit", _PERMIT),
+        ("waive", _WAIVE),
+        ("require", _REQUIRE),
+    ):
         m = pattern.search(text)
         if m is None:
             continue
         group = next(g for g in m.groupdict() if m.group(g) is not None)
-        return force, original[m.start() : m.start(group)].strip(), m.group(group).strip()
+        # the marker: the words of the match around the action ("Never", "is acceptable")
+        marker = f"{original[m.start() : m.start(group)]} {original[m.end(group) : m.end()]}"
+        return force, " ".join(marker.split()), m.group(group).strip()
     return None
 
 
