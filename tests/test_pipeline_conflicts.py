@@ -192,6 +192,9 @@ TLS_NOTES = (
     "Disabling TLS certificate verification in production is acceptable for internal services. "
     "Internal services are reached over the company network."
 )
+# a thing named as optional beside a rule that requires it (2026-12-08 red team)
+MFA_POLICY = "Admin accounts must use multi-factor authentication. Sessions expire after 15 minutes of inactivity."
+MFA_NOTES = "Multi-factor authentication is optional for admin accounts. Most teams find that it slows them down."
 
 # (documents, question, the conflict's kind and its two sides' words)
 USER_CASES = [
@@ -213,6 +216,9 @@ USER_CASES = [
     pytest.param([("tls-guide", TLS_GUIDE), ("tls-notes", TLS_NOTES)],
                  "Can I disable TLS certificate verification?", "permission", {"Do not", "is acceptable"},
                  id="gerund"),
+    pytest.param([("mfa-policy", MFA_POLICY), ("mfa-notes", MFA_NOTES)],
+                 "Do admin accounts need multi-factor authentication?", "permission", {"must", "is optional"},
+                 id="optional"),
 ]  # fmt: skip
 
 

@@ -782,6 +782,11 @@ PERMISSIONS = [
     ("Developers must rotate API keys every 90 days.", "Rotating API keys is optional.",
      "Developers must", "is optional"),
     ("It is fine to log session tokens.", "Logging session tokens is forbidden.", "It is fine to", "is forbidden"),
+    # a thing named as optional that the other claim requires
+    ("Admin accounts must use multi-factor authentication.",
+     "Multi-factor authentication is optional for admin accounts.", "must", "is optional"),
+    ("Backups are not required for staging databases.", "Staging databases should have nightly backups.",
+     "are not required", "should"),
 ]  # fmt: skip
 NOT_PERMISSIONS = [
     # the permission is about another thing done with the same verb
@@ -807,6 +812,11 @@ NOT_PERMISSIONS = [
     # a general permission of a gerund does not permit the forbidden case; a noun in -ing is no action
     ("Never store passwords in plain text.", "Storing passwords in a database is fine."),
     ("Never log session tokens.", "Nothing is fine about logging session tokens."),
+    # optional for someone else, a negated obligation, a pronoun, a condition
+    ("Admin accounts must use multi-factor authentication.", "Multi-factor authentication is optional for guests."),
+    ("Admin accounts must not use SMS codes.", "SMS codes are optional for admin accounts."),
+    ("Clients must send the state parameter.", "It is optional."),
+    ("Always validate input on the server side.", "Server-side validation is unnecessary when the form is validated."),
 ]  # fmt: skip
 
 

@@ -766,6 +766,17 @@ _CONFLICTING = {
     frozenset({"forbid", "require"}): "forbid",
     frozenset({"require", "waive"}): "waive",
 }
+#: a thing waived by its name: "Multi-factor authentication is optional for admin accounts."
+_NOMINAL_WAIVER = re.compile(
+    r"^[-*+>\d.)\s]*(?P<x>[^.;:!?]+?)\s+(?P<c>is|are)\s+(?:(?:completely|entirely|generally|usually)\s+)?"
+    r"(?P<w>optional|unnecessary|not (?:required|mandatory|necessary|needed))"
+    r"(?:\s+for\s+(?P<y>[^.;:!?,]+))?",
+    re.IGNORECASE,
+)
+#: an obligation anywhere in a claim, not negated
+_OBLIGATION = re.compile(
+    r"\b(?:must|should|shall|needs? to|ha(?:ve|s) to|(?:is|are) required to)\b(?!\s+(?:not|never)\b)", re.IGNORECASE
+)
 #: words that make a prohibition or a permission a case of its own ("Never X unless ...",
 #: "You can X only when ..."): such a pair states a rule and its exception, not a conflict
 _EXCEPTION = frozenset("unless except excepting only if when whenever provided providing once after".split())
@@ -830,14 +841,20 @@ def permission_conflict(left: str, right: str) -> DiffFinding | None:
         ...     "You can store passwords in a database.") is None
         True
     """
+    for text in (left, right):
+        if {t[0] for t in _tokens(text)} & _EXCEPTION:
+            return None
+    waived = _nominal_waiver(left, right)
+    if waived is not None:
+        return DiffFinding("permission", waived[0], waived[1])
+    waived = _nominal_waiver(right, left)
+    if waived is not None:
+        return DiffFinding("permission", waived[1], waived[0])
     one, other = _deontic(left), _deontic(right)
     rule_force = _CONFLICTING.get(frozenset({one[0], other[0]})) if one and other else None
     if one is None or other is None or rule_force is None:
         return None
     forbid, permit = (one, other) if one[0] == rule_force else (other, one)
-    for text in (left, right):
-        if {t[0] for t in _tokens(text)} & _EXCEPTION:
-            return None
     cut = _ACTION_END.search(forbid[2])
     forbidden = [t[0] for t in _tokens(forbid[2][: cut.start()] if cut else forbid[2])]
     permitted = [t[0] for t in _tokens(permit[2])]
@@ -850,6 +867,27 @@ def permission_conflict(left: str, right: str) -> DiffFinding | None:
     if content and sum(_word_key(w) in said for w in content) < PERMISSION_COVERAGE * len(content):
         return None
     return DiffFinding("permission", one[1], other[1])
+
+
+def _nominal_waiver(waiver: str, rule: str) -> tuple[str, str] | None:
+    """``(waiver's words, rule's words)`` when ``waiver`` names a thing as optional that ``rule`` requires.
+
+    "Multi-factor authentication is optional for admin accounts." against "Admin accounts must
+    use multi-factor authentication.": the rule holds an obligation (not negated) and every
+    content word of the waived thing and of whom the waiver is for.
+    """
+    m = _NOMINAL_WAIVER.search(waiver.strip().replace("\u2019", "'"))
+    obligation = _OBLIGATION.search(rule)
+    if m is None or obligation is None:
+        return None
+    named = [t[0] for part in ("x", "y") if m.group(part) for t in _tokens(m.group(part))]
+    if named and named[0].endswith("ing"):
+        return None  # a gerund subject names an action: read by the forces of :func:`_deontic`
+    needed = [w for w in named if w not in STOP_WORDS and w not in _HEDGE_FILLERS]
+    said = {_word_key(t[0]) for t in _tokens(rule)}
+    if not needed or not all(_word_key(w) in said for w in needed):
+        return None
+    return f"{m.group('c')} {m.group('w')}", obligation.group(0)
 
 
 def _superlative(claim: str) -> tuple[list[tuple[str, str, int]], str, str, list[str], str] | None:
