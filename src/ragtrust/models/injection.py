@@ -254,10 +254,7 @@ class OnnxInjection(SideBySide, ReloadsAfterPickle):
         A text cut at ``max_length`` pieces is read up to the end of its last piece inside the limit.
         """
         self.warm_up()
-        encodings = self._tokenizer.encode_batch(list(texts))
-        return [
-            max(end for _, end in e.offsets) if e.overflowing else len(t) for t, e in zip(texts, encodings, strict=True)
-        ]
+        return read_extents(self._tokenizer, texts)
 
     def predict(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Temperature-scaled P(injection) per text."""
@@ -273,6 +270,17 @@ class OnnxInjection(SideBySide, ReloadsAfterPickle):
         for idx, logits in onnx_logits(self._session, self._inputs, encodings, self.batch_size, "injection"):
             out[idx] = softmax(logits.astype(np.float32) / self._temperature)[:, self._positive]
         return out
+
+
+def read_extents(tokenizer: Any, texts: Sequence[str]) -> list[int]:
+    """Per text, how many characters a ``tokenizers.Tokenizer`` truncating at its limit reads.
+
+    All of a text that fits; of a longer one, up to the end of its last piece inside the limit.
+    """
+    encodings = tokenizer.encode_batch(list(texts))
+    return [
+        max(end for _, end in e.offsets) if e.overflowing else len(t) for t, e in zip(texts, encodings, strict=True)
+    ]
 
 
 @dataclass
@@ -385,5 +393,6 @@ __all__ = [
     "TransformersInjection",
     "injection_label_index",
     "load_injection_model",
+    "read_extents",
     "read_manifest",
 ]

@@ -703,20 +703,25 @@ def _beyond_swaps(
     return quantity_conflict(left, right, frequencies=frequencies)
 
 
+#: who a rule is addressed to ("Developers should never ...", "You must ...")
+_ADDRESSEE = r"\b(?:you|we|one|developers?|users?|teams?|applications?|apps?|administrators?|admins?)\s+"
+#: what makes an action allowed ("It is fine to ...", "Disabling ... is acceptable")
+_ALLOWED = (
+    r"(?:(?:perfectly|generally|usually|totally|completely|quite|also)\s+)?"
+    r"(?:fine|ok|okay|acceptable|safe|alright|all right|allowed|permissible|harmless|reasonable)"
+)
 #: a claim that forbids an action, and the action: "Never commit ...", "Do not log ...", "Avoid
 #: storing ...", "Developers should never disable ...", "It is not safe to reuse ..."
 _FORBID = re.compile(
     r"^[-*+>\d.)\s]*(?:never|do not|don't|avoid)\s+(?P<a>.+)$"
-    r"|\b(?:you|we|one|developers?|users?|teams?|applications?|apps?|administrators?|admins?)\s+"
-    r"(?:should|must|shall)\s+(?:never|not)\s+(?P<b>.+)$"
+    r"|" + _ADDRESSEE + r"(?:should|must|shall)\s+(?:never|not)\s+(?P<b>.+)$"
     r"|\b(?:it is|it's)\s+(?:never|not)\s+(?:safe|ok|okay|fine|acceptable|a good idea|advisable)\s+to\s+(?P<c>.+)$",
     re.IGNORECASE | re.DOTALL,
 )
 #: a claim that permits an action, and the action: "It is fine to commit ...", "You can safely
 #: disable ...", "Feel free to reuse ...", "There is no need to avoid storing ..."
 _PERMIT = re.compile(
-    r"\b(?:it is|it's)\s+(?:(?:perfectly|generally|usually|totally|completely|quite|also)\s+)?"
-    r"(?:fine|ok|okay|acceptable|safe|alright|all right|allowed|permissible|harmless|reasonable)\s+to\s+(?P<a>.+)$"
+    r"\b(?:it is|it's)\s+" + _ALLOWED + r"\s+to\s+(?P<a>.+)$"
     r"|\byou\s+(?:can|may)\s+(?:(?:safely|freely|also|still|always)\s+)?(?P<b>.+)$"
     r"|\bfeel free to\s+(?P<c>.+)$"
     r"|\bthere is no (?:need|reason) to (?:avoid|worry about)\s+(?P<d>.+)$",
@@ -729,8 +734,7 @@ _GERUND_FORCES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (force, re.compile(_GERUND_LEAD + f"(?:{predicate})" + r"\b", re.IGNORECASE | re.DOTALL))
     for force, predicate in (
         ("forbid", r"(?:never|not)\s+(?:allowed|acceptable|safe|ok|okay|fine|permitted)|forbidden|prohibited"),
-        ("permit", r"(?:(?:perfectly|generally|usually|totally|completely|quite|also)\s+)?"
-         r"(?:fine|ok|okay|acceptable|safe|alright|allowed|permissible|harmless|reasonable)"),
+        ("permit", _ALLOWED),
         ("waive", r"(?:(?:completely|generally|usually|totally|also)\s+)?"
          r"(?:optional|unnecessary|not (?:necessary|required|needed|mandatory|important))"),
     )
@@ -749,8 +753,8 @@ _WAIVE = re.compile(
 #: a "Don't" list uses for what not to do): "You must rotate ...", "Developers should always
 #: rotate ...", "It is essential to rotate ...", "Always rotate ..."
 _REQUIRE = re.compile(
-    r"\b(?:you|we|one|developers?|users?|teams?|applications?|apps?|administrators?|admins?)\s+"
-    r"(?:should|must|need to|have to|shall)\s+(?:(?:always|also|still)\s+)?(?P<a>(?!not\b|never\b|be\b).+)$"
+    _ADDRESSEE
+    + r"(?:should|must|need to|have to|shall)\s+(?:(?:always|also|still)\s+)?(?P<a>(?!not\b|never\b|be\b).+)$"
     r"|\b(?:it is|it's)\s+(?:(?:generally|usually|always|also)\s+)?"
     r"(?:important|essential|necessary|required|mandatory|recommended)\s+to\s+(?P<b>.+)$"
     r"|^[-*+>\d.)\s]*always\s+(?P<c>.+)$",

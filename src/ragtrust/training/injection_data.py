@@ -307,18 +307,12 @@ MODEL_PIECES = 128
 
 def piece_reader(max_length: int = MODEL_PIECES) -> Callable[[Sequence[str]], list[int]]:
     """Per text, how many characters a ``max_length``-piece model reads (as ``OnnxInjection.read_extent``)."""
+    from functools import partial
+
     from ragtrust.models.embedder import load_tokenizer
-    from ragtrust.models.injection import MANIFEST_FILE
+    from ragtrust.models.injection import MANIFEST_FILE, read_extents
 
-    tok = load_tokenizer(MANIFEST_FILE.parent / "injection_tokenizer.json", max_length)
-
-    def extent(texts: Sequence[str]) -> list[int]:
-        encodings = tok.encode_batch(list(texts))
-        return [
-            max(end for _, end in e.offsets) if e.overflowing else len(t) for t, e in zip(texts, encodings, strict=True)
-        ]
-
-    return extent
+    return partial(read_extents, load_tokenizer(MANIFEST_FILE.parent / "injection_tokenizer.json", max_length))
 
 
 def as_read(
